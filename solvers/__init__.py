@@ -1,0 +1,5 @@
+"""Solvers and reductions: LCP, MCP, cone and NLP/MPCC solvers, chosen by name from registries."""
+from contactmp.solvers.lcp import lcp_residual, validate_lcp
+from contactmp.solvers.registry import DEFAULT_LCP_ORDER, LCP_SOLVERS, solve_lcp
+
+__all__ = ["lcp_residual", "validate_lcp", "solve_lcp", "LCP_SOLVERS", "DEFAULT_LCP_ORDER"]

@@ -1,0 +1,136 @@
+"""The linear complementarity problem LCP(q, M) and what every LCP solver shares.
+
+LCP(q, M): find z >= 0 with w = M z + q >= 0 and z^T w = 0 (Cottle, Pang and Stone; the paper's
+LCP(r, M) with r = q). The independent check of any answer is ``||min(z, M z + q)||_inf``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, fields
+import difflib
+from typing import Any
+
+import numpy as np
+
+from contactmp.errors import InputError, OptionError
+from contactmp.result import Result, Status
+
+
+def validate_lcp(M: Any, q: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(M, q)`` as contiguous float64 arrays, or raise :class:`InputError` naming the field.
+
+    ``M`` must be a finite square ``n x n`` matrix and ``q`` a finite vector of length ``n``.
+    """
+    try:
+        M = np.ascontiguousarray(M, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError("M", f"cannot be read as a float matrix ({exc})") from None
+    try:
+        q = np.ascontiguousarray(q, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError("q", f"cannot be read as a float vector ({exc})") from None
+    if M.ndim != 2 or M.shape[0] != M.shape[1]:
+        raise InputError("M", f"must be a square 2-D matrix, got shape {M.shape}")
+    if q.ndim == 2 and 1 in q.shape:
+        q = q.ravel()
+    if q.ndim != 1:
+        raise InputError("q", f"must be a 1-D vector, got shape {q.shape}")
+    if q.shape[0] != M.shape[0]:
+        raise InputError("q", f"has length {q.shape[0]} but M is {M.shape[0]} x {M.shape[1]}")
+    if M.shape[0] == 0:
+        raise InputError("M", "is empty (n = 0)")
+    if not np.isfinite(M).all():
+        raise InputError("M", "contains NaN or inf")
+    if not np.isfinite(q).all():
+        raise InputError("q", "contains NaN or inf")
+    return M, q
+
+
+def lcp_residual(M: np.ndarray, q: np.ndarray, z: np.ndarray) -> float:
+    """The natural-map residual ``||min(z, M z + q)||_inf`` (0 exactly at a solution)."""
+    z = np.asarray(z, dtype=np.float64)
+    if z.shape != q.shape or not np.isfinite(z).all():
+        return float("inf")
+    return float(np.max(np.abs(np.minimum(z, M @ z + q))))
+
+
+def verified_result(
+    M: np.ndarray,
+    q: np.ndarray,
+    z: np.ndarray | None,
+    *,
+    solver: str,
+    claimed: Status,
+    tol: float,
+    iterations: int,
+    t_start: float,
+    message: str = "",
+    **extras: Any,
+) -> Result:
+    """Build a :class:`Result`, checking the solver's claim independently.
+
+    A claimed ``SOLVED`` whose residual exceeds ``tol`` is downgraded to ``NOT_SOLVED`` (the
+    scipy ``_linprog_util`` discipline); the message then says so. Any other claim is kept, but
+    the residual of whatever iterate the solver returned is still reported.
+    """
+    n = q.shape[0]
+    if z is None:
+        z = np.full(n, np.nan)
+    z = np.asarray(z, dtype=np.float64)
+    res = lcp_residual(M, q, z)
+    status = claimed
+    if claimed is Status.SOLVED and not res <= tol:
+        status = Status.NOT_SOLVED
+        message = (message + "; " if message else "") + (
+            f"solver claimed a solution but the independent residual {res:.3e} exceeds tol {tol:.1e}"
+        )
+    elif claimed is not Status.SOLVED and res <= tol and np.isfinite(res):
+        # The solver gave up but its iterate happens to satisfy the check: it is a solution.
+        message = (message + "; " if message else "") + f"iterate verified (residual {res:.3e})"
+        status = Status.SOLVED
+    w = M @ z if np.isfinite(z).all() else np.full(n, np.nan)
+    extras.setdefault("w", w + q)
+    return Result(
+        status=status,
+        x=z,
+        solver=solver,
+        residual=res,
+        tol=tol,
+        iterations=int(iterations),
+        time_s=time.perf_counter() - t_start,
+        message=message,
+        extras=extras,
+    )
+
+
+@dataclass
+class SolverOptions:
+    """Base of every solver's typed options. Unknown keys are rejected with a 'did you mean' hint."""
+
+    tol: float = 1e-8
+
+    @classmethod
+    def build(cls, options: "SolverOptions | None" = None, **overrides: Any) -> "SolverOptions":
+        """Return options of this class from an instance and/or keyword overrides (strict keys)."""
+        names = [f.name for f in fields(cls)]
+        for key in overrides:
+            if key not in names:
+                close = difflib.get_close_matches(key, names, n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                raise OptionError(
+                    f"unknown option '{key}' for {cls.__name__} (known: {', '.join(names)}){hint}"
+                )
+        if options is None:
+            options = cls()
+        elif not isinstance(options, cls):
+            raise OptionError(f"options must be {cls.__name__}, got {type(options).__name__}")
+        values = {f.name: getattr(options, f.name) for f in fields(cls)}
+        values.update(overrides)
+        out = cls(**values)
+        out.check()
+        return out
+
+    def check(self) -> None:
+        """Reject ill-typed values (subclasses extend this)."""
+        if not (isinstance(self.tol, (int, float)) and self.tol > 0 and np.isfinite(self.tol)):
+            raise OptionError(f"tol must be a positive finite number, got {self.tol!r}")

@@ -1,0 +1,78 @@
+"""Solvers chosen by name (the CasADi / qpsolvers pattern): one registry per problem class.
+
+Each LCP solver module defines ``NAME``, an ``Options`` dataclass (a :class:`SolverOptions`)
+and ``solve(M, q, options=None, **overrides) -> Result``. Modules are imported lazily so that a
+missing optional backend only affects the solvers that need it, with its own error message.
+"""
+from __future__ import annotations
+
+import importlib
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from contactmp.errors import OptionError
+from contactmp.result import Result, Status
+from contactmp.solvers.lcp import validate_lcp
+
+#: name -> module implementing it (``solve`` and ``Options`` inside)
+LCP_SOLVERS: dict[str, str] = {
+    "lemke": "contactmp.solvers.lemke",
+    "fip": "contactmp.solvers.fip",
+    "newton": "contactmp.solvers.newton",
+    "pgs": "contactmp.solvers.pgs",
+    "ipopt": "contactmp.solvers.ipopt_lcp",
+    "cyipopt": "contactmp.solvers.ipopt_lcp_cy",
+}
+
+#: the order in which the default ("auto") tries solvers: exact pivoting first, then the
+#: globalized Newton method, then the interior point method, then the MPCC through IPOPT.
+DEFAULT_LCP_ORDER: tuple[str, ...] = ("lemke", "newton", "fip", "ipopt")
+
+
+def lcp_solver(name: str) -> Callable[..., Result]:
+    """Return the ``solve`` function registered under ``name`` (strict, with a hint)."""
+    if name not in LCP_SOLVERS:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(LCP_SOLVERS), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise OptionError(f"unknown LCP solver '{name}' (known: {', '.join(LCP_SOLVERS)}){hint}")
+    return importlib.import_module(LCP_SOLVERS[name]).solve
+
+
+def solve_lcp(M: Any, q: Any, solver: str | None = None, **options: Any) -> Result:
+    """Solve LCP(q, M): z >= 0, w = M z + q >= 0, z^T w = 0.
+
+    With ``solver=None`` (or ``"auto"``) the solvers of :data:`DEFAULT_LCP_ORDER` are tried in
+    turn until one returns a verified solution; ``extras["attempts"]`` lists every attempt and
+    ``solver`` names the one whose answer is returned. ``options`` go to the named solver
+    (unknown keys are rejected); in auto mode only ``tol`` is accepted.
+    """
+    M, q = validate_lcp(M, q)
+    if solver not in (None, "auto"):
+        return lcp_solver(solver)(M, q, **options)
+    extra = set(options) - {"tol"}
+    if extra:
+        raise OptionError(f"auto mode takes only 'tol'; got {sorted(extra)} (name a solver to pass them)")
+    t0 = time.perf_counter()
+    attempts: list[dict[str, Any]] = []
+    best: Result | None = None
+    for name in DEFAULT_LCP_ORDER:
+        res = lcp_solver(name)(M, q, **options)
+        attempts.append({"solver": name, "status": res.status.value, "residual": res.residual,
+                         "iterations": res.iterations, "time_s": res.time_s})
+        if best is None or res.residual < best.residual:
+            best = res
+        if res.success:
+            break
+    assert best is not None
+    best.extras["attempts"] = attempts
+    best.time_s = time.perf_counter() - t0
+    if not best.success:
+        # Report the most telling failure: ray termination from Lemke says "likely no solution".
+        statuses = {a["status"] for a in attempts}
+        if Status.RAY_TERMINATION.value in statuses and best.status is not Status.RAY_TERMINATION:
+            best.message = (best.message + "; " if best.message else "") + "Lemke ended on a secondary ray"
+    return best

@@ -1,1 +1,25 @@
-"""contactmp.case_studies."""
+"""Case studies: each runs the chain on named systems and writes summary.json, records.jsonl,
+table.md and PNG figures into its output folder (``contactmp study NAME --out DIR``).
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: study name -> module with ``DESCRIPTION`` and ``run(out, quick, seed) -> dict``
+STUDIES: dict[str, str] = {
+    "trinkle-table1": "contactmp.case_studies.trinkle_table1",
+}
+
+
+def study_module(name: str) -> Any:
+    """The module implementing study ``name`` (raises OptionError with a hint when unknown)."""
+    from contactmp.errors import OptionError
+
+    if name not in STUDIES:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(STUDIES), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise OptionError(f"unknown study '{name}' (known: {', '.join(STUDIES)}){hint}")
+    return importlib.import_module(STUDIES[name])

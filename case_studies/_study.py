@@ -1,0 +1,167 @@
+"""What every case study shares: an output folder, append-only JSONL records that make a run
+resumable, a progress bar, and the headline files (``summary.json``, ``table.md``, PNG figures).
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _jsonable(e) for k, e in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(e) for e in v]
+    if isinstance(v, np.ndarray):
+        return _jsonable(v.tolist())
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating, float)):
+        f = float(v)
+        return f if np.isfinite(f) else str(f)
+    if isinstance(v, (np.bool_,)):
+        return bool(v)
+    if hasattr(v, "value") and hasattr(v, "name"):  # enums
+        return v.value
+    return v
+
+
+def environment() -> dict[str, Any]:
+    """Versions and machine, recorded with every study and benchmark."""
+    import importlib.metadata as md
+
+    versions = {}
+    for pkg in ("contactmp", "numpy", "scipy", "numba", "casadi", "pyomo"):
+        try:
+            versions[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            versions[pkg] = None
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "versions": versions,
+    }
+
+
+class RecordStore:
+    """Append-only JSONL records keyed by ``record["key"]``.
+
+    Each record is written and flushed as soon as it exists, so an interrupted run loses at most
+    the record in flight; reopening the store skips every key already present (resume).
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._records: dict[str, dict[str, Any]] = {}
+        if self.path.exists():
+            with self.path.open() as fh:
+                for line in fh:
+                    line = line.strip()
+                    if not line:
+                        continue
+                    try:
+                        rec = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue  # a line cut by an interruption: redo that record
+                    self._records[rec["key"]] = rec
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._records
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one record (must carry a unique ``key``) and flush it to disk."""
+        rec = _jsonable(record)
+        with self.path.open("a") as fh:
+            fh.write(json.dumps(rec) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        self._records[rec["key"]] = rec
+
+    def records(self) -> list[dict[str, Any]]:
+        """All records, in first-written order."""
+        return list(self._records.values())
+
+
+@dataclass
+class StudyRun:
+    """The output folder of one study run and its standard files."""
+
+    name: str
+    out: Path
+    quick: bool
+    seed: int
+    started: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        self.out = Path(self.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.store = RecordStore(self.out / "records.jsonl")
+
+    def progress(self, items: Iterable[Any], total: int, description: str) -> Iterator[Any]:
+        """Iterate with a rich progress bar on stderr (silent when stderr is not a terminal)."""
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        console = Console(stderr=True)
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not console.is_terminal,
+        ) as bar:
+            task = bar.add_task(description, total=total)
+            for item in items:
+                yield item
+                bar.advance(task)
+
+    def write_summary(self, summary: dict[str, Any]) -> Path:
+        """Write ``summary.json`` (headline figures plus seed, mode and environment)."""
+        full = {
+            "study": self.name,
+            "quick": self.quick,
+            "seed": self.seed,
+            "records": len(self.store),
+            "wall_time_s": time.time() - self.started,
+            "environment": environment(),
+            **summary,
+        }
+        path = self.out / "summary.json"
+        path.write_text(json.dumps(_jsonable(full), indent=2) + "\n")
+        return path
+
+    def write_table(self, markdown: str) -> Path:
+        """Write ``table.md``."""
+        path = self.out / "table.md"
+        path.write_text(markdown if markdown.endswith("\n") else markdown + "\n")
+        return path
+
+
+def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
+    """A GitHub-flavoured markdown table."""
+
+    def fmt(v: Any) -> str:
+        if v is None:
+            return "-"
+        if isinstance(v, float):
+            return f"{v:.2f}" if abs(v) < 1e4 else f"{v:.3g}"
+        return str(v)
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"

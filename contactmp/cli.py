@@ -1,0 +1,120 @@
+"""The command line: ``contactmp solve FILE``, ``contactmp study NAME``, ``contactmp list``."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="contactmp: rigid-body contact as mathematical programs (LCP, NCP, QP, MPCC).",
+)
+err = Console(stderr=True)
+
+
+@app.command()
+def solve(
+    file: Path = typer.Argument(..., exists=True, dir_okay=False, help="Problem file (.npz with M, q; Siconos .dat)."),
+    solver: Optional[str] = typer.Option(None, help="Solver name (see `contactmp list`); default tries several."),
+    tol: float = typer.Option(1e-8, help="Tolerance on the independent residual ||min(z, Mz+q)||_inf."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+) -> None:
+    """Solve one complementarity problem read from FILE and report a verified status."""
+    from contactmp.errors import ContactMPError
+    from contactmp.io import load_lcp
+    from contactmp.solvers import solve_lcp
+
+    try:
+        M, q = load_lcp(file)
+        res = solve_lcp(M, q, solver=solver, tol=tol)
+    except ContactMPError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    if as_json:
+        d = res.to_dict()
+        out = {
+            "status": d["status"],
+            "solver": d["solver"],
+            "residual": d["residual"],
+            "iterations": d["iterations"],
+            "time_s": d["time_s"],
+            "z": d["x"],
+            "w": d["extras"].get("w"),
+            "message": d["message"],
+            "attempts": d["extras"].get("attempts"),
+            "problem": str(file),
+            "n": int(len(q)),
+        }
+        sys.stdout.write(json.dumps(out) + "\n")
+    else:
+        t = Table(title=f"{file.name} (n = {len(q)})")
+        for col in ("status", "solver", "residual", "iterations", "time"):
+            t.add_column(col)
+        t.add_row(res.status.value, res.solver, f"{res.residual:.2e}", str(res.iterations), f"{res.time_s*1e3:.3f} ms")
+        Console().print(t)
+        if res.message:
+            Console().print(res.message)
+    raise typer.Exit(0 if res.success else 1)
+
+
+@app.command()
+def study(
+    name: str = typer.Argument(..., help="Study name (see `contactmp list`)."),
+    quick: bool = typer.Option(False, "--quick", help="A small, fast version of the study."),
+    out: Optional[Path] = typer.Option(None, help="Output folder (default: results/NAME[-quick])."),
+    seed: int = typer.Option(0, help="Seed of every random choice in the study."),
+) -> None:
+    """Run a case study; writes summary.json, records.jsonl, table.md and PNG figures into OUT.
+
+    An interrupted run resumes where it stopped when started again with the same OUT.
+    """
+    from contactmp.case_studies import study_module
+    from contactmp.errors import ContactMPError
+
+    try:
+        mod = study_module(name)
+    except ContactMPError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    out = out or Path("results") / (name + ("-quick" if quick else ""))
+    summary = mod.run(out=out, quick=quick, seed=seed)
+    Console().print((out / "table.md").read_text())
+    Console().print(f"[green]wrote[/green] {out}/summary.json, records.jsonl, table.md, *.png")
+    headline = summary.get("headline")
+    if headline:
+        Console().print(headline)
+
+
+@app.command("list")
+def list_() -> None:
+    """List the solvers and the case studies."""
+    from contactmp.case_studies import STUDIES, study_module
+    from contactmp.solvers.registry import DEFAULT_LCP_ORDER, LCP_SOLVERS
+
+    t = Table(title="LCP solvers (--solver)")
+    t.add_column("name")
+    t.add_column("module")
+    for k, v in LCP_SOLVERS.items():
+        t.add_row(k, v)
+    Console().print(t)
+    Console().print(f"default (no --solver) tries: {', '.join(DEFAULT_LCP_ORDER)}")
+    s = Table(title="Case studies (contactmp study NAME)")
+    s.add_column("name")
+    s.add_column("what it shows")
+    for k in STUDIES:
+        s.add_row(k, getattr(study_module(k), "DESCRIPTION", ""))
+    Console().print(s)
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

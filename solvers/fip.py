@@ -1,0 +1,278 @@
+"""The feasible interior point (FIP) method of Trinkle, Pang, Sudarsky and Lo (1995), Appendix B.
+
+LCP(r, M) in the paper's notation: find ``(w, z) >= 0`` with ``w = r + M z`` and ``w^T z = 0``
+(``r`` is this package's ``q``). The method keeps every iterate in the strictly feasible set
+``F+ = {(w, z) > 0 : w = r + M z}`` and drives the complementary gap ``w^T z`` to zero.
+
+Phase I (the paper's "Phase I simplex-type procedure") is the linear program
+
+    maximize t   subject to   r + M z >= t e,   z >= t e,   t <= 1,
+
+solved with HiGHS through :func:`scipy.optimize.linprog`. It is always feasible (``z = 0`` with
+``t = min(0, min r)``) and bounded (``t <= 1``), so no artificial bound on ``z`` is needed. If its
+optimum ``t* <= nfp_tol`` there is no strictly feasible pair and the method cannot start: status
+``infeasible`` with the paper's "NFP" (Tables 2 and 3).
+
+Phase II, from ``(w^k, z^k)`` in ``F+`` with ``mu_k = (w^k)^T z^k / n``:
+
+* direction, equation (54): ``-dw + M dz = 0`` and ``Z dw + W dz = -w o z + beta_k mu_k e``,
+  solved as the reduced system ``(W + Z M) dz = -w o z + beta_k mu_k e``, ``dw = M dz``;
+* step: ``theta_bar = min(1, -w_i/dw_i (dw_i < 0), -z_i/dz_i (dz_i < 0))``,
+  ``theta_0 = eta * theta_bar``, and ``theta = rho^m theta_0`` with ``m`` the smallest nonnegative
+  integer satisfying the Armijo condition (55) on the potential
+  ``Phi(w, z) = (n + zeta) log(w^T z) - sum_i log(w_i z_i)``.
+
+Our reading of the garbled (55) is
+
+    Phi(w + rho^m theta_0 dw, z + rho^m theta_0 dz) - Phi(w, z) <= -sigma (1 - beta_k) zeta rho^m theta_0.
+
+It is the standard Armijo rule because the directional derivative of ``Phi`` along (54) is at most
+``-(1 - beta_k) zeta``: with ``z^T dw + w^T dz = -(1 - beta) w^T z`` and
+``sum_i (z_i dw_i + w_i dz_i)/(w_i z_i) = -n + beta mu sum_i 1/(w_i z_i)`` one gets
+``grad Phi . d = -(1 - beta) zeta + beta (n - mu sum_i 1/(w_i z_i)) <= -(1 - beta) zeta`` by the
+arithmetic-harmonic mean inequality.
+
+Termination: the paper stops when ``w^T z <= 1e-6``. We then purify the interior iterate with the
+active-set polish :func:`~contactmp.solvers.lcp.polish_lcp`; if the polished candidate passes the
+independent check ``||min(z, M z + q)||_inf <= tol`` it is returned as solved, otherwise the gap
+target is divided by 100 and the iteration continues, up to ``max_iter`` (the paper's 300).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linprog
+
+from contactmp.errors import OptionError
+from contactmp.result import Result, Status
+from contactmp.solvers.lcp import (
+    SolverOptions,
+    lcp_residual,
+    polish_lcp,
+    validate_lcp,
+    verified_result,
+)
+
+NAME = "fip"
+
+#: at most this many step halvings (rho^m) before the line search is declared failed
+_MAX_BACKTRACKS = 60
+
+
+@dataclass
+class Options(SolverOptions):
+    """Options of the FIP method (Appendix B); defaults are the paper's where it gives them.
+
+    Attributes
+    ----------
+    tol : independent residual ``||min(z, Mz + q)||_inf`` a solution must meet.
+    gap_tol : the paper's ``epsilon``: first purification once ``w^T z <= gap_tol`` (paper 1e-6).
+    max_iter : interior-point iterations (paper: 300). Phase I is not counted.
+    beta0 : the first centering parameter ``beta_0`` in ``[0, 1)``.
+    beta_factor : ``beta_{k+1} = beta_factor * beta_k`` (in ``(0, 1]``; keeps ``beta`` nonincreasing
+        as Step 3 requires).
+    beta_min : floor of ``beta_k`` (``0 <= beta_min <= beta0``).
+    zeta : the potential's weight ``zeta > 0``; ``None`` means ``sqrt(n)``.
+    rho : backtracking factor in ``(0, 1)``.
+    sigma : Armijo constant in ``(0, 1)``.
+    eta : fraction of the step to the boundary, in ``(0, 1)``.
+    purify : polish the interior iterate into an exact complementary candidate.
+    nfp_tol : Phase I declares "no strictly feasible point" when its optimum ``t* <= nfp_tol``.
+    """
+
+    tol: float = 1e-8
+    gap_tol: float = 1e-6
+    max_iter: int = 300
+    beta0: float = 0.5
+    beta_factor: float = 0.5
+    beta_min: float = 0.0
+    zeta: float | None = None
+    rho: float = 0.5
+    sigma: float = 1e-4
+    eta: float = 0.9995
+    purify: bool = True
+    nfp_tol: float = 1e-9
+
+    def check(self) -> None:
+        """Reject values outside the ranges Appendix B allows."""
+        super().check()
+
+        def num(name: str, lo: float, hi: float, lo_open: bool, hi_open: bool) -> None:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
+                raise OptionError(f"{name} must be a finite number, got {v!r}")
+            if (v <= lo if lo_open else v < lo) or (v >= hi if hi_open else v > hi):
+                lb = "(" if lo_open else "["
+                ub = ")" if hi_open else "]"
+                raise OptionError(f"{name} must lie in {lb}{lo}, {hi}{ub}, got {v!r}")
+
+        num("gap_tol", 0.0, np.inf, True, True)
+        num("beta0", 0.0, 1.0, False, True)
+        num("beta_factor", 0.0, 1.0, True, False)
+        num("beta_min", 0.0, self.beta0, False, False)
+        num("rho", 0.0, 1.0, True, True)
+        num("sigma", 0.0, 1.0, True, True)
+        num("eta", 0.0, 1.0, True, True)
+        num("nfp_tol", 0.0, np.inf, False, True)
+        if self.zeta is not None:
+            num("zeta", 0.0, np.inf, True, True)
+        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) \
+                or self.max_iter < 0:
+            raise OptionError(f"max_iter must be a nonnegative integer, got {self.max_iter!r}")
+        if not isinstance(self.purify, (bool, np.bool_)):
+            raise OptionError(f"purify must be True or False, got {self.purify!r}")
+
+
+def phase_one(M: np.ndarray, q: np.ndarray) -> tuple[float, np.ndarray | None, str]:
+    """Phase I: ``max t`` s.t. ``q + M z >= t e``, ``z >= t e``, ``t <= 1`` (an LP, HiGHS).
+
+    Returns ``(t*, z, message)``: ``t* > 0`` means ``(w, z) = (q + M z, z) >= t* e`` is strictly
+    feasible. ``z`` is ``None`` (and ``t* = nan``) when the LP solver failed.
+    """
+    n = q.shape[0]
+    eye = np.eye(n)
+    ones = np.ones((n, 1))
+    # variables x = (z, t); minimize -t
+    c = np.zeros(n + 1)
+    c[-1] = -1.0
+    a_ub = np.vstack([np.hstack([-M, ones]), np.hstack([-eye, ones])])
+    b_ub = np.concatenate([q, np.zeros(n)])
+    bounds = [(None, None)] * n + [(None, 1.0)]
+    lp = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
+    if lp.status != 0 or lp.x is None:
+        return float("nan"), None, f"Phase I LP failed (HiGHS status {lp.status}: {lp.message})"
+    z = np.asarray(lp.x[:n], dtype=np.float64)
+    t = float(lp.x[-1])
+    # the LP optimum is accurate to HiGHS's feasibility tolerance: report the t the point achieves
+    t_true = float(min(np.min(z), np.min(q + M @ z)))
+    return min(t, t_true), z, "Phase I LP optimal"
+
+
+def potential(w: np.ndarray, z: np.ndarray, zeta: float) -> float:
+    """The merit ``Phi(w, z) = (n + zeta) log(w^T z) - sum_i log(w_i z_i)`` for ``(w, z) > 0``."""
+    n = w.shape[0]
+    return float((n + zeta) * np.log(w @ z) - np.sum(np.log(w)) - np.sum(np.log(z)))
+
+
+def _max_step(v: np.ndarray, dv: np.ndarray) -> float:
+    """Largest ``theta`` in ``(0, inf]`` with ``v + theta dv >= 0`` (``v > 0``)."""
+    neg = dv < 0
+    if not neg.any():
+        return float("inf")
+    return float(np.min(-v[neg] / dv[neg]))
+
+
+def _best_candidate(M: np.ndarray, q: np.ndarray, z: np.ndarray, purify: bool) -> tuple[np.ndarray, bool]:
+    """The interior iterate or its polished version, whichever has the smaller LCP residual."""
+    if not purify:
+        return z, False
+    cand = polish_lcp(M, q, z)
+    if cand is not None and lcp_residual(M, q, cand) <= lcp_residual(M, q, z):
+        return cand, True
+    return z, False
+
+
+def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> Result:
+    """Solve LCP(q, M) with the feasible interior point method of Appendix B.
+
+    Returns a :class:`Result` whose ``x`` is ``z``; ``iterations`` counts interior-point
+    iterations (Phase I excluded; its time is ``extras["lp_time_s"]``). Statuses: ``solved``
+    (independently verified), ``infeasible`` (Phase I found no strictly feasible point: message
+    "NFP ...", ``extras["nfp"] = True``), ``max_iter`` (with ``extras["gap"]`` and
+    ``extras["paper_criterion_met"]``, whether ``w^T z <= gap_tol`` was ever reached), and
+    ``numerical_error`` (singular direction system, line-search failure, non-finite values).
+    """
+    t_start = time.perf_counter()
+    M, q = validate_lcp(M, q)
+    opts = Options.build(options, **overrides)
+    n = q.shape[0]
+    zeta = float(np.sqrt(n)) if opts.zeta is None else float(opts.zeta)
+    base: dict[str, Any] = {"nfp": False}
+
+    def finish(z: np.ndarray, status: Status, k: int, msg: str, **extra: Any) -> Result:
+        return verified_result(M, q, z, solver=NAME, claimed=status, tol=opts.tol,
+                               iterations=k, t_start=t_start, message=msg, **base, **extra)
+
+    # Phase I ------------------------------------------------------------------------------
+    t_lp = time.perf_counter()
+    t_star, z0, lp_msg = phase_one(M, q)
+    base["lp_time_s"] = time.perf_counter() - t_lp
+    base["phase1_t"] = t_star
+    if z0 is None:
+        return finish(np.zeros(n), Status.NUMERICAL_ERROR, 0, lp_msg)
+    if not t_star > opts.nfp_tol:
+        base["nfp"] = True
+        why = ("the LCP is infeasible" if t_star < -opts.nfp_tol
+               else "the feasible set has empty interior")
+        # z = 0 may still solve the LCP (e.g. q >= 0 with q_i = 0): verified_result says so
+        return finish(np.maximum(z0, 0.0), Status.INFEASIBLE, 0,
+                      f"NFP: no strictly feasible point (Phase I optimum t* = {t_star:.3e}; {why})")
+
+    # Phase II -----------------------------------------------------------------------------
+    z = z0.copy()
+    w = q + M @ z
+    beta = float(opts.beta0)
+    gap_target = float(opts.gap_tol)
+    paper_met = False
+    backtracks = 0
+    k = 0
+    gap = float(w @ z)
+    phi = potential(w, z, zeta)
+
+    def stop(status: Status, msg: str) -> Result:
+        cand, polished = _best_candidate(M, q, z, opts.purify)
+        return finish(cand, status, k, msg, gap=gap, paper_criterion_met=paper_met,
+                      purified=polished, beta=beta, backtracks=backtracks)
+
+    while True:
+        if gap <= opts.gap_tol:
+            paper_met = True
+        if gap <= gap_target:
+            cand, polished = _best_candidate(M, q, z, opts.purify)
+            if lcp_residual(M, q, cand) <= opts.tol:
+                return finish(cand, Status.SOLVED, k,
+                              f"gap {gap:.3e} <= {gap_target:.1e}" + ("; purified" if polished else ""),
+                              gap=gap, paper_criterion_met=paper_met, purified=polished,
+                              beta=beta, backtracks=backtracks)
+            gap_target /= 100.0
+            continue
+        if k >= opts.max_iter:
+            return stop(Status.MAX_ITER, f"{k} iterations, gap {gap:.3e}")
+        # Step 1: the direction of (54), reduced to (W + Z M) dz = -w o z + beta mu e
+        mu = gap / n
+        a = z[:, None] * M
+        a[np.diag_indices(n)] += w
+        rhs = -w * z + beta * mu
+        try:
+            dz = np.linalg.solve(a, rhs)
+        except np.linalg.LinAlgError:
+            return stop(Status.NUMERICAL_ERROR, f"singular system (W + Z M) at iteration {k}")
+        dw = M @ dz
+        if not (np.isfinite(dz).all() and np.isfinite(dw).all()):
+            return stop(Status.NUMERICAL_ERROR, f"non-finite direction at iteration {k}")
+        # Step 2: step to the boundary, then Armijo on the potential, condition (55)
+        theta_bar = min(1.0, _max_step(w, dw), _max_step(z, dz))
+        theta0 = opts.eta * theta_bar
+        theta = theta0
+        accepted = False
+        for _m in range(_MAX_BACKTRACKS):
+            w_new = w + theta * dw
+            z_new = z + theta * dz
+            if (w_new > 0).all() and (z_new > 0).all():
+                phi_new = potential(w_new, z_new, zeta)
+                if np.isfinite(phi_new) and phi_new - phi <= -opts.sigma * (1.0 - beta) * zeta * theta:
+                    accepted = True
+                    break
+            theta *= opts.rho
+            backtracks += 1
+        if not accepted:
+            return stop(Status.NUMERICAL_ERROR,
+                        f"line search on the potential failed at iteration {k} (gap {gap:.3e})")
+        # Step 3: update; beta nonincreasing
+        w, z, phi = w_new, z_new, phi_new
+        gap = float(w @ z)
+        k += 1
+        beta = max(opts.beta_min, beta * opts.beta_factor)

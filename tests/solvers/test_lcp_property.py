@@ -1,0 +1,59 @@
+"""Property: over thousands of random LCPs, no solver ever reports `solved` with a residual above
+its tolerance, and no solver raises on a well-formed problem (non-convergence is a status)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contactmp.result import Status
+from contactmp.solvers import lcp_residual, solve_lcp
+
+
+@st.composite
+def lcps(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
+    n = draw(st.integers(1, 7))
+    kind = draw(st.sampled_from(["integers", "floats", "psd_plus_skew", "degenerate"]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    if kind == "integers":
+        M = rng.integers(-3, 4, size=(n, n)).astype(float)
+        q = rng.integers(-3, 4, size=n).astype(float)
+    elif kind == "floats":
+        M = rng.normal(size=(n, n)) * 10 ** rng.uniform(-3, 3)
+        q = rng.normal(size=n) * 10 ** rng.uniform(-3, 3)
+    elif kind == "psd_plus_skew":
+        S = rng.normal(size=(n, max(1, n - 1)))
+        K = rng.normal(size=(n, n))
+        M = S @ S.T + (K - K.T)
+        q = rng.normal(size=n)
+    else:  # repeated rows/columns and zeros in q: degenerate bases
+        base = rng.integers(-2, 3, size=(1, n)).astype(float)
+        M = np.repeat(base, n, axis=0) + np.eye(n) * rng.integers(0, 2)
+        q = rng.integers(-1, 2, size=n).astype(float)
+    return M, q
+
+
+FAST_SOLVERS = ["lemke", "newton", "fip", "pgs"]
+
+
+@pytest.mark.parametrize("solver", FAST_SOLVERS)
+@settings(max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problem=lcps())
+def test_solved_is_always_verified(solver: str, problem: tuple[np.ndarray, np.ndarray]) -> None:
+    M, q = problem
+    res = solve_lcp(M, q, solver=solver)
+    assert isinstance(res.status, Status)
+    if res.status is Status.SOLVED:
+        assert lcp_residual(M, q, res.x) <= res.tol
+        assert np.all(res.x >= -res.tol)
+
+
+@pytest.mark.parametrize("solver", ["ipopt", "cyipopt"])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problem=lcps())
+def test_solved_is_always_verified_ipopt(solver: str, problem: tuple[np.ndarray, np.ndarray]) -> None:
+    M, q = problem
+    res = solve_lcp(M, q, solver=solver)
+    if res.status is Status.SOLVED:
+        assert lcp_residual(M, q, res.x) <= res.tol

@@ -1,0 +1,319 @@
+"""CasADi SX -> Pyomo expressions: a walk over the algorithm of an SX Function.
+
+The CasADi form of a program is the source; the Pyomo form is produced from it. ``translate`` builds
+``casadi.Function("f", [symbols], [exprs])`` and replays its algorithm (one instruction at a time,
+CasADi's own topological order), emitting one Pyomo expression object per instruction. Every
+instruction result is built once and reused as a Python object, so the Pyomo expressions are a DAG
+of the same size as the CasADi graph (CasADi's SX graph is already free of duplicated nodes).
+
+A DAG is compact in memory, but Pyomo walks expressions as trees (``value()``, the NL writer).
+For graphs that reuse intermediate results deeply (a result used twice in each of k nested levels
+is walked 2^k times) pass ``share=shared_expressions(block)``: every result used more than once
+is then stored in an indexed Pyomo ``Expression`` on ``block``, which the NL writer emits once (as
+an AMPL "defined variable").
+
+Supported CasADi operations: const, input, output, assign, add, sub, mul, div, neg, inv, twice,
+sq, sqrt, pow, constpow, exp, log, log1p, expm1, sin, cos, tan, asin, acos, atan, sinh, cosh,
+tanh, asinh, acosh, atanh, fabs, hypot, sign, fmin, fmax, lt, le, eq, ne, not, if_else_zero.
+fmin/fmax/sign/comparisons become Pyomo ``Expr_if`` (Pyomo has no min/max); with
+``minmax="abs"`` fmin/fmax become ``(a + b -+ |a - b|) / 2`` instead (no if-then-else, which
+CasADi's NL importer cannot read, at the price of cancellation when |a| >> |b|). Any other
+operation raises :class:`~contactmp.errors.UnsupportedProgramError` naming it.
+"""
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import casadi
+import numpy as np
+import pyomo.environ as pyo
+
+from contactmp.errors import InputError, UnsupportedProgramError
+
+__all__ = ["translate", "is_pure_symbol_column", "shared_expressions", "op_name"]
+
+_OP_NAMES: dict[int, str] = {
+    getattr(casadi, n): n[3:].lower() for n in dir(casadi) if n.startswith("OP_")
+}
+
+
+def op_name(op: int) -> str:
+    """The CasADi name of operation code ``op`` (``casadi.OP_ADD`` -> ``"add"``)."""
+    return _OP_NAMES.get(op, f"<unknown op {op}>")
+
+
+def is_pure_symbol_column(sx: Any) -> bool:
+    """True if ``sx`` is a dense SX column (or empty) whose entries are distinct pure symbols.
+
+    Such a column can be the input of a CasADi Function, and its i-th entry can stand for one
+    Pyomo leaf.
+    """
+    if not isinstance(sx, casadi.SX):
+        return False
+    if sx.numel() == 0:
+        return True
+    if not sx.is_column() or not sx.is_dense() or not sx.is_valid_input():
+        return False
+    n = sx.numel()
+    return len({sx[i].element_hash() for i in range(n)}) == n
+
+
+def shared_expressions(block: Any, name: str = "cse") -> Callable[[Any], Any]:
+    """A ``share`` hook for :func:`translate` that stores shared results in ``block.<name>[k]``.
+
+    Creates (or reuses) an ``Expression`` indexed by ``Any`` named ``name`` on ``block`` and
+    returns ``f(e) -> block.<name>[k]`` where ``k`` counts up. The NL writer writes each such
+    named expression once, so deeply shared graphs stay linear in size.
+    """
+    comp = block.component(name)
+    if comp is None:
+        comp = pyo.Expression(pyo.Any)
+        block.add_component(name, comp)
+    elif not isinstance(comp, pyo.Expression):
+        raise InputError("name", f"block has a component {name!r} that is not an Expression")
+    counter = [len(comp)]
+
+    def add(expr: Any) -> Any:
+        k = counter[0]
+        while k in comp:
+            k += 1
+        counter[0] = k + 1
+        comp[k] = expr
+        return comp[k]
+
+    return add
+
+
+class _Cond:
+    """A 0/1 comparison result kept as a Pyomo relational (so if_else_zero can branch on it)."""
+
+    __slots__ = ("rel", "negated", "_num")
+
+    def __init__(self, rel: Any, negated: bool = False):
+        self.rel = rel
+        self.negated = negated
+        self._num = None
+
+    def number(self) -> Any:
+        """The 0/1 numeric value of the condition, as ``Expr_if(rel, 1, 0)``."""
+        if self._num is None:
+            t, e = (0.0, 1.0) if self.negated else (1.0, 0.0)
+            self._num = pyo.Expr_if(IF=self.rel, THEN=t, ELSE=e)
+        return self._num
+
+
+def _is_num(a: Any) -> bool:
+    t = type(a)
+    return t is float or t is int
+
+
+def _fold(fn: Callable[..., Any], *args: float) -> float:
+    with np.errstate(all="ignore"):
+        return float(fn(*(np.float64(a) for a in args)))
+
+
+def _sign(a: Any) -> Any:
+    return pyo.Expr_if(IF=a > 0, THEN=1.0, ELSE=pyo.Expr_if(IF=a < 0, THEN=-1.0, ELSE=0.0))
+
+
+# code -> (pyomo builder, numpy fold); the builder only ever sees Pyomo operands
+_UNARY: dict[int, tuple[Callable[[Any], Any], Callable[..., Any]]] = {
+    casadi.OP_ASSIGN: (lambda a: a, lambda a: a),
+    casadi.OP_NEG: (lambda a: -a, np.negative),
+    casadi.OP_INV: (lambda a: 1.0 / a, lambda a: 1.0 / a),
+    casadi.OP_TWICE: (lambda a: 2.0 * a, lambda a: 2.0 * a),
+    casadi.OP_SQ: (lambda a: a**2, lambda a: a * a),
+    casadi.OP_SQRT: (pyo.sqrt, np.sqrt),
+    casadi.OP_EXP: (pyo.exp, np.exp),
+    casadi.OP_LOG: (pyo.log, np.log),
+    casadi.OP_LOG1P: (lambda a: pyo.log(1.0 + a), np.log1p),
+    casadi.OP_EXPM1: (lambda a: pyo.exp(a) - 1.0, np.expm1),
+    casadi.OP_SIN: (pyo.sin, np.sin),
+    casadi.OP_COS: (pyo.cos, np.cos),
+    casadi.OP_TAN: (pyo.tan, np.tan),
+    casadi.OP_ASIN: (pyo.asin, np.arcsin),
+    casadi.OP_ACOS: (pyo.acos, np.arccos),
+    casadi.OP_ATAN: (pyo.atan, np.arctan),
+    casadi.OP_SINH: (pyo.sinh, np.sinh),
+    casadi.OP_COSH: (pyo.cosh, np.cosh),
+    casadi.OP_TANH: (pyo.tanh, np.tanh),
+    casadi.OP_ASINH: (pyo.asinh, np.arcsinh),
+    casadi.OP_ACOSH: (pyo.acosh, np.arccosh),
+    casadi.OP_ATANH: (pyo.atanh, np.arctanh),
+    casadi.OP_FABS: (abs, np.abs),
+    casadi.OP_SIGN: (_sign, np.sign),
+}
+
+_BINARY: dict[int, tuple[Callable[[Any, Any], Any], Callable[..., Any]]] = {
+    casadi.OP_ADD: (lambda a, b: a + b, np.add),
+    casadi.OP_SUB: (lambda a, b: a - b, np.subtract),
+    casadi.OP_MUL: (lambda a, b: a * b, np.multiply),
+    casadi.OP_DIV: (lambda a, b: a / b, np.divide),
+    casadi.OP_POW: (lambda a, b: a**b, np.power),
+    casadi.OP_CONSTPOW: (lambda a, b: a**b, np.power),
+    casadi.OP_HYPOT: (lambda a, b: pyo.sqrt(a**2 + b**2), np.hypot),
+}
+
+_MINMAX = {
+    "expr_if": {
+        casadi.OP_FMIN: lambda a, b: pyo.Expr_if(IF=a <= b, THEN=a, ELSE=b),
+        casadi.OP_FMAX: lambda a, b: pyo.Expr_if(IF=a >= b, THEN=a, ELSE=b),
+    },
+    "abs": {
+        casadi.OP_FMIN: lambda a, b: 0.5 * (a + b - abs(a - b)),
+        casadi.OP_FMAX: lambda a, b: 0.5 * (a + b + abs(a - b)),
+    },
+}
+_MINMAX_FOLD = {casadi.OP_FMIN: np.fmin, casadi.OP_FMAX: np.fmax}
+
+# comparisons: code -> (relational builder, negated, numpy fold)
+_COMPARE: dict[int, tuple[Callable[[Any, Any], Any], bool, Callable[..., Any]]] = {
+    casadi.OP_LT: (lambda a, b: a < b, False, np.less),
+    casadi.OP_LE: (lambda a, b: a <= b, False, np.less_equal),
+    casadi.OP_EQ: (lambda a, b: a == b, False, np.equal),
+    casadi.OP_NE: (lambda a, b: a == b, True, np.not_equal),
+}
+
+
+def _num(v: Any) -> Any:
+    """Numeric form of a work value (conditions become 0/1 expressions)."""
+    return v.number() if type(v) is _Cond else v
+
+
+def _as_leaf(leaf: Any) -> Any:
+    if isinstance(leaf, bool):
+        return float(leaf)
+    if isinstance(leaf, numbers.Real):
+        return float(leaf)
+    return leaf
+
+
+def translate(
+    exprs: casadi.SX,
+    symbols: casadi.SX,
+    leaves: Sequence[Any],
+    *,
+    share: Callable[[Any], Any] | None = None,
+    minmax: Literal["expr_if", "abs"] = "expr_if",
+) -> list[Any]:
+    """Pyomo expressions for each entry of the column ``exprs`` (SX), where the i-th pure symbol in
+    the column ``symbols`` stands for ``leaves[i]`` (a Pyomo VarData / ParamData / number).
+
+    Entries of ``exprs`` are returned in column-major (``vec``) order, structural zeros as ``0.0``;
+    an entry that does not depend on any Pyomo leaf comes back as a Python float (evaluated as
+    CasADi would: 1/0 = inf, log(-1) = nan). ``share`` (optional) is applied to every
+    intermediate result used more than once (see :func:`shared_expressions`); ``minmax`` selects
+    the form of fmin/fmax (module docstring).
+
+    Raises ``InputError`` for symbols that are not distinct pure symbols, a ``leaves`` of the
+    wrong length, or ``exprs`` depending on a symbol not in ``symbols``; and
+    ``UnsupportedProgramError`` naming the CasADi operation that Pyomo cannot express.
+    """
+    if isinstance(exprs, casadi.MX) or not isinstance(symbols, casadi.SX):
+        raise InputError("exprs" if isinstance(exprs, casadi.MX) else "symbols",
+                         "must be casadi.SX (MX graphs are not translated)")
+    exprs = casadi.SX(exprs)
+    if not is_pure_symbol_column(symbols):
+        raise InputError("symbols", "must be a dense SX column of distinct pure symbols")
+    n_sym = symbols.numel()
+    if len(leaves) != n_sym:
+        raise InputError("leaves", f"has {len(leaves)} entries, symbols has {n_sym}")
+    if minmax not in _MINMAX:
+        raise InputError("minmax", f"must be one of {sorted(_MINMAX)}, got {minmax!r}")
+    minmax_ops = _MINMAX[minmax]
+    if n_sym == 0:
+        symbols = casadi.SX(0, 1)
+    try:
+        fun = casadi.Function("f", [symbols], [exprs])
+    except RuntimeError as err:
+        if "are free" in str(err):
+            free = str(err).split("variables", 1)[1].split("are free", 1)[0].strip()
+            raise InputError("exprs", f"depends on symbols not in `symbols`: {free}") from None
+        raise
+    leaf_values = [_as_leaf(leaf) for leaf in leaves]
+    out: list[Any] = [0.0] * exprs.numel()
+    out_index = exprs.sparsity().find()  # nonzero k of exprs -> column-major linear index
+
+    n = fun.n_instructions()
+    ops = [fun.instruction_id(k) for k in range(n)]
+    ins = [fun.instruction_input(k) for k in range(n)]
+    outs = [fun.instruction_output(k) for k in range(n)]
+    shared = _shared_instructions(ops, ins, outs) if share is not None else None
+
+    OP_CONST, OP_INPUT, OP_OUTPUT = casadi.OP_CONST, casadi.OP_INPUT, casadi.OP_OUTPUT
+    OP_IF_ELSE_ZERO, OP_NOT = casadi.OP_IF_ELSE_ZERO, casadi.OP_NOT
+    work: dict[int, Any] = {}
+    for k in range(n):
+        op, i, o = ops[k], ins[k], outs[k]
+        if op == OP_INPUT:
+            work[o[0]] = leaf_values[i[1]]
+            continue
+        if op == OP_OUTPUT:
+            out[out_index[o[1]]] = _num(work[i[0]])
+            continue
+        if op == OP_CONST:
+            work[o[0]] = float(fun.instruction_constant(k))
+            continue
+        if op in _BINARY:
+            a, b = _num(work[i[0]]), _num(work[i[1]])
+            build, fold = _BINARY[op]
+            r = _fold(fold, a, b) if _is_num(a) and _is_num(b) else build(a, b)
+        elif op in _UNARY:
+            a = _num(work[i[0]])
+            build, fold = _UNARY[op]
+            r = _fold(fold, a) if _is_num(a) else build(a)
+        elif op in minmax_ops:
+            a, b = _num(work[i[0]]), _num(work[i[1]])
+            r = _fold(_MINMAX_FOLD[op], a, b) if _is_num(a) and _is_num(b) else minmax_ops[op](a, b)
+        elif op in _COMPARE:
+            a, b = _num(work[i[0]]), _num(work[i[1]])
+            build, negated, fold = _COMPARE[op]
+            r = _fold(fold, a, b) if _is_num(a) and _is_num(b) else _Cond(build(a, b), negated)
+        elif op == OP_NOT:
+            c = work[i[0]]
+            if type(c) is _Cond:
+                r = _Cond(c.rel, not c.negated)
+            elif _is_num(c):
+                r = 0.0 if c != 0.0 else 1.0
+            else:
+                r = _Cond(c == 0.0)
+        elif op == OP_IF_ELSE_ZERO:
+            c, x = work[i[0]], _num(work[i[1]])
+            if type(c) is _Cond:
+                t, e = (0.0, x) if c.negated else (x, 0.0)
+                r = pyo.Expr_if(IF=c.rel, THEN=t, ELSE=e)
+            elif _is_num(c):
+                r = x if c != 0.0 else 0.0
+            else:
+                r = pyo.Expr_if(IF=c == 0.0, THEN=0.0, ELSE=x)
+        else:
+            raise UnsupportedProgramError(
+                f"CasADi operation '{op_name(op)}' (casadi.OP_{op_name(op).upper()}) has no Pyomo "
+                "translation in contactmp.pyomo_bridge.translate"
+            )
+        if shared is not None and k in shared and not _is_num(r):
+            r = share(_num(r))
+        work[o[0]] = r
+    return out
+
+
+def _shared_instructions(ops: list[int], ins: list[list[int]], outs: list[list[int]]) -> set[int]:
+    """Instructions whose result is read by two or more later instructions (excluding inputs and
+    constants, which are leaves already)."""
+    producer: dict[int, int] = {}
+    uses: dict[int, int] = {}
+    skip = (casadi.OP_INPUT, casadi.OP_CONST)
+    for k, op in enumerate(ops):
+        if op == casadi.OP_INPUT:
+            producer[outs[k][0]] = -1
+            continue
+        args = ins[k] if op != casadi.OP_CONST else []
+        for w in args:
+            p = producer.get(w, -1)
+            if p >= 0:
+                uses[p] = uses.get(p, 0) + 1
+        if op != casadi.OP_OUTPUT:
+            producer[outs[k][0]] = -1 if op in skip else k
+    return {k for k, c in uses.items() if c >= 2}

@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields
 import difflib
 from typing import Any
 
+import numba
 import numpy as np
 
 from contactmp.errors import InputError, OptionError
@@ -21,6 +22,16 @@ def validate_lcp(M: Any, q: Any) -> tuple[np.ndarray, np.ndarray]:
 
     ``M`` must be a finite square ``n x n`` matrix and ``q`` a finite vector of length ``n``.
     """
+    if (
+        type(M) is np.ndarray and type(q) is np.ndarray and M.dtype == np.float64 and q.dtype == np.float64
+        and M.ndim == 2 and q.ndim == 1 and M.shape[0] == M.shape[1] == q.shape[0] > 0
+        and M.flags.c_contiguous and q.flags.c_contiguous
+    ):
+        if not (np.isfinite(M).all()):
+            raise InputError("M", "contains NaN or inf")
+        if not (np.isfinite(q).all()):
+            raise InputError("q", "contains NaN or inf")
+        return M, q
     try:
         M = np.ascontiguousarray(M, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -46,12 +57,35 @@ def validate_lcp(M: Any, q: Any) -> tuple[np.ndarray, np.ndarray]:
     return M, q
 
 
+@numba.njit(cache=True)
+def _w_and_residual(M: np.ndarray, q: np.ndarray, z: np.ndarray, w: np.ndarray) -> float:
+    """w <- M z + q; return ||min(z, w)||_inf (inf if z or w is not finite). One pass, no allocation."""
+    n = q.shape[0]
+    res = 0.0
+    for i in range(n):
+        if not np.isfinite(z[i]):
+            return np.inf
+    for i in range(n):
+        s = q[i]
+        for j in range(n):
+            s += M[i, j] * z[j]
+        w[i] = s
+        if not np.isfinite(s):
+            return np.inf
+        m = abs(min(z[i], s))
+        if m > res:
+            res = m
+    return res
+
+
 def lcp_residual(M: np.ndarray, q: np.ndarray, z: np.ndarray) -> float:
     """The natural-map residual ``||min(z, M z + q)||_inf`` (0 exactly at a solution)."""
-    z = np.asarray(z, dtype=np.float64)
-    if z.shape != q.shape or not np.isfinite(z).all():
+    z = np.ascontiguousarray(z, dtype=np.float64)
+    if z.shape != q.shape:
         return float("inf")
-    return float(np.max(np.abs(np.minimum(z, M @ z + q))))
+    M = np.ascontiguousarray(M, dtype=np.float64)
+    q = np.ascontiguousarray(q, dtype=np.float64)
+    return float(_w_and_residual(M, q, z, np.empty_like(q)))
 
 
 def verified_result(
@@ -69,38 +103,31 @@ def verified_result(
 ) -> Result:
     """Build a :class:`Result`, checking the solver's claim independently.
 
-    A claimed ``SOLVED`` whose residual exceeds ``tol`` is downgraded to ``NOT_SOLVED`` (the
-    scipy ``_linprog_util`` discipline); the message then says so. Any other claim is kept, but
-    the residual of whatever iterate the solver returned is still reported.
+    ``M`` and ``q`` must be the validated float64 arrays of :func:`validate_lcp`. A claimed
+    ``SOLVED`` whose residual exceeds ``tol`` is downgraded to ``NOT_SOLVED`` (the scipy
+    ``_linprog_util`` discipline); the message then says so. A solver that gave up on an iterate
+    that happens to pass the check is upgraded to ``SOLVED`` (the check, not the claim, decides).
+    ``extras["w"]`` holds ``M z + q``.
     """
     n = q.shape[0]
     if z is None:
         z = np.full(n, np.nan)
-    z = np.asarray(z, dtype=np.float64)
-    res = lcp_residual(M, q, z)
+    z = np.ascontiguousarray(z, dtype=np.float64)
+    w = np.empty(n)
+    res = float(_w_and_residual(M, q, z, w)) if z.shape == q.shape else float("inf")
     status = claimed
-    if claimed is Status.SOLVED and not res <= tol:
-        status = Status.NOT_SOLVED
-        message = (message + "; " if message else "") + (
-            f"solver claimed a solution but the independent residual {res:.3e} exceeds tol {tol:.1e}"
-        )
-    elif claimed is not Status.SOLVED and res <= tol and np.isfinite(res):
-        # The solver gave up but its iterate happens to satisfy the check: it is a solution.
+    if claimed is Status.SOLVED:
+        if not res <= tol:
+            status = Status.NOT_SOLVED
+            message = (message + "; " if message else "") + (
+                f"solver claimed a solution but the independent residual {res:.3e} exceeds tol {tol:.1e}"
+            )
+    elif res <= tol:
         message = (message + "; " if message else "") + f"iterate verified (residual {res:.3e})"
         status = Status.SOLVED
-    w = M @ z if np.isfinite(z).all() else np.full(n, np.nan)
-    extras.setdefault("w", w + q)
-    return Result(
-        status=status,
-        x=z,
-        solver=solver,
-        residual=res,
-        tol=tol,
-        iterations=int(iterations),
-        time_s=time.perf_counter() - t_start,
-        message=message,
-        extras=extras,
-    )
+    if "w" not in extras:
+        extras["w"] = w
+    return Result(status, z, solver, res, tol, int(iterations), time.perf_counter() - t_start, message, extras)
 
 
 @dataclass

@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import os
+
+# Small dense problems: BLAS threads would only contend for the cores (set before numpy loads).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 from pathlib import Path
 
 import pytest

@@ -1,0 +1,555 @@
+"""A PATH-like semismooth Newton method for box-constrained complementarity (MCP) and the LCP.
+
+MCP(F, l, u): find ``l <= z <= u`` with ``F(z)`` in the normal cone of the box at ``z``:
+``z_i = l_i => F_i(z) >= 0``, ``z_i = u_i => F_i(z) <= 0``, ``l_i < z_i < u_i => F_i(z) = 0``.
+Equivalently the natural map ``z - clip(z - F(z), l, u)`` vanishes; its infinity norm is the
+independent residual. The LCP(q, M) is the MCP with ``l = 0``, ``u = inf`` and ``F(z) = M z + q``.
+
+Reformulation (Fischer-Burmeister). With ``phi(a, b) = sqrt(a^2 + b^2) - a - b``, which vanishes
+exactly when ``a >= 0``, ``b >= 0``, ``a b = 0`` (or its penalized form of Chen, Chen and Kanzow,
+``lam phi(a, b) - (1 - lam) a_+ b_+``, option ``lam``, default 0.95; it keeps the sign pattern of
+``phi``, negative when ``a, b > 0`` and positive when ``a < 0`` or ``b < 0``, which is all that
+Billups' composition below needs), the MCP is the nonsmooth system ``Phi(z) = 0``:
+
+* ``l_i`` finite, ``u_i = inf``:  ``Phi_i = phi(z_i - l_i, F_i)``;
+* ``l_i = -inf``, ``u_i`` finite: ``Phi_i = phi(u_i - z_i, -F_i)``;
+* both finite (``l_i < u_i``), Billups' composition: ``Phi_i = phi(z_i - l_i, phi(u_i - z_i, -F_i))``;
+* both infinite: ``Phi_i = F_i``; fixed (``l_i = u_i``): ``Phi_i = z_i - l_i``.
+
+Every row has the form ``Phi_i(z_i, F_i(z))``, so an element of the generalized Jacobian is
+``H = diag(Da) + diag(Db) J`` with ``J = F'(z)``. Where ``phi`` is not differentiable
+(``a = b = 0``) we take, as De Luca, Facchinei and Kanzow (1996), the limit of the gradient along the
+direction ``d`` with ``d_i = 1`` on the degenerate indices and 0 elsewhere:
+``(da/||(da, db)|| - 1, db/||(da, db)|| - 1)`` with ``(da, db)`` the directional derivatives of the
+two arguments along ``d``.
+
+Globalization (Ferris, Kanzow and Munson 1999, "feasible descent"; Grippo, Lampariello and Lucidi
+1986, nonmonotone). Iterates stay in the box, so ``F`` is only evaluated there. On the merit
+``Psi = 0.5 ||Phi||^2`` with gradient ``g = H^T Phi``:
+
+1. solve ``H d = -Phi``; if it is singular or not a sufficient descent direction
+   (``g^T d > -rho ||d||^p``), go to 3;
+2. search along the projected Newton path ``z(t) = P(z + t d)``, ``t = 1, beta, beta^2, ...``, for
+   ``Psi(z(t)) <= max(last `memory` values of Psi) + sigma g^T (z(t) - z)`` with ``g^T (z(t) - z) < 0``;
+   if no ``t >= 1e-10`` passes, go to 3;
+3. projected gradient step: the same test along ``z(t) = P(z - t c g)``, with ``c`` the
+   Barzilai-Borwein ratio ``s^T s / s^T y`` (``s``, ``y`` the last changes of ``z`` and ``g``)
+   when it is positive, else ``1 / max(1, ||g||_inf)``; if even a negligible step fails, ``z`` is a stationary point of
+   ``Psi`` on the box and the method stops (status ``not_solved``).
+
+The method stops when the natural-map residual is ``<= tol``. For an LCP the final iterate is
+purified with :func:`~contactmp.solvers.lcp.polish_lcp` when that does not increase the residual.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from contactmp.errors import InputError, OptionError
+from contactmp.result import Result, Status
+from contactmp.solvers.lcp import (
+    SolverOptions,
+    lcp_residual,
+    polish_lcp,
+    validate_lcp,
+    verified_result,
+)
+
+NAME = "newton"
+
+#: smallest step tried along the projected Newton path before switching to the gradient
+_MIN_NEWTON_STEP = 1e-10
+
+
+@dataclass
+class Options(SolverOptions):
+    """Options of the semismooth Newton method.
+
+    Attributes
+    ----------
+    tol : natural-map residual ``||z - clip(z - F(z), l, u)||_inf`` at which to stop (for the LCP
+        this is ``||min(z, M z + q)||_inf``, the package's independent check).
+    max_iter : Newton plus gradient iterations.
+    memory : the nonmonotone line search compares with the largest of the last ``memory`` merit
+        values (1 gives the monotone Armijo rule).
+    sigma : Armijo constant in ``(0, 1)``.
+    beta : backtracking factor in ``(0, 1)``.
+    rho, p : the Newton direction ``d`` is used only if ``g^T d <= -rho ||d||^p`` (``p > 2``).
+    z0 : starting point (projected onto the box); ``None`` means the projection of 0.
+    lam : weight of the Chen-Chen-Kanzow penalized FB function
+        ``lam phi(a, b) - (1 - lam) a_+ b_+`` in ``(0, 1]``; 1 is the plain FB function. The
+        default 0.95 (their suggestion) solves lcp_tobenna and badly scaled P0 LCPs that plain FB
+        does not, at the same cost elsewhere.
+    """
+
+    tol: float = 1e-8
+    max_iter: int = 200
+    memory: int = 5
+    sigma: float = 1e-4
+    beta: float = 0.5
+    rho: float = 1e-8
+    p: float = 2.1
+    z0: Any = None
+    lam: float = 0.95
+
+    def check(self) -> None:
+        """Reject ill-typed or out-of-range values."""
+        super().check()
+        for name, low in (("max_iter", 0), ("memory", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+                raise OptionError(f"{name} must be an integer >= {low}, got {v!r}")
+        lam = self.lam
+        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0.0 < lam <= 1.0:
+            raise OptionError(f"lam must lie in (0, 1], got {lam!r}")
+        for name in ("sigma", "beta"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 < v < 1.0:
+                raise OptionError(f"{name} must lie in (0, 1), got {v!r}")
+        if isinstance(self.rho, bool) or not isinstance(self.rho, (int, float)) or not (
+            self.rho > 0 and np.isfinite(self.rho)
+        ):
+            raise OptionError(f"rho must be a positive finite number, got {self.rho!r}")
+        if isinstance(self.p, bool) or not isinstance(self.p, (int, float)) or not (
+            self.p > 2 and np.isfinite(self.p)
+        ):
+            raise OptionError(f"p must be a finite number > 2, got {self.p!r}")
+
+
+# ------------------------------------------------------------------------------------------------
+# The Fischer-Burmeister reformulation of the box MCP
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Box:
+    """Bounds and the index classes of the reformulation.
+
+    ``lo``/``up`` equal ``lb``/``ub`` where those are finite and 0 elsewhere, so that arithmetic on
+    them never meets ``inf`` (the masks select which rows use them).
+    """
+
+    lb: np.ndarray
+    ub: np.ndarray
+    lo: np.ndarray
+    up: np.ndarray
+    has_l: np.ndarray  # finite lower bound, not fixed
+    has_u: np.ndarray  # finite upper bound, not fixed
+    fixed: np.ndarray  # l_i == u_i
+
+    @classmethod
+    def make(cls, lb: np.ndarray, ub: np.ndarray) -> "_Box":
+        fixed = lb == ub
+        fin_l, fin_u = np.isfinite(lb), np.isfinite(ub)
+        return cls(lb, ub, np.where(fin_l, lb, 0.0), np.where(fin_u, ub, 0.0),
+                   fin_l & ~fixed, fin_u & ~fixed, fixed)
+
+    def project(self, z: np.ndarray) -> np.ndarray:
+        return np.clip(z, self.lb, self.ub)
+
+
+def fischer_burmeister(a: np.ndarray, b: np.ndarray, lam: float = 1.0) -> np.ndarray:
+    """``lam (sqrt(a^2 + b^2) - a - b) - (1 - lam) a_+ b_+``: zero iff ``a >= 0, b >= 0, a b = 0``.
+
+    ``lam = 1`` is the Fischer-Burmeister function; ``lam < 1`` is the penalized form of Chen,
+    Chen and Kanzow (2000), with the same sign pattern (negative when ``a, b > 0``).
+    """
+    out = np.hypot(a, b) - a - b
+    if lam != 1.0:
+        out = lam * out - (1.0 - lam) * np.maximum(a, 0.0) * np.maximum(b, 0.0)
+    return out
+
+
+def _fb_grad(
+    a: np.ndarray, b: np.ndarray, lam: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(d phi/da, d phi/db, degenerate)``; at ``a = b = 0`` the derivatives are left at -lam."""
+    r = np.hypot(a, b)
+    deg = r == 0.0
+    safe = np.where(deg, 1.0, r)
+    pa = np.where(deg, -1.0, a / safe - 1.0)
+    pb = np.where(deg, -1.0, b / safe - 1.0)
+    if lam != 1.0:
+        ap, bp = np.maximum(a, 0.0), np.maximum(b, 0.0)
+        pa = lam * pa - (1.0 - lam) * bp * (a > 0)
+        pb = lam * pb - (1.0 - lam) * ap * (b > 0)
+    return pa, pb, deg
+
+
+def _fb_limit(da: np.ndarray, db: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """Limit of ``grad phi`` at ``(0, 0)`` along the direction ``(da, db)`` (De Luca et al.).
+
+    The penalty ``a_+ b_+`` is of second order at the origin, so it contributes nothing.
+    """
+    nrm = np.hypot(da, db)
+    ok = nrm > 0
+    safe = np.where(ok, nrm, 1.0)
+    xi = np.where(ok, da / safe, 1.0) - 1.0
+    chi = np.where(ok, db / safe, 0.0) - 1.0
+    return lam * xi, lam * chi
+
+
+def mcp_phi(z: np.ndarray, f: np.ndarray, box: _Box, lam: float = 1.0) -> np.ndarray:
+    """The residual ``Phi(z)`` of the reformulation, given ``f = F(z)`` (see the module docstring)."""
+    g = np.where(box.has_u, fischer_burmeister(box.up - z, -f, lam), f)
+    phi = np.where(box.has_l, fischer_burmeister(z - box.lo, g, lam), g)
+    return np.where(box.fixed, z - box.lo, phi)
+
+
+def _mcp_phi_jac(
+    z: np.ndarray, f: np.ndarray, jac: np.ndarray | sp.spmatrix, box: _Box, lam: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(Phi, Da, Db)`` with ``H = diag(Da) + diag(Db) J`` an element of the generalized Jacobian."""
+    n = z.shape[0]
+    # inner level: g = phi(u - z, -F) where u is finite, else g = F
+    a1, b1 = box.up - z, -f
+    ga, gb, deg1 = _fb_grad(a1, b1, lam)
+    deg1 &= box.has_u
+    g = np.where(box.has_u, fischer_burmeister(a1, b1, lam), f)
+    g_z = np.where(box.has_u, -ga, 0.0)  # dg/dz_i (own component)
+    g_f = np.where(box.has_u, -gb, 1.0)  # dg/dF_i
+    # outer level: Phi = phi(z - l, g) where l is finite, else g
+    a2 = z - box.lo
+    pa, pb, deg2 = _fb_grad(a2, g, lam)
+    deg2 &= box.has_l
+    if deg1.any() or deg2.any():
+        d = (deg1 | deg2).astype(np.float64)
+        jd = np.asarray(jac @ d).ravel()
+        if deg1.any():  # direction of (u - z, -F) is (-d_i, -(J d)_i)
+            xi, chi = _fb_limit(-d, -jd, lam)
+            ga = np.where(deg1, xi, ga)
+            gb = np.where(deg1, chi, gb)
+            g_z = np.where(box.has_u, -ga, 0.0)
+            g_f = np.where(box.has_u, -gb, 1.0)
+        if deg2.any():  # direction of (z - l, g) is (d_i, g_z d_i + g_f (J d)_i)
+            xi, chi = _fb_limit(d, g_z * d + g_f * jd, lam)
+            pa = np.where(deg2, xi, pa)
+            pb = np.where(deg2, chi, pb)
+    phi = np.where(box.has_l, fischer_burmeister(a2, g, lam), g)
+    da = np.where(box.has_l, pa + pb * g_z, g_z)
+    db = np.where(box.has_l, pb * g_f, g_f)
+    phi = np.where(box.fixed, z - box.lo, phi)
+    da = np.where(box.fixed, 1.0, da)
+    db = np.where(box.fixed, 0.0, db)
+    assert phi.shape == (n,)
+    return phi, da, db
+
+
+def fb_system(
+    z: Any, F: Callable[[np.ndarray], np.ndarray], jac: Callable[[np.ndarray], Any],
+    lb: Any, ub: Any, lam: float = 0.95,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(Phi(z), H)``: the reformulated residual and a dense element ``H`` of its generalized
+    Jacobian (De Luca-Facchinei-Kanzow choice at degenerate points), for inspection and tests."""
+    z = np.asarray(z, dtype=np.float64)
+    lb_a, ub_a = _bounds(lb, ub, z.shape[0])
+    box = _Box.make(lb_a, ub_a)
+    f = np.asarray(F(z), dtype=np.float64)
+    j = jac(z)
+    phi, da, db = _mcp_phi_jac(z, f, j, box, lam)
+    j = j.toarray() if sp.issparse(j) else np.asarray(j, dtype=np.float64)
+    h = db[:, None] * j
+    h[np.diag_indices_from(h)] += da
+    return phi, h
+
+
+def natural_residual(z: np.ndarray, f: np.ndarray, lb: np.ndarray, ub: np.ndarray) -> float:
+    """``||z - clip(z - F(z), l, u)||_inf`` (0 exactly at a solution of the MCP)."""
+    if not (np.isfinite(z).all() and np.isfinite(f).all()):
+        return float("inf")
+    return float(np.max(np.abs(z - np.clip(z - f, lb, ub)), initial=0.0))
+
+
+# ------------------------------------------------------------------------------------------------
+# The method
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Outcome:
+    z: np.ndarray
+    f: np.ndarray
+    status: Status
+    iterations: int
+    message: str
+    extras: dict[str, Any]
+
+
+def _newton_direction(
+    da: np.ndarray, db: np.ndarray, jac: np.ndarray | sp.spmatrix, phi: np.ndarray
+) -> np.ndarray | None:
+    """Solve ``(diag(Da) + diag(Db) J) d = -Phi``; ``None`` when singular or non-finite."""
+    if sp.issparse(jac):
+        h = (sp.diags(da) + sp.diags(db) @ jac).tocsc()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                d = spla.spsolve(h, -phi)
+            except (RuntimeError, ValueError):
+                return None
+        d = np.asarray(d, dtype=np.float64).ravel()
+    else:
+        h = db[:, None] * jac
+        h[np.diag_indices_from(h)] += da
+        try:
+            d = np.linalg.solve(h, -phi)
+        except np.linalg.LinAlgError:
+            return None
+    return d if np.isfinite(d).all() else None
+
+
+def _run(
+    F: Callable[[np.ndarray], np.ndarray],
+    jac: Callable[[np.ndarray], Any],
+    box: _Box,
+    z0: np.ndarray,
+    opts: Options,
+) -> _Outcome:
+    """The globalized semismooth Newton iteration from ``z0`` (already in the box)."""
+    n = z0.shape[0]
+    z = z0.copy()
+    f = _eval_f(F, z, n)
+    if f is None:
+        return _Outcome(z, np.full(n, np.nan), Status.NUMERICAL_ERROR, 0,
+                        "F is not finite at the starting point", {})
+    phi = mcp_phi(z, f, box, opts.lam)
+    psi = 0.5 * float(phi @ phi)
+    history = [psi]
+    n_newton = n_grad = 0
+    k = 0
+    prev: tuple[np.ndarray, np.ndarray] | None = None  # (z, grad) of the previous iterate
+    while True:
+        res = natural_residual(z, f, box.lb, box.ub)
+        if res <= opts.tol:
+            return _Outcome(z, f, Status.SOLVED, k, f"natural residual {res:.3e} <= tol",
+                            {"newton_steps": n_newton, "gradient_steps": n_grad, "merit": psi})
+        if k >= opts.max_iter:
+            return _Outcome(z, f, Status.MAX_ITER, k,
+                            f"{k} iterations, natural residual {res:.3e}",
+                            {"newton_steps": n_newton, "gradient_steps": n_grad, "merit": psi})
+        j = _eval_jac(jac, z, n)
+        if j is None:
+            return _Outcome(z, f, Status.NUMERICAL_ERROR, k, f"Jacobian not finite at iteration {k}",
+                            {"newton_steps": n_newton, "gradient_steps": n_grad, "merit": psi})
+        phi, da, db = _mcp_phi_jac(z, f, j, box, opts.lam)
+        grad = da * phi + np.asarray(j.T @ (db * phi)).ravel()  # H^T Phi
+        ref = max(history[-opts.memory:])
+        step = None
+        d = _newton_direction(da, db, j, phi)
+        if d is not None and grad @ d <= -opts.rho * float(np.linalg.norm(d)) ** opts.p:
+            step = _search(F, box, z, d, grad, ref, opts, _MIN_NEWTON_STEP, n)
+            if step is not None:
+                n_newton += 1
+        if step is None:
+            # projected gradient step
+            gmax = float(np.max(np.abs(grad)))
+            if not gmax > 0 or not np.isfinite(gmax):
+                return _Outcome(z, f, Status.NOT_SOLVED, k,
+                                "stationary point of the merit function that is not a solution",
+                                {"newton_steps": n_newton, "gradient_steps": n_grad, "merit": psi})
+            # Barzilai-Borwein scaling from the last step, else a first step of length <= 1
+            scale = 1.0 / max(gmax, 1.0)
+            if prev is not None:
+                s_k, y_k = z - prev[0], grad - prev[1]
+                sy = float(s_k @ y_k)
+                if sy > 0:
+                    scale = min(max(float(s_k @ s_k) / sy, 1e-12), 1e12)
+            # backtrack until the trial step is negligible next to z
+            t_min = 1e-15 * max(1.0, float(np.max(np.abs(z)))) / (scale * gmax)
+            step = _search(F, box, z, -scale * grad, grad, ref, opts, t_min, n)
+            if step is None:
+                return _Outcome(z, f, Status.NOT_SOLVED, k,
+                                "no decrease along the projected gradient (stationary point of the"
+                                " merit function that is not a solution)",
+                                {"newton_steps": n_newton, "gradient_steps": n_grad, "merit": psi})
+            n_grad += 1
+        prev = (z, grad)
+        z, f, phi, psi = step
+        history.append(psi)
+        k += 1
+
+
+def _search(
+    F: Callable[[np.ndarray], np.ndarray],
+    box: _Box,
+    z: np.ndarray,
+    d: np.ndarray,
+    grad: np.ndarray,
+    ref: float,
+    opts: Options,
+    t_min: float,
+    n: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+    """Nonmonotone Armijo search along ``P(z + t d)``; the accepted ``(z, F, Phi, Psi)`` or None."""
+    t = 1.0
+    while t >= t_min:
+        zt = box.project(z + t * d)
+        s = zt - z
+        slope = float(grad @ s)
+        if slope < 0:
+            ft = _eval_f(F, zt, n)
+            if ft is not None:
+                phit = mcp_phi(zt, ft, box, opts.lam)
+                psit = 0.5 * float(phit @ phit)
+                if psit <= ref + opts.sigma * slope:
+                    return zt, ft, phit, psit
+        t *= opts.beta
+    return None
+
+
+def _eval_f(F: Callable[[np.ndarray], np.ndarray], z: np.ndarray, n: int) -> np.ndarray | None:
+    """``F(z)`` as a float vector of length ``n``; None if not finite; InputError on a bad shape."""
+    f = np.asarray(F(z), dtype=np.float64)
+    if f.ndim == 2 and 1 in f.shape:
+        f = f.ravel()
+    if f.shape != (n,):
+        raise InputError("F", f"must return a vector of length {n}, got shape {f.shape}")
+    return f if np.isfinite(f).all() else None
+
+
+def _eval_jac(jac: Callable[[np.ndarray], Any], z: np.ndarray, n: int) -> np.ndarray | sp.spmatrix | None:
+    """``F'(z)`` as a dense array or a scipy.sparse matrix ``n x n``; None if not finite."""
+    j = jac(z)
+    if sp.issparse(j):
+        j = sp.csr_matrix(j, dtype=np.float64)
+        vals = j.data
+    else:
+        j = np.asarray(j, dtype=np.float64)
+        vals = j
+    if j.shape != (n, n):
+        raise InputError("jac", f"must return an {n} x {n} matrix, got shape {j.shape}")
+    return j if np.isfinite(vals).all() else None
+
+
+def _bounds(lb: Any, ub: Any, n: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Validate ``lb``, ``ub`` (vectors, or scalars when ``n`` is known)."""
+    out = []
+    for name, v in (("lb", lb), ("ub", ub)):
+        try:
+            a = np.array(v, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InputError(name, f"cannot be read as a float vector ({exc})") from None
+        if a.ndim == 0 and n is not None:
+            a = np.full(n, float(a))
+        if a.ndim != 1:
+            raise InputError(name, f"must be a 1-D vector, got shape {a.shape}")
+        if np.isnan(a).any():
+            raise InputError(name, "contains NaN")
+        out.append(a)
+    lb_a, ub_a = out
+    if lb_a.shape != ub_a.shape:
+        raise InputError("ub", f"has length {ub_a.shape[0]} but lb has length {lb_a.shape[0]}")
+    if n is not None and lb_a.shape[0] != n:
+        raise InputError("lb", f"has length {lb_a.shape[0]} but z0 has length {n}")
+    if lb_a.shape[0] == 0:
+        raise InputError("lb", "is empty (n = 0)")
+    if (lb_a == np.inf).any():
+        raise InputError("lb", "contains +inf")
+    if (ub_a == -np.inf).any():
+        raise InputError("ub", "contains -inf")
+    if (lb_a > ub_a).any():
+        i = int(np.argmax(lb_a > ub_a))
+        raise InputError("ub", f"ub[{i}] = {ub_a[i]} is below lb[{i}] = {lb_a[i]}")
+    return lb_a, ub_a
+
+
+def _start(z0: Any, n: int, box: _Box) -> np.ndarray:
+    """The starting point: ``z0`` (validated) or 0, projected onto the box."""
+    if z0 is None:
+        return box.project(np.zeros(n))
+    try:
+        z = np.array(z0, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as exc:
+        raise InputError("z0", f"cannot be read as a float vector ({exc})") from None
+    if z.shape != (n,):
+        raise InputError("z0", f"must have length {n}, got shape {np.shape(z0)}")
+    if not np.isfinite(z).all():
+        raise InputError("z0", "contains NaN or inf")
+    return box.project(z)
+
+
+def solve_mcp(
+    F: Callable[[np.ndarray], np.ndarray],
+    jac: Callable[[np.ndarray], Any],
+    lb: Any,
+    ub: Any,
+    z0: Any = None,
+    options: Options | None = None,
+    **overrides: Any,
+) -> Result:
+    """Solve MCP(F, [lb, ub]) with the globalized semismooth Newton method on Billups' FB system.
+
+    ``F(z)`` returns a vector of length ``n``; ``jac(z)`` returns ``F'(z)`` as a dense array or a
+    scipy.sparse matrix (sparse LU is then used). ``lb`` may hold ``-inf`` and ``ub`` ``+inf``.
+    ``z0`` here overrides ``options.z0``. ``Result.residual`` is the natural-map residual
+    ``||z - clip(z - F(z), lb, ub)||_inf``, computed independently of the merit function, and
+    ``solved`` is claimed only when it is ``<= tol`` and ``z`` lies in the box. Other statuses:
+    ``max_iter``, ``not_solved`` (stationary point of the merit that is not a solution) and
+    ``numerical_error`` (``F`` or ``jac`` not finite at an iterate). ``extras["F"]`` holds
+    ``F(z)``; ``extras`` also count ``newton_steps`` and ``gradient_steps``.
+    """
+    t_start = time.perf_counter()
+    if not callable(F):
+        raise InputError("F", "must be callable")
+    if not callable(jac):
+        raise InputError("jac", "must be callable")
+    opts = Options.build(options, **overrides)
+    if z0 is None:
+        z0 = opts.z0
+    n_hint = None if z0 is None else int(np.size(z0))
+    lb_a, ub_a = _bounds(lb, ub, n_hint)
+    box = _Box.make(lb_a, ub_a)
+    z_init = _start(z0, lb_a.shape[0], box)
+    out = _run(F, jac, box, z_init, opts)
+    return _mcp_result(out, box, opts, t_start)
+
+
+def _mcp_result(out: _Outcome, box: _Box, opts: Options, t_start: float) -> Result:
+    """Check the outcome independently (natural map, box) and build the :class:`Result`."""
+    res = natural_residual(out.z, out.f, box.lb, box.ub)
+    in_box = bool(np.all(out.z >= box.lb) and np.all(out.z <= box.ub))
+    status, msg = out.status, out.message
+    if status is Status.SOLVED and not (res <= opts.tol and in_box):
+        status = Status.NOT_SOLVED
+        msg += f"; independent residual {res:.3e} exceeds tol {opts.tol:.1e}"
+    elif status is not Status.SOLVED and res <= opts.tol and in_box:
+        status = Status.SOLVED
+        msg += f"; iterate verified (residual {res:.3e})"
+    extras = dict(out.extras)
+    extras["F"] = out.f
+    return Result(status=status, x=out.z, solver=NAME, residual=res, tol=opts.tol,
+                  iterations=out.iterations, time_s=time.perf_counter() - t_start,
+                  message=msg, extras=extras)
+
+
+def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> Result:
+    """Solve LCP(q, M) as the MCP with ``l = 0``, ``u = inf``, ``F(z) = M z + q`` (dense).
+
+    The final iterate is purified with :func:`polish_lcp` when that does not increase
+    ``||min(z, M z + q)||_inf``; ``solved`` is claimed only through :func:`verified_result`.
+    Statuses: ``solved``, ``max_iter``, ``not_solved`` (stopped at a stationary point of the
+    merit function that is not a solution: no descent along the projected gradient) and
+    ``numerical_error`` (non-finite ``F`` or Jacobian). ``extras``: ``newton_steps``,
+    ``gradient_steps``, ``merit`` (final ``Psi``), ``polished``, ``w``.
+    """
+    t_start = time.perf_counter()
+    M, q = validate_lcp(M, q)
+    opts = Options.build(options, **overrides)
+    n = q.shape[0]
+    box = _Box.make(np.zeros(n), np.full(n, np.inf))
+    z_init = _start(opts.z0, n, box)
+    out = _run(lambda z: M @ z + q, lambda z: M, box, z_init, opts)
+    z = out.z
+    polished = False
+    cand = polish_lcp(M, q, z)
+    if cand is not None and lcp_residual(M, q, cand) <= lcp_residual(M, q, z):
+        z, polished = cand, True
+    return verified_result(M, q, z, solver=NAME, claimed=out.status, tol=opts.tol,
+                           iterations=out.iterations, t_start=t_start, message=out.message,
+                           polished=polished, **out.extras)

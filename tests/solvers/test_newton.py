@@ -1,0 +1,236 @@
+"""The PATH-like semismooth Newton method: contactmp.solvers.newton (LCP and box MCP)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from contactmp.errors import InputError, OptionError
+from contactmp.result import Status
+from contactmp.solvers import newton
+from contactmp.solvers.lcp import lcp_residual
+from contactmp.solvers.newton import fb_system, natural_residual, solve_mcp
+
+DATA = Path("/work/shared/data/lcp")
+NO_SOLUTION = "lcp_Pang_isolated_sol_perturbed"  # w_2 = -z_1 - 1 < 0 (data README)
+
+
+def random_p0(n: int, rank: int, rng: np.random.Generator) -> np.ndarray:
+    s = rng.standard_normal((n, rank))
+    k = rng.standard_normal((n, n))
+    return s @ s.T + (k - k.T)
+
+
+# ---------------------------------------------------------------------------------------------
+# LCPs
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted(DATA.glob("*.npz")), ids=lambda p: p.stem)
+def test_shared_lcps(path: Path) -> None:
+    d = np.load(path, allow_pickle=False)
+    M, q = d["M"], d["q"]
+    res = newton.solve(M, q)
+    if path.stem == NO_SOLUTION:
+        assert res.status is not Status.SOLVED
+        assert res.residual > 1e-8
+    else:
+        assert res.status is Status.SOLVED, res.message
+        assert lcp_residual(M, q, res.x) <= 1e-8
+        z, w = res.x, M @ res.x + q
+        assert z.min() >= 0 and w.min() >= -1e-8
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_p0_lcps(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(2, 60))
+    M = random_p0(n, int(rng.integers(1, n + 1)), rng)
+    zs = np.maximum(rng.standard_normal(n), 0)
+    ws = np.maximum(rng.standard_normal(n), 0)
+    ws[zs > 0] = 0
+    q = ws - M @ zs  # has the (possibly degenerate) solution zs
+    res = newton.solve(M, q)
+    assert res.success and res.residual <= 1e-8
+    assert res.iterations <= 60
+
+
+def test_plain_fb_matches_on_a_p_matrix() -> None:
+    """lam = 1 (plain FB): a P-matrix LCP has one solution; both variants find it."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((12, 12))
+    M = a @ a.T + np.eye(12)
+    q = rng.standard_normal(12)
+    r1 = newton.solve(M, q, lam=1.0)
+    r2 = newton.solve(M, q)
+    assert r1.success and r2.success
+    np.testing.assert_allclose(r1.x, r2.x, atol=1e-9)
+
+
+def test_quadratic_local_convergence() -> None:
+    """Near a nondegenerate solution the residual squares (up to a constant) step by step."""
+    M = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]])
+    q = np.array([-1.0, 2.0, -3.0])
+    exact = newton.solve(M, q, tol=1e-14)
+    assert exact.success
+    res = newton.solve(M, q, z0=exact.x + 1e-3, max_iter=4, tol=1e-15)
+    assert res.residual <= 1e-12
+    assert res.extras["newton_steps"] == res.iterations
+
+
+# ---------------------------------------------------------------------------------------------
+# MCPs with boxes
+# ---------------------------------------------------------------------------------------------
+
+
+def test_scalar_cubic_on_a_box() -> None:
+    """F(z) = z^3 - 1 on [0, 2]: the solution is the interior root z = 1."""
+    res = solve_mcp(lambda z: z**3 - 1, lambda z: np.diag(3 * z**2), [0.0], [2.0])
+    assert res.success
+    assert abs(res.x[0] - 1.0) <= 1e-9 and res.residual <= 1e-8
+
+
+def test_two_dimensional_upper_bound_active() -> None:
+    """F = (z1 - 3, z2 + z1^2 - 5) on [0, 2]^2: z1 = 2 at its upper bound with F1 = -1 <= 0,
+    and z2 = 5 - 4 = 1 interior with F2 = 0."""
+    F = lambda z: np.array([z[0] - 3.0, z[1] + z[0] ** 2 - 5.0])  # noqa: E731
+    J = lambda z: np.array([[1.0, 0.0], [2 * z[0], 1.0]])  # noqa: E731
+    res = solve_mcp(F, J, [0.0, 0.0], [2.0, 2.0])
+    assert res.success
+    np.testing.assert_allclose(res.x, [2.0, 1.0], atol=1e-9)
+    assert res.extras["F"][0] <= -1 + 1e-9
+
+
+def test_start_at_degenerate_upper_bound() -> None:
+    """z0 = (2, 0) has z1 = u1 and F1 = 0 (the inner FB term is at (0, 0)); solution (1, 1)."""
+    F = lambda z: np.array([z[0] - 2.0 + z[1], z[1] - 1.0])  # noqa: E731
+    J = lambda z: np.array([[1.0, 1.0], [0.0, 1.0]])  # noqa: E731
+    res = solve_mcp(F, J, [0.0, 0.0], [2.0, 2.0], z0=[2.0, 0.0])
+    assert res.success
+    np.testing.assert_allclose(res.x, [1.0, 1.0], atol=1e-9)
+
+
+def test_free_upper_only_and_fixed_variables() -> None:
+    """Free pair solving z1 + z2 = 1, z1 - z2 = -1 -> (0, 1); z3 <= 0 with F3 = z3 - 1 -> z3 = 0
+    (F3 = -1 <= 0 at the upper bound); z4 fixed at 3 whatever F4 is."""
+    F = lambda z: np.array([z[0] + z[1] - 1, z[0] - z[1] + 1, z[2] - 1, z[3] + 5])  # noqa: E731
+    J = lambda z: np.array([[1.0, 1, 0, 0], [1, -1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])  # noqa: E731
+    lb = [-np.inf, -np.inf, -np.inf, 3.0]
+    ub = [np.inf, np.inf, 0.0, 3.0]
+    res = solve_mcp(F, J, lb, ub, z0=[5.0, 5.0, -4.0, 0.0])
+    assert res.success
+    np.testing.assert_allclose(res.x, [0.0, 1.0, 0.0, 3.0], atol=1e-9)
+
+
+def test_sparse_jacobian_box_lcp() -> None:
+    """A tridiagonal (P-matrix) LCP through solve_mcp with a scipy.sparse Jacobian, upper bounds
+    added; compared with the dense path."""
+    n = 300
+    A = sp.diags([-1.0, 2.5, -1.0], [-1, 0, 1], shape=(n, n)).tocsr()
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal(n)
+    lb, ub = np.zeros(n), np.full(n, 0.5)
+    rs = solve_mcp(lambda z: A @ z + q, lambda z: A, lb, ub)
+    Ad = A.toarray()
+    rd = solve_mcp(lambda z: Ad @ z + q, lambda z: Ad, lb, ub)
+    assert rs.success and rd.success
+    assert natural_residual(rs.x, Ad @ rs.x + q, lb, ub) <= 1e-8
+    np.testing.assert_allclose(rs.x, rd.x, atol=1e-8)
+    assert (rs.x >= 0).all() and (rs.x <= 0.5).all() and np.isclose(rs.x, 0.5).any()
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.95])
+def test_jacobian_element_matches_finite_differences(lam: float) -> None:
+    """Away from kinks Phi is differentiable, and H must be its Jacobian (all four row types)."""
+    rng = np.random.default_rng(8)
+    n = 8
+    A = rng.standard_normal((n, n))
+    c = rng.standard_normal(n)
+    F = lambda z: A @ z + np.sin(z) + c  # noqa: E731
+    J = lambda z: A + np.diag(np.cos(z))  # noqa: E731
+    lb = np.array([0.0, 0.0, -1.0, -np.inf, -np.inf, 0.5, -2.0, 1.0])
+    ub = np.array([np.inf, 1.0, 1.0, 0.0, np.inf, 3.0, np.inf, 1.0])
+    z = rng.uniform(-0.5, 0.5, n) + np.array([0.3, 0.4, 0, -0.7, 0, 1.5, 0, 0])
+    phi, H = fb_system(z, F, J, lb, ub, lam)
+    h = 1e-6
+    fd = np.empty((n, n))
+    for j in range(n):
+        e = np.zeros(n)
+        e[j] = h
+        fd[:, j] = (fb_system(z + e, F, J, lb, ub, lam)[0] - fb_system(z - e, F, J, lb, ub, lam)[0]) / (2 * h)
+    np.testing.assert_allclose(H, fd, atol=1e-6)
+    np.testing.assert_allclose(phi[7], z[7] - 1.0)  # fixed row
+
+
+def test_phi_vanishes_exactly_at_solutions() -> None:
+    F = lambda z: np.array([z[0] - 3.0, z[1] + z[0] ** 2 - 5.0])  # noqa: E731
+    J = lambda z: np.array([[1.0, 0.0], [2 * z[0], 1.0]])  # noqa: E731
+    phi, _ = fb_system([2.0, 1.0], F, J, [0, 0], [2, 2])
+    np.testing.assert_allclose(phi, 0.0, atol=1e-15)
+    phi, _ = fb_system([1.5, 1.0], F, J, [0, 0], [2, 2])
+    assert np.abs(phi).max() > 0.1
+
+
+def test_no_solution_is_not_claimed() -> None:
+    """MCP on [0, inf) with F(z) = -1 has no solution (z = 0 needs F >= 0, z > 0 needs F = 0)."""
+    res = solve_mcp(lambda z: -np.ones(1), lambda z: np.zeros((1, 1)), [0.0], [np.inf], max_iter=30)
+    assert res.status is not Status.SOLVED and res.residual > 1e-8
+
+
+# ---------------------------------------------------------------------------------------------
+# Input and options
+# ---------------------------------------------------------------------------------------------
+
+
+def test_bad_lcp_input_names_the_field() -> None:
+    with pytest.raises(InputError) as e:
+        newton.solve(np.ones((2, 3)), np.ones(2))
+    assert e.value.field == "M"
+    with pytest.raises(InputError) as e:
+        newton.solve(np.eye(2), [np.inf, 1.0])
+    assert e.value.field == "q"
+    with pytest.raises(InputError) as e:
+        newton.solve(np.eye(2), np.ones(2), z0=np.ones(3))
+    assert e.value.field == "z0"
+
+
+def test_bad_mcp_input_names_the_field() -> None:
+    F = lambda z: z  # noqa: E731
+    J = lambda z: np.eye(z.shape[0])  # noqa: E731
+    with pytest.raises(InputError) as e:
+        solve_mcp(F, J, [0.0, 1.0], [1.0, 0.0])
+    assert e.value.field == "ub"
+    with pytest.raises(InputError) as e:
+        solve_mcp(F, J, [0.0, np.nan], [1.0, 1.0])
+    assert e.value.field == "lb"
+    with pytest.raises(InputError) as e:
+        solve_mcp(lambda z: np.ones(3), J, [0.0, 0.0], [1.0, 1.0])
+    assert e.value.field == "F"
+    with pytest.raises(InputError) as e:
+        solve_mcp(F, lambda z: np.eye(3), [0.0, 0.0], [1.0, 1.0], z0=[0.5, 0.5])
+    assert e.value.field == "jac"
+    with pytest.raises(InputError) as e:
+        solve_mcp(F, J, [0.0, 0.0], [1.0], z0=None)
+    assert e.value.field == "ub"
+    with pytest.raises(InputError) as e:
+        solve_mcp("F", J, [0.0], [1.0])
+    assert e.value.field == "F"
+
+
+def test_bad_options() -> None:
+    with pytest.raises(OptionError):
+        newton.solve(np.eye(2), -np.ones(2), sigma=2.0)
+    with pytest.raises(OptionError):
+        newton.solve(np.eye(2), -np.ones(2), memmory=3)
+    with pytest.raises(OptionError):
+        newton.solve(np.eye(2), -np.ones(2), p=2.0)
+
+
+def test_registry_entry() -> None:
+    from contactmp.solvers.registry import lcp_solver
+
+    assert newton.NAME == "newton"
+    res = lcp_solver("newton")(np.eye(3), -np.ones(3))
+    np.testing.assert_allclose(res.x, np.ones(3), atol=1e-12)

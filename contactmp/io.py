@@ -75,8 +75,11 @@ def _read_head(path: Path) -> bytes:
         raise InputError("path", f"{path} does not exist")
     if not path.is_file():
         raise InputError("path", f"{path} is not a regular file")
-    with path.open("rb") as fh:
-        return fh.read(HEAD_BYTES)
+    try:
+        with path.open("rb") as fh:
+            return fh.read(HEAD_BYTES)
+    except OSError as exc:
+        raise InputError("path", f"{path} cannot be read ({exc})") from None
 
 
 def sniff_format(path: str | os.PathLike[str], formats: tuple[Format[T], ...]) -> Format[T] | None:
@@ -180,6 +183,9 @@ def _npz_arrays(path: Path, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
 def _read_lcp_npz(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """``(M, q)`` from a ``.npz`` archive with arrays ``M`` and ``q``."""
     arrays = _npz_arrays(path, ("M", "q"))
+    for key, arr in arrays.items():
+        if arr.dtype.kind not in "biuf":
+            raise InputError(key, f"array '{key}' in {path} has dtype {arr.dtype}; expected real numbers")
     return validate_lcp(arrays["M"], arrays["q"])
 
 

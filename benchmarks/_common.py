@@ -1,0 +1,285 @@
+"""What every benchmark script shares: where the shared folder is, the machine and versions record,
+JSON/JSONL output, rich tables, median timing, and calling Siconos in a subprocess.
+
+Siconos (Debian's python3-siconos) is built for Debian's own numpy, so it runs only under
+``/usr/bin/python3``; the tool ``shared/tools/siconos_solve.py`` solves one problem file there and
+prints one JSON line. We never trust its ``info``: every answer is judged by our own residual.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata as _md
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+#: the interpreter that has python3-siconos
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def shared_dir() -> Path:
+    """The shared folder: ``$CONTACTMP_SHARED`` if set, else ``../shared`` from the repository root."""
+    return Path(os.environ.get("CONTACTMP_SHARED", REPO.parent / "shared")).resolve()
+
+
+def siconos_tool() -> Path:
+    """Path of ``siconos_solve.py`` in the shared folder."""
+    return shared_dir() / "tools" / "siconos_solve.py"
+
+
+# --------------------------------------------------------------------------------------------
+# machine and versions
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _memory_gib() -> float | None:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return round(int(line.split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    return None
+
+
+def machine_record() -> dict[str, Any]:
+    """The machine a benchmark ran on: OS, CPU model, core count, memory, Python."""
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "memory_gib": _memory_gib(),
+        "python": sys.version.split()[0],
+    }
+
+
+def siconos_version() -> str | None:
+    """The installed python3-siconos package version (Debian), or ``None`` if it is not installed."""
+    try:
+        out = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Version}", "python3-siconos"],
+            capture_output=True, text=True, timeout=30, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() or None
+
+
+def versions(packages: Sequence[str] = ("contactmp", "numpy", "scipy", "numba")) -> dict[str, Any]:
+    """Versions of our Python packages and of Siconos."""
+    out: dict[str, Any] = {}
+    for pkg in packages:
+        try:
+            out[pkg] = _md.version(pkg)
+        except _md.PackageNotFoundError:
+            out[pkg] = None
+    out["siconos"] = siconos_version()
+    return out
+
+
+def siconos_available() -> tuple[bool, str]:
+    """Whether ``/usr/bin/python3 -c "import siconos.numerics"`` works, and why not if it does not."""
+    if not Path(SYSTEM_PYTHON).exists():
+        return False, f"{SYSTEM_PYTHON} does not exist"
+    if not siconos_tool().is_file():
+        return False, f"the Siconos tool {siconos_tool()} is missing (set CONTACTMP_SHARED)"
+    try:
+        out = subprocess.run(
+            [SYSTEM_PYTHON, "-c", "import siconos.numerics"],
+            capture_output=True, text=True, timeout=120, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"{SYSTEM_PYTHON} -c 'import siconos.numerics' failed: {exc}"
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or ["(no message)"])[-1]
+        return False, f"{SYSTEM_PYTHON} cannot import siconos.numerics: {last}"
+    return True, ""
+
+
+# --------------------------------------------------------------------------------------------
+# Siconos
+
+
+def siconos_solve(
+    problem: Path,
+    *,
+    kind: str,
+    solver: str,
+    tol: float = 1e-8,
+    max_iter: int = 10000,
+    repeats: int = 3,
+    timeout_s: float = 300.0,
+) -> dict[str, Any]:
+    """Solve ``problem`` (an ``.npz`` file) with Siconos' ``solver`` in a subprocess.
+
+    Returns the tool's JSON (``info``, ``iterations``, ``time_s`` = median over its repeats of the
+    driver call alone, ``x``, ``y``) plus ``wall_s`` (the whole subprocess). On a crash, timeout or
+    unreadable output, returns ``{"error": ...}`` instead: the caller counts that as not solved.
+    """
+    cmd = [
+        SYSTEM_PYTHON, str(siconos_tool()), str(problem), "--kind", kind, "--solver", solver,
+        "--tol", repr(tol), "--max-iter", str(max_iter), "--repeats", str(repeats),
+    ]
+    t0 = time.perf_counter()
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout after {timeout_s:.0f} s", "wall_s": time.perf_counter() - t0}
+    wall = time.perf_counter() - t0
+    lines = [ln for ln in out.stdout.splitlines() if ln.strip().startswith("{")]
+    if out.returncode != 0 or not lines:
+        err = (out.stderr.strip().splitlines() or [f"exit code {out.returncode}, no output"])[-1]
+        return {"error": f"siconos_solve.py failed: {err}", "wall_s": wall}
+    try:
+        rec = json.loads(lines[-1])
+    except json.JSONDecodeError as exc:
+        return {"error": f"unreadable output of siconos_solve.py ({exc})", "wall_s": wall}
+    rec["wall_s"] = wall
+    return rec
+
+
+# --------------------------------------------------------------------------------------------
+# timing
+
+
+def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, list[float], Any]:
+    """Call ``fn`` ``repeats`` times; return (median wall time, all times, the last return value)."""
+    times: list[float] = []
+    value: Any = None
+    for _ in range(max(1, repeats)):
+        t0 = time.perf_counter()
+        value = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), times, value
+
+
+# --------------------------------------------------------------------------------------------
+# output
+
+
+def jsonable(v: Any) -> Any:
+    """``v`` with numpy types turned into Python ones and non-finite floats into strings."""
+    if isinstance(v, dict):
+        return {str(k): jsonable(e) for k, e in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [jsonable(e) for e in v]
+    if isinstance(v, np.ndarray):
+        return jsonable(v.tolist())
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating, float)):
+        f = float(v)
+        return f if math.isfinite(f) else str(f)
+    if isinstance(v, Path):
+        return str(v)
+    if hasattr(v, "value") and hasattr(v, "name"):  # enums
+        return v.value
+    return v
+
+
+def write_json(path: Path, obj: Any) -> Path:
+    """Write ``obj`` as indented JSON (numpy-safe), creating the folder."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(jsonable(obj), indent=2) + "\n")
+    return path
+
+
+class JsonlWriter:
+    """Append one JSON object per line, flushed as it is written (truncates the file on open)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = self.path.open("w")
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Write one record."""
+        self._fh.write(json.dumps(jsonable(record)) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        """Close the file."""
+        self._fh.close()
+
+    def __enter__(self) -> "JsonlWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def run_header(name: str, argv: Sequence[str], seed: int) -> dict[str, Any]:
+    """The common head of a ``results.json``: benchmark, command, seed, date, machine, versions."""
+    return {
+        "benchmark": name,
+        "command": " ".join(argv),
+        "seed": seed,
+        "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine_record(),
+        "versions": versions(),
+    }
+
+
+def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
+                caption: str | None = None) -> None:
+    """Print a table with rich (right-aligned columns except the first)."""
+    from rich.console import Console
+    from rich.measure import Measurement
+    from rich.table import Table
+
+    table = Table(title=title, caption=caption, show_lines=False)
+    for k, col in enumerate(columns):
+        table.add_column(col, justify="left" if k == 0 else "right", no_wrap=True)
+    for row in rows:
+        table.add_row(*("-" if v is None else str(v) for v in row))
+    # Wide enough that no cell is cut when the output goes to a file or a log.
+    wide = Console(width=10_000)
+    needed = Measurement.get(wide, wide.options, table).maximum
+    Console(width=max(80, needed)).print(table)
+
+
+def fmt_time(t: float | None) -> str:
+    """A time in s, ms or us, three significant digits."""
+    if t is None or not math.isfinite(t):
+        return "-"
+    if t >= 1.0:
+        return f"{t:.3g} s"
+    if t >= 1e-3:
+        return f"{t * 1e3:.3g} ms"
+    return f"{t * 1e6:.3g} us"
+
+
+def fmt_residual(r: float | None) -> str:
+    """A residual in short scientific notation."""
+    if r is None:
+        return "-"
+    if not math.isfinite(r):
+        return str(r)
+    return "0" if r == 0 else f"{r:.1e}"

@@ -1,0 +1,145 @@
+"""The velocity-level time-stepping form of the pyramid friction law, as a Program block.
+
+One step of length ``h`` of the Stewart-Trinkle / Anitescu-Potra scheme, in impulses:
+
+    M (v+ - v) = h f + J_n^T p_n + sum_i D_i^T beta_i                  (dynamics, v+ free)
+    0 <= p_n      _|_  phi / h + J_n v+              >= 0              (non-penetration)
+    0 <= beta_ji  _|_  lambda_j + (D_ji v+)          >= 0              (maximal dissipation)
+    0 <= lambda_j _|_  mu_j p_nj - sum_i beta_ji     >= 0              (friction polygon)
+
+with ``f = B u - h(q, v)`` and, at contact j, the k generators
+``D_ji = (cos th_i t_j + sin th_i o_j) / cos(pi / k)``, ``th_i = (2 i + 1) pi / k``: the friction
+polygon circumscribes Coulomb's disk, and for k = 4 it is the square pyramid
+``|c_t|, |c_o| <= mu c_n`` of Trinkle et al. (17). ``lambda_j`` is the sliding speed measured by
+the polygon's support function. The same friction law as the instantaneous pyramid LCP
+(35)-(39), at the velocity level, so that transcriptions can stack one block per step: every
+input may be a number array or a CasADi expression (``v`` may be the previous step's variables).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import casadi as ca
+import numpy as np
+
+from contactmp.errors import InputError
+from contactmp.program import Complementarity, Constraint, Program, Variables
+
+
+@dataclass
+class VelocityPyramidStep:
+    """Handles of one step block (query a solve with ``result.value(handle)``)."""
+
+    v_next: Variables  #: v+, the velocity at the end of the step
+    p_n: Variables  #: normal impulses (n_c)
+    beta: Variables  #: friction impulses along the generators (n_c * k, contact-major)
+    lam: Variables  #: sliding-speed multipliers (n_c)
+    dynamics: Constraint
+    non_penetration: Complementarity
+    dissipation: Complementarity
+    polygon: Complementarity
+    generators: np.ndarray  #: (k, 2) coefficients of (t, o) in each generator D_i
+
+    def friction_impulse(self, beta: np.ndarray) -> np.ndarray:
+        """(n_c, 2) tangential impulses (along t and o) from the generator weights ``beta``."""
+        k = self.generators.shape[0]
+        return np.asarray(beta, dtype=float).reshape(-1, k) @ self.generators
+
+
+def pyramid_generators(facets: int) -> np.ndarray:
+    """(k, 2) generator directions in the (t, o) plane of a k-gon circumscribing the unit disk."""
+    if not isinstance(facets, (int, np.integer)) or facets < 3:
+        raise InputError("facets", f"must be an integer >= 3, got {facets!r}")
+    th = (2 * np.arange(facets) + 1) * np.pi / facets
+    return np.column_stack([np.cos(th), np.sin(th)]) / np.cos(np.pi / facets)
+
+
+def _matrix(value: Any, shape: tuple[int, int], field: str) -> Any:
+    if isinstance(value, (ca.SX, ca.MX, ca.DM)):
+        if value.shape != shape:
+            raise InputError(field, f"must have shape {shape}, got {value.shape}")
+        return value
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim == 1 and shape[1] == 1:
+        arr = arr.reshape(-1, 1)
+    if arr.shape != shape:
+        raise InputError(field, f"must have shape {shape}, got {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise InputError(field, "contains NaN or inf")
+    return arr
+
+
+def add_velocity_pyramid_step(
+    prog: Program,
+    *,
+    M: Any,
+    f: Any,
+    v: Any,
+    Jn: Any,
+    Jt: Any,
+    Jo: Any,
+    mu: Any,
+    phi: Any,
+    h: float,
+    facets: int = 4,
+    prefix: str = "step",
+    gap_stabilization: bool = True,
+) -> VelocityPyramidStep:
+    """Add one velocity-level pyramid-friction step to ``prog`` (block name ``prefix``).
+
+    Shapes: ``M`` (n_v x n_v, symmetric positive definite when numeric), ``f`` and ``v`` (n_v),
+    ``Jn``, ``Jt``, ``Jo`` (n_c x n_v: normal and tangent rows of the contact Jacobian), ``mu``
+    and ``phi`` (n_c; ``mu >= 0``). With ``gap_stabilization`` the non-penetration row is
+    ``phi / h + J_n v+ >= 0`` (Anitescu-Potra), otherwise ``J_n v+ >= 0``.
+    """
+    if not (isinstance(h, (int, float)) and h > 0 and np.isfinite(h)):
+        raise InputError("h", f"must be a positive finite step, got {h!r}")
+    Jn_ = Jn if isinstance(Jn, (ca.SX, ca.MX, ca.DM)) else np.atleast_2d(np.asarray(Jn, dtype=float))
+    nc, nv = Jn_.shape
+    Jn_ = _matrix(Jn_, (nc, nv), "Jn")
+    Jt_ = _matrix(Jt, (nc, nv), "Jt")
+    Jo_ = _matrix(Jo, (nc, nv), "Jo")
+    M_ = _matrix(M, (nv, nv), "M")
+    if isinstance(M_, np.ndarray):
+        if not np.allclose(M_, M_.T, rtol=1e-10, atol=1e-12):
+            raise InputError("M", "mass matrix is not symmetric")
+        try:
+            np.linalg.cholesky(M_)
+        except np.linalg.LinAlgError:
+            raise InputError("M", "mass matrix is not positive definite") from None
+    f_ = _matrix(f, (nv, 1), "f")
+    v_ = _matrix(v, (nv, 1), "v")
+    phi_ = _matrix(phi, (nc, 1), "phi")
+    mu_ = _matrix(mu, (nc, 1), "mu")
+    if isinstance(mu_, np.ndarray) and (mu_ < 0).any():
+        raise InputError("mu", "friction coefficients must be >= 0")
+    G = pyramid_generators(facets)
+    k = G.shape[0]
+
+    blk = prefix
+    v_next = prog.add_variables(f"{prefix}/v_next", nv, init=0.0, block=blk)
+    p_n = prog.add_variables(f"{prefix}/p_n", nc, lb=0.0, block=blk)
+    beta = prog.add_variables(f"{prefix}/beta", nc * k, lb=0.0, block=blk)
+    lam = prog.add_variables(f"{prefix}/lambda", nc, lb=0.0, block=blk)
+
+    # D (nc*k x nv): generator rows, contact-major
+    D_rows = []
+    for j in range(nc):
+        for i in range(k):
+            D_rows.append(G[i, 0] * Jt_[j, :] + G[i, 1] * Jo_[j, :])
+    D = ca.vertcat(*D_rows) if any(isinstance(r, (ca.SX, ca.MX)) for r in D_rows) else np.vstack(D_rows)
+
+    vp = v_next.sym
+    residual = ca.mtimes(M_, vp - v_) - h * f_ - ca.mtimes(Jn_.T, p_n.sym) - ca.mtimes(D.T, beta.sym)
+    dynamics = prog.add_constraint(residual, 0.0, 0.0, name=f"{prefix}/dynamics", block=blk)
+    gap_rate = ca.mtimes(Jn_, vp) + (phi_ / h if gap_stabilization else 0)
+    non_pen = prog.add_complementarity(p_n.sym, gap_rate, name=f"{prefix}/non_penetration", block=blk)
+    E = np.kron(np.eye(nc), np.ones((k, 1)))  # (nc*k x nc): lambda_j repeated for its k generators
+    dissipation = prog.add_complementarity(
+        beta.sym, ca.mtimes(E, lam.sym) + ca.mtimes(D, vp), name=f"{prefix}/dissipation", block=blk
+    )
+    polygon = prog.add_complementarity(
+        lam.sym, mu_ * p_n.sym - ca.mtimes(E.T, beta.sym), name=f"{prefix}/polygon", block=blk
+    )
+    return VelocityPyramidStep(v_next, p_n, beta, lam, dynamics, non_pen, dissipation, polygon, G)

@@ -1,0 +1,186 @@
+"""Problem readers: same arrays as the .npz versions, field-named errors, no pickle."""
+from __future__ import annotations
+
+import pickle
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from contactmp.errors import InputError
+from contactmp.io import LCP_FORMATS, load_lcp, sniff_format
+from contactmp.solvers.lcp import lcp_residual
+
+RAW_LCPS = ["lcp_CPS_1", "lcp_mmc"]
+
+
+def _field(excinfo: pytest.ExceptionInfo[InputError]) -> str:
+    return excinfo.value.field
+
+
+@pytest.mark.parametrize("name", RAW_LCPS)
+def test_siconos_dat_equals_npz(shared_data: Path, name: str) -> None:
+    M, q = load_lcp(shared_data / "raw" / f"{name}.dat")
+    ref = np.load(shared_data / "lcp" / f"{name}.npz", allow_pickle=False)
+    assert M.dtype == np.float64 and q.dtype == np.float64
+    assert np.array_equal(M, ref["M"]) and np.array_equal(q, ref["q"])
+
+
+def test_dense_dat_is_column_major(tmp_path: Path) -> None:
+    # M = [[1, 2], [3, 4]] is listed column by column: 1 3 / 2 4.
+    p = tmp_path / "p.dat"
+    p.write_text("2\n0\n2\n2\n2\t2\n1 3\n2 4\n-1\n-2\n")
+    M, q = load_lcp(p)
+    assert np.array_equal(M, [[1.0, 2.0], [3.0, 4.0]])
+    assert np.array_equal(q, [-1.0, -2.0])
+    # Closed form: M z = -q has z = (0, 0.5) >= 0, so it solves the LCP with w = 0.
+    assert lcp_residual(M, q, np.array([0.0, 0.5])) == 0.0
+
+
+def test_all_shared_npz_load_exactly(shared_data: Path) -> None:
+    files = sorted((shared_data / "lcp").glob("*.npz"))
+    assert len(files) >= 17
+    for f in files:
+        M, q = load_lcp(f)
+        ref = np.load(f, allow_pickle=False)
+        assert np.array_equal(M, ref["M"]) and np.array_equal(q, ref["q"]), f.name
+        assert M.shape == (q.size, q.size)
+
+
+def test_content_not_extension_decides(shared_data: Path, tmp_path: Path) -> None:
+    dat_named_npz = tmp_path / "really_text.npz"
+    shutil.copy(shared_data / "raw" / "lcp_mmc.dat", dat_named_npz)
+    npz_named_dat = tmp_path / "really_zip.dat"
+    shutil.copy(shared_data / "lcp" / "lcp_mmc.npz", npz_named_dat)
+    M1, q1 = load_lcp(dat_named_npz)
+    M2, q2 = load_lcp(npz_named_dat)
+    assert np.array_equal(M1, M2) and np.array_equal(q1, q2)
+    assert sniff_format(dat_named_npz, LCP_FORMATS).name == "siconos-lcp-dat"
+    assert sniff_format(npz_named_dat, LCP_FORMATS).name == "npz"
+
+
+def test_crlf_and_trailing_comment(tmp_path: Path) -> None:
+    p = tmp_path / "p.dat"
+    p.write_bytes(b"1\r\n0\r\n1\r\n1\r\n1\t1\r\n2.0\r\n-4.0\r\n\r\nz = 2 \xe9t\xe9 42\r\n")
+    M, q = load_lcp(p)
+    assert M.tolist() == [[2.0]] and q.tolist() == [-4.0]
+
+
+@pytest.mark.parametrize("name", ["Rover1039.dat", "FC3D_Example1.dat", "Capsules-i125-1213.hdf5"])
+def test_other_problem_classes_are_not_lcps(shared_data: Path, name: str) -> None:
+    with pytest.raises(InputError) as exc:
+        load_lcp(shared_data / "raw" / name)
+    assert _field(exc) == "path"
+    assert "expected" in str(exc.value)
+
+
+def test_fc3d_npz_names_missing_array(shared_data: Path) -> None:
+    with pytest.raises(InputError) as exc:
+        load_lcp(shared_data / "fc3d" / "Rover1039.npz")
+    assert _field(exc) == "M" and "missing" in str(exc.value)
+
+
+@pytest.mark.parametrize("missing", ["M", "q"])
+def test_npz_missing_key(tmp_path: Path, missing: str) -> None:
+    arrays = {"M": np.eye(2), "q": np.ones(2)}
+    del arrays[missing]
+    p = tmp_path / "p.npz"
+    np.savez(p, **arrays)
+    with pytest.raises(InputError) as exc:
+        load_lcp(p)
+    assert _field(exc) == missing
+
+
+@pytest.mark.parametrize(
+    ("M", "q", "field"),
+    [
+        (np.ones((2, 3)), np.ones(2), "M"),
+        (np.eye(2), np.ones(3), "q"),
+        (np.array([[1.0, np.nan], [0.0, 1.0]]), np.ones(2), "M"),
+        (np.eye(2) * (1 + 1j), np.ones(2), "M"),
+        (np.eye(2), np.array(["a", "b"]), "q"),
+    ],
+)
+def test_npz_malformed_arrays(tmp_path: Path, M: np.ndarray, q: np.ndarray, field: str) -> None:
+    p = tmp_path / "p.npz"
+    np.savez(p, M=M, q=q)
+    with pytest.raises(InputError) as exc:
+        load_lcp(p)
+    assert _field(exc) == field
+
+
+class _Trap:
+    """Unpickling this creates the file ``marker``: proof that something was unpickled."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __reduce__(self):  # type: ignore[override]
+        return (open, (self.marker, "w"))
+
+
+def test_npz_with_pickle_is_refused_and_not_unpickled(tmp_path: Path) -> None:
+    marker = tmp_path / "unpickled"
+    p = tmp_path / "evil.npz"
+    np.savez(p, M=np.array([_Trap(str(marker))], dtype=object), q=np.ones(1))
+    with pytest.raises(InputError) as exc:
+        load_lcp(p)
+    assert _field(exc) == "M" and "pickle" in str(exc.value)
+    assert not marker.exists()
+
+
+def test_raw_pickle_is_refused(tmp_path: Path) -> None:
+    marker = tmp_path / "unpickled"
+    p = tmp_path / "evil.npz"
+    p.write_bytes(pickle.dumps({"M": _Trap(str(marker)), "q": [1.0]}))
+    with pytest.raises(InputError) as exc:
+        load_lcp(p)
+    assert _field(exc) == "path"
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("2\n0\n2\n2\n2\t2\n1 1\n1 1\n-1\n", "q"),  # truncated q
+        ("2\n0\n2\n2\n2\t2\n1 1\n1\n", "M"),  # truncated M
+        ("2\n0\n2\n2\n2\t2\n1 x\n1 1\n-1 -1\n", "M"),  # not a number
+        ("2\n0\n2\n2\n2\t2\n1 1\n1 1\n-1 nan\n", "q"),  # NaN
+        ("2\n0\n2\n2\n3\t3\n1 1\n1 1\n-1 -1\n", "M"),  # dense block size disagrees
+        ("2\n0\n2\n2\n2\tx\n1 1\n1 1\n-1 -1\n", "cols"),
+        ("2\n1\n2\n2\n", "storage"),  # sparse-block: recognised, refused
+    ],
+)
+def test_dat_malformed_names_field(tmp_path: Path, text: str, field: str) -> None:
+    p = tmp_path / "p.dat"
+    p.write_text(text)
+    with pytest.raises(InputError) as exc:
+        load_lcp(p)
+    assert _field(exc) == field, str(exc.value)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"hello world\n",
+        b"2\n0\n3\n3\n",  # rows != n: not an LCP header
+        b"\x93NUMPY\x01\x00",  # a bare .npy, not an archive
+        b"\x89HDF\r\n\x1a\n" + b"\x00" * 64,
+        b"PK\x03\x04 truncated zip",
+    ],
+)
+def test_unknown_or_broken_content_names_path(tmp_path: Path, content: bytes) -> None:
+    p = tmp_path / "p.npz"
+    p.write_bytes(content)
+    with pytest.raises(InputError) as exc:
+        load_lcp(p)
+    assert _field(exc) == "path"
+
+
+def test_missing_file_and_directory(tmp_path: Path) -> None:
+    for p in (tmp_path / "nope.npz", tmp_path):
+        with pytest.raises(InputError) as exc:
+            load_lcp(p)
+        assert _field(exc) == "path"

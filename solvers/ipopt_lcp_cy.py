@@ -1,0 +1,26 @@
+"""LCP(q, M) as an MPCC solved by IPOPT through cyipopt (registry name ``"cyipopt"``).
+
+Same method as :mod:`contactmp.solvers.ipopt_lcp` (Scholtes homotopy on ``0 <= z _|_ M z + q >= 0``,
+active-set polish, independent residual check); IPOPT is called through ``cyipopt.Problem`` with
+callbacks built from CasADi Functions instead of ``casadi.nlpsol``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from contactmp.result import Result
+from contactmp.solvers.ipopt_lcp import Options, solve_with_backend
+
+NAME = "cyipopt"
+BACKEND = "cyipopt"
+
+__all__ = ["NAME", "Options", "solve"]
+
+
+def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> Result:
+    """Solve LCP(q, M) (find ``z >= 0`` with ``w = M z + q >= 0``, ``z^T w = 0``) with IPOPT via cyipopt.
+
+    Options: ``tol``, ``sigma_min``, ``max_iter`` (per NLP), ``strategy`` (see :class:`Options`).
+    Never raises on non-convergence; ``solved`` only after the independent residual check.
+    """
+    return solve_with_backend(M, q, BACKEND, NAME, options, **overrides)

@@ -1,1 +1,32 @@
-"""contactmp.models."""
+"""contactmp.models: the instantaneous multi-rigid-body contact model of Trinkle, Pang, Sudarsky and
+Lo (1995), its islands, and the random problems of their section 6."""
+from contactmp.models.contact_model import Contact, ContactModel
+from contactmp.models.islands import contact_graph, split_islands
+from contactmp.models.random_problems import (
+    TRINKLE_MUS,
+    TRINKLE_PROBLEMS,
+    DataSet,
+    problem_seed,
+    random_problem,
+    random_pyramid_lcp,
+    trinkle_dataset,
+)
+from contactmp.models.scenes import box_on_plane, two_stacks
+from contactmp.models.rigid_bodies import (
+    GRAVITY,
+    GROUND,
+    BodyRef,
+    Manipulator,
+    RigidBody,
+    box_inertia,
+    link,
+    obj,
+    rotation_about,
+)
+
+__all__ = [
+    "BodyRef", "Contact", "ContactModel", "DataSet", "GRAVITY", "GROUND", "Manipulator", "RigidBody",
+    "TRINKLE_MUS", "TRINKLE_PROBLEMS", "box_inertia", "contact_graph", "link", "obj", "problem_seed",
+    "random_problem", "random_pyramid_lcp", "rotation_about", "split_islands", "trinkle_dataset",
+    "box_on_plane", "two_stacks",
+]

@@ -2,8 +2,10 @@
 
 The LCP ``z >= 0, w = M z + q >= 0, z^T w = 0`` is written as the Program
 ``0 <= z _|_ M z + q >= 0`` (no objective) and solved by :func:`contactmp.solvers.nlp.solve_program`
-with an MPCC strategy (default Scholtes' relaxation ``z_i w_i <= sigma``, sigma from 1 down to
-``sigma_min``). After every relaxed NLP the iterate is polished by the active-set step
+with an MPCC strategy: by default the l1 elastic penalty (``rho * sum_i z_i w_i`` in the objective,
+rho increased until complementarity holds), which solved all 16 solvable shared LCPs where Scholtes'
+relaxation (``z_i w_i <= sigma``, sigma from 1 down to ``sigma_min``; ``strategy="scholtes"``)
+missed two (lcp_enum_fails, lcp_tobenna). After every relaxed NLP the iterate is polished by the active-set step
 :func:`~contactmp.solvers.lcp.polish_lcp` (``M_BB z_B = -q_B`` on the guessed basis
 ``B = {z_i > w_i}``, also tried on the diagonally scaled LCP), which ends the homotopy as soon as it yields an exact complementary point;
 the final answer is judged by :func:`~contactmp.solvers.lcp.verified_result`
@@ -46,7 +48,7 @@ class Options(SolverOptions):
     tol: float = 1e-8
     sigma_min: float = 1e-9
     max_iter: int = 3000
-    strategy: str = "scholtes"
+    strategy: str = "elastic_l1"
 
     def check(self) -> None:
         """Reject ill-typed values."""

@@ -27,9 +27,10 @@ def validate_lcp(M: Any, q: Any) -> tuple[np.ndarray, np.ndarray]:
         and M.ndim == 2 and q.ndim == 1 and M.shape[0] == M.shape[1] == q.shape[0] > 0
         and M.flags.c_contiguous and q.flags.c_contiguous
     ):
-        if not (np.isfinite(M).all()):
+        bad = _first_nonfinite(M, q)
+        if bad == 1:
             raise InputError("M", "contains NaN or inf")
-        if not (np.isfinite(q).all()):
+        if bad == 2:
             raise InputError("q", "contains NaN or inf")
         return M, q
     try:
@@ -55,6 +56,20 @@ def validate_lcp(M: Any, q: Any) -> tuple[np.ndarray, np.ndarray]:
     if not np.isfinite(q).all():
         raise InputError("q", "contains NaN or inf")
     return M, q
+
+
+@numba.njit(cache=True)
+def _first_nonfinite(M: np.ndarray, q: np.ndarray) -> int:
+    """0 if every entry is finite, 1 if M has a NaN/inf, 2 if q has one (one pass, no temporaries)."""
+    n = q.shape[0]
+    for i in range(n):
+        for j in range(n):
+            if not np.isfinite(M[i, j]):
+                return 1
+    for i in range(n):
+        if not np.isfinite(q[i]):
+            return 2
+    return 0
 
 
 @numba.njit(cache=True)

@@ -39,7 +39,13 @@ def lcp_solver(name: str) -> Callable[..., Result]:
         close = difflib.get_close_matches(name, list(LCP_SOLVERS), n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise OptionError(f"unknown LCP solver '{name}' (known: {', '.join(LCP_SOLVERS)}){hint}")
-    return importlib.import_module(LCP_SOLVERS[name]).solve
+    fn = _LOADED.get(name)
+    if fn is None:
+        fn = _LOADED[name] = importlib.import_module(LCP_SOLVERS[name]).solve
+    return fn
+
+
+_LOADED: dict[str, Callable[..., Result]] = {}
 
 
 def solve_lcp(M: Any, q: Any, solver: str | None = None, **options: Any) -> Result:
@@ -50,9 +56,9 @@ def solve_lcp(M: Any, q: Any, solver: str | None = None, **options: Any) -> Resu
     ``solver`` names the one whose answer is returned. ``options`` go to the named solver
     (unknown keys are rejected); in auto mode only ``tol`` is accepted.
     """
+    if solver is not None and solver != "auto":
+        return lcp_solver(solver)(M, q, **options)  # the solver validates its input
     M, q = validate_lcp(M, q)
-    if solver not in (None, "auto"):
-        return lcp_solver(solver)(M, q, **options)
     extra = set(options) - {"tol"}
     if extra:
         raise OptionError(f"auto mode takes only 'tol'; got {sorted(extra)} (name a solver to pass them)")

@@ -1,0 +1,324 @@
+"""The friction-pyramid model as an LCP: Trinkle, Pang, Sudarsky and Lo (1995), (35)-(39) / (52).
+
+Starting from ``a = A c + b`` (24) of a :class:`~contactmp.models.ContactModel`:
+
+* sliding contacts ``j in S``: Coulomb's law (12) gives ``c_jt = -mu_j v_jt / |v_jT| c_jn`` and
+  ``c_jo = -mu_j v_jo / |v_jT| c_jn`` (the diagonal matrices ``V_St``, ``V_So`` of (27)-(28)); their
+  tangential accelerations are free and drop out;
+* rolling contacts ``j in R`` (4 facets, the paper's form): the slacks (35)
+  ``s+_jt = mu_j c_jn + c_jt``, ``s-_jt = mu_j c_jn - c_jt = 2 mu_j c_jn - s+_jt`` (same for ``o``) and
+  ``a_jt = a+_jt - a-_jt`` give the LCP (37)-(39)::
+
+      z = (c_Sn, c_Rn, s+_Rt, s+_Ro, a-_Rt, a-_Ro)
+      w = (a_Sn, a_Rn, a+_Rt, a+_Ro, s-_Rt, s-_Ro) = M z + q,   0 <= z _|_ w >= 0
+
+  of size ``n_S + 5 n_R``, with ``q = (b_Sn, b_Rn, b_Rt, b_Ro, 0, 0)`` and ``M`` the matrix of (37)
+  (its ``M_nn`` blocks are ``A_nn - A_nt diag(V_St, U_R) - A_no diag(V_So, U_R)``, its last block
+  rows ``[0 2U_R -I 0 0 0]`` and ``[0 2U_R 0 -I 0 0]``);
+* ``k >= 3`` facets (the generalization announced in section 2.4): the friction force at a rolling
+  contact is ``c_T = sum_i D_i beta_i`` with ``beta >= 0`` and generators ``D_i`` at the angles
+  ``(2i+1) pi / k`` of length ``1 / cos(pi / k)``, so the polygon ``{sum D_i beta_i : sum beta_i <=
+  mu c_n}`` circumscribes the circle of radius ``mu c_n`` (for ``k = 4`` it is the paper's square
+  ``|c_t|, |c_o| <= mu c_n``). With ``lambda_j >= 0`` the maximal-dissipation LCP reads
+  ``beta_ji _|_ lambda_j + D_i . a_jT >= 0`` and ``lambda_j _|_ mu_j c_jn - sum_i beta_ji >= 0``::
+
+      z = (c_Sn, c_Rn, beta_R (k per contact), lambda_R),   size n_S + (k + 2) n_R.
+
+``solution(z)`` maps any answer back to physics (forces of all contacts, ``qddot`` (22), ``lddot``
+(23), ``a`` (6), contact modes) and ``check(solution)`` judges it by the paper's conditions
+computed from those physical quantities alone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from contactmp.errors import InputError
+from contactmp.models.contact_model import ContactModel
+
+
+@dataclass
+class PyramidSolution:
+    """A solution of the pyramid model mapped back to physics.
+
+    ``c_n, c_t, c_o`` and ``a_n, a_t, a_o`` have one entry per contact (all contacts, in the model's
+    order); ``qddot`` (6 n_obj) and ``lddot`` (n_l) are the body and joint accelerations; ``modes[j]``
+    is ``"breaking"`` (``a_jn > tol``), ``"rolling"`` (a rolling contact staying at rest,
+    ``a_jt = a_jo = 0``) or ``"sliding"`` (a sliding contact, or a rolling one starting to slide).
+    ``z`` and ``w = M z + q`` are the LCP vectors it came from.
+    """
+
+    z: np.ndarray
+    w: np.ndarray
+    c_n: np.ndarray
+    c_t: np.ndarray
+    c_o: np.ndarray
+    a_n: np.ndarray
+    a_t: np.ndarray
+    a_o: np.ndarray
+    qddot: np.ndarray
+    lddot: np.ndarray
+    modes: list[str]
+    facets: int
+
+    @property
+    def c(self) -> np.ndarray:
+        """``(c_n, c_t, c_o)`` stacked (the model's ``3 n_c`` ordering)."""
+        return np.concatenate([self.c_n, self.c_t, self.c_o])
+
+    @property
+    def a(self) -> np.ndarray:
+        """``(a_n, a_t, a_o)`` stacked."""
+        return np.concatenate([self.a_n, self.a_t, self.a_o])
+
+
+def facet_generators(k: int) -> np.ndarray:
+    """The ``k`` generators ``D_i`` (rows, in the ``(t, o)`` plane) at angles ``(2i+1) pi / k`` with
+    length ``1 / cos(pi / k)``; ``mu c_n D_i`` are the vertices of the friction polygon."""
+    ang = (2 * np.arange(k) + 1) * np.pi / k
+    return np.column_stack([np.cos(ang), np.sin(ang)]) / np.cos(np.pi / k)
+
+
+def facet_normals(k: int) -> np.ndarray:
+    """Unit outward normals (rows) of the ``k`` edges of the friction polygon (angles ``2 i pi / k``);
+    ``c_T`` lies in the polygon iff ``e_i . c_T <= mu c_n`` for all ``i``."""
+    ang = 2 * np.arange(k) * np.pi / k
+    return np.column_stack([np.cos(ang), np.sin(ang)])
+
+
+class PyramidLCP:
+    """The pyramid LCP of a contact model (see the module docstring).
+
+    Parameters
+    ----------
+    model : ContactModel
+    facets : int
+        Number of facets ``k >= 3`` of the friction pyramid at rolling contacts.
+    form : "auto", "paper" or "generators"
+        ``"paper"``: the slack form (37) (only ``k = 4``); ``"generators"``: the ``beta``/``lambda``
+        form for any ``k``; ``"auto"``: ``"paper"`` when ``k = 4``, else ``"generators"``.
+
+    Attributes
+    ----------
+    M, q : the LCP data (``w = M z + q``); ``size``
+    z_names, w_names : names of the variables, e.g. ``"c_n[3]"``, ``"s+_t[5]"``, ``"a-_o[5]"``
+        (the number is the contact index in the model)
+    index : dict mapping each name of ``z_names`` to its position
+    S, R : the sliding and rolling contact indices (in the order used in ``z``)
+    L : (3 n_c, size) the linear map ``c = L z`` back to the contact forces
+    """
+
+    def __init__(self, model: ContactModel, facets: int = 4, form: Literal["auto", "paper", "generators"] = "auto"):
+        if not isinstance(model, ContactModel):
+            raise InputError("model", "must be a ContactModel")
+        if not isinstance(facets, (int, np.integer)) or isinstance(facets, bool) or facets < 3:
+            raise InputError("facets", f"must be an int >= 3, got {facets!r}")
+        if form not in ("auto", "paper", "generators"):
+            raise InputError("form", f"must be 'auto', 'paper' or 'generators', got {form!r}")
+        if form == "paper" and facets != 4:
+            raise InputError("form", "the paper's slack form (37) has exactly 4 facets")
+        self.model = model
+        self.facets = int(facets)
+        self.form = ("paper" if facets == 4 else "generators") if form == "auto" else form
+        self.S = np.asarray(model.sliding, dtype=np.int64)
+        self.R = np.asarray(model.rolling, dtype=np.int64)
+        if self.form == "paper":
+            self._build_paper()
+        else:
+            self._build_generators()
+        self.index = {name: k for k, name in enumerate(self.z_names)}
+
+    @property
+    def size(self) -> int:
+        """Dimension of the LCP."""
+        return int(self.q.shape[0])
+
+    # -----------------------------------------------------------------------------------------
+    def _sliding_block(self, L: np.ndarray) -> None:
+        """Columns of ``c_Sn`` in ``L``: ``c_n``, and ``c_T = -mu v_T / |v_T| c_n`` (12), (27)-(28)."""
+        m = self.model
+        nc = m.n_c
+        vT = np.hypot(m.v_t, m.v_o)
+        for k, j in enumerate(self.S):
+            L[j, k] = 1.0
+            L[nc + j, k] = -m.mu[j] * m.v_t[j] / vT[j]  # -(V_St)_jj
+            L[2 * nc + j, k] = -m.mu[j] * m.v_o[j] / vT[j]  # -(V_So)_jj
+
+    def _build_paper(self) -> None:
+        m = self.model
+        nc, nS, nR = m.n_c, len(self.S), len(self.R)
+        n = nS + 5 * nR
+        zR, zst, zso, zat, zao = nS, nS + nR, nS + 2 * nR, nS + 3 * nR, nS + 4 * nR
+        muR = m.mu[self.R]
+        L = np.zeros((3 * nc, n))
+        self._sliding_block(L)
+        kR = np.arange(nR)
+        L[self.R, zR + kR] = 1.0
+        L[nc + self.R, zst + kR] = 1.0  # c_Rt = s+_Rt - mu c_Rn   (35)
+        L[nc + self.R, zR + kR] = -muR
+        L[2 * nc + self.R, zso + kR] = 1.0
+        L[2 * nc + self.R, zR + kR] = -muR
+        AL = m.A @ L
+        M = np.zeros((n, n))
+        q = np.zeros(n)
+        M[:nS] = AL[self.S]
+        q[:nS] = m.b[self.S]
+        M[zR:zst] = AL[self.R]
+        q[zR:zst] = m.b[self.R]
+        M[zst:zso] = AL[nc + self.R]  # a+_Rt = a_Rt + a-_Rt
+        M[zst + kR, zat + kR] += 1.0
+        q[zst:zso] = m.b[nc + self.R]
+        M[zso:zat] = AL[2 * nc + self.R]
+        M[zso + kR, zao + kR] += 1.0
+        q[zso:zat] = m.b[2 * nc + self.R]
+        M[zat + kR, zR + kR] = 2.0 * muR  # s-_Rt = 2 mu c_Rn - s+_Rt
+        M[zat + kR, zst + kR] = -1.0
+        M[zao + kR, zR + kR] = 2.0 * muR
+        M[zao + kR, zso + kR] = -1.0
+        self.L, self.M, self.q = L, M, q
+        S, R = self.S.tolist(), self.R.tolist()
+        self.z_names = (
+            [f"c_n[{j}]" for j in S] + [f"c_n[{j}]" for j in R] + [f"s+_t[{j}]" for j in R]
+            + [f"s+_o[{j}]" for j in R] + [f"a-_t[{j}]" for j in R] + [f"a-_o[{j}]" for j in R]
+        )
+        self.w_names = (
+            [f"a_n[{j}]" for j in S] + [f"a_n[{j}]" for j in R] + [f"a+_t[{j}]" for j in R]
+            + [f"a+_o[{j}]" for j in R] + [f"s-_t[{j}]" for j in R] + [f"s-_o[{j}]" for j in R]
+        )
+
+    def _build_generators(self) -> None:
+        m = self.model
+        k = self.facets
+        nc, nS, nR = m.n_c, len(self.S), len(self.R)
+        n = nS + (k + 2) * nR
+        zR, zb, zl = nS, nS + nR, nS + nR + k * nR
+        D = facet_generators(k)
+        muR = m.mu[self.R]
+        L = np.zeros((3 * nc, n))
+        self._sliding_block(L)
+        for r, j in enumerate(self.R):
+            L[j, zR + r] = 1.0
+            cols = zb + r * k + np.arange(k)
+            L[nc + j, cols] = D[:, 0]
+            L[2 * nc + j, cols] = D[:, 1]
+        AL = m.A @ L
+        M = np.zeros((n, n))
+        q = np.zeros(n)
+        M[:nS] = AL[self.S]
+        q[:nS] = m.b[self.S]
+        M[zR:zb] = AL[self.R]
+        q[zR:zb] = m.b[self.R]
+        for r, j in enumerate(self.R):
+            rows = zb + r * k + np.arange(k)
+            M[rows] = np.outer(D[:, 0], AL[nc + j]) + np.outer(D[:, 1], AL[2 * nc + j])
+            M[rows, zl + r] += 1.0
+            q[rows] = D @ np.array([m.b[nc + j], m.b[2 * nc + j]])
+            M[zl + r, zR + r] = muR[r]
+            M[zl + r, rows] = -1.0
+        self.L, self.M, self.q = L, M, q
+        S, R = self.S.tolist(), self.R.tolist()
+        self.z_names = (
+            [f"c_n[{j}]" for j in S] + [f"c_n[{j}]" for j in R]
+            + [f"beta{i}[{j}]" for j in R for i in range(k)] + [f"lambda[{j}]" for j in R]
+        )
+        self.w_names = (
+            [f"a_n[{j}]" for j in S] + [f"a_n[{j}]" for j in R]
+            + [f"lambda+D{i}.a_T[{j}]" for j in R for i in range(k)] + [f"mu*c_n-sum(beta)[{j}]" for j in R]
+        )
+
+    # -----------------------------------------------------------------------------------------
+    def solution(self, z: ArrayLike, tol: float = 1e-8) -> PyramidSolution:
+        """Map an LCP vector ``z`` to forces (``c = L z``; sliding friction by (12)), accelerations
+        ``qddot`` (22), ``lddot`` (23), ``a`` (6) and contact modes; ``tol`` (times
+        ``max(1, ||b||_inf)``) decides ``a_n > 0`` (breaking) and ``a_T = 0`` (rolling)."""
+        try:
+            z = np.asarray(z, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError) as exc:
+            raise InputError("z", f"cannot be read as a float vector ({exc})") from None
+        if z.shape != (self.size,):
+            raise InputError("z", f"must have length {self.size}, got {z.shape[0]}")
+        if not np.isfinite(z).all():
+            raise InputError("z", "contains NaN or inf")
+        m = self.model
+        w = self.M @ z + self.q
+        c = self.L @ z
+        qdd, ldd = m.accelerations(c)
+        a = m.contact_accelerations(qdd, ldd)
+        c_n, c_t, c_o = m.split(c)
+        a_n, a_t, a_o = m.split(a)
+        atol = tol * max(1.0, float(np.abs(m.b).max(initial=0.0)))
+        rolling = np.zeros(m.n_c, dtype=bool)
+        rolling[self.R] = True
+        modes = []
+        for j in range(m.n_c):
+            if a_n[j] > atol:
+                modes.append("breaking")
+            elif rolling[j] and np.hypot(a_t[j], a_o[j]) <= atol:
+                modes.append("rolling")
+            else:
+                modes.append("sliding")
+        return PyramidSolution(
+            z=z, w=w, c_n=c_n.copy(), c_t=c_t.copy(), c_o=c_o.copy(), a_n=a_n.copy(), a_t=a_t.copy(),
+            a_o=a_o.copy(), qddot=qdd, lddot=ldd, modes=modes, facets=self.facets,
+        )
+
+    def check(self, sol: PyramidSolution) -> dict[str, float]:
+        """Residuals of the model's conditions computed from the physical quantities of ``sol``.
+
+        Keys (all 0 at an exact solution): ``"(4)"``, ``"(5)"`` Newton-Euler of objects and
+        manipulator (inf-norm); ``"(6)"`` ``a = W^T qddot - J lddot + bias``; ``"(9)"`` ``max(0, -a_n)``;
+        ``"(11)"`` ``max(0, -c_n)``; ``"(12)"`` sliding friction ``|mu c_n v_T + c_T |v_T|| / |v_T|``;
+        ``"(16)"`` ``max_j min(|c_jn|, |a_jn|)``; ``"(17)"`` pyramid violation at rolling contacts
+        (``max(|c_t|, |c_o|) - mu c_n``; for ``k != 4`` facets the polygon's ``e_i . c_T - mu c_n``);
+        ``"(18)"`` ``|mu c_n a_t + c_t |a_t|| / max(1, |a_t|)`` and the same for ``o`` (for ``k != 4``:
+        maximal dissipation ``|c_T . a_T - mu c_n min_i D_i . a_T| / max(1, |a_T|)``).
+        """
+        m = self.model
+        c = sol.c
+        a = sol.a
+        qdd, ldd = np.asarray(sol.qddot, dtype=float), np.asarray(sol.lddot, dtype=float)
+
+        def inf(x: np.ndarray) -> float:
+            return float(np.abs(x).max(initial=0.0))
+
+        out: dict[str, float] = {}
+        out["(4)"] = inf(m.W @ c + m.g_obj + m.h_obj - m.M_obj @ qdd)
+        out["(5)"] = inf(m.tau - m.J.T @ c - m.g_man - m.h_man - m.M_man @ ldd) if m.n_l else 0.0
+        a_phys = m.W.T @ qdd + m.bias - (m.J @ ldd if m.n_l else 0.0)
+        out["(6)"] = inf(a - a_phys)
+        c_n, c_t, c_o = sol.c_n, sol.c_t, sol.c_o
+        a_n, a_t, a_o = sol.a_n, sol.a_t, sol.a_o
+        out["(9)"] = max(0.0, -float(a_n.min(initial=0.0)))
+        out["(11)"] = max(0.0, -float(c_n.min(initial=0.0)))
+        S, R, mu = self.S, self.R, m.mu
+        if S.size:
+            vt, vo = m.v_t[S], m.v_o[S]
+            vT = np.hypot(vt, vo)
+            r12 = np.maximum(
+                np.abs(mu[S] * c_n[S] * vt + c_t[S] * vT), np.abs(mu[S] * c_n[S] * vo + c_o[S] * vT)
+            ) / vT
+            out["(12)"] = inf(r12)
+        else:
+            out["(12)"] = 0.0
+        out["(16)"] = inf(np.minimum(np.abs(c_n), np.abs(a_n)))
+        if R.size:
+            cT = np.column_stack([c_t[R], c_o[R]])
+            aT = np.column_stack([a_t[R], a_o[R]])
+            mcn = mu[R] * c_n[R]
+            if self.facets == 4:
+                out["(17)"] = max(0.0, float((np.abs(cT) - mcn[:, None]).max()))
+                r18 = np.abs(mcn[:, None] * aT + cT * np.abs(aT)) / np.maximum(1.0, np.abs(aT))
+                out["(18)"] = inf(r18)
+            else:
+                E = facet_normals(self.facets)
+                out["(17)"] = max(0.0, float((cT @ E.T - mcn[:, None]).max()))
+                D = facet_generators(self.facets)
+                diss = np.einsum("ij,ij->i", cT, aT) - mcn * (aT @ D.T).min(axis=1)
+                out["(18)"] = inf(diss / np.maximum(1.0, np.linalg.norm(aT, axis=1)))
+        else:
+            out["(17)"] = 0.0
+            out["(18)"] = 0.0
+        return out

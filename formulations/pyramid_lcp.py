@@ -31,13 +31,16 @@ computed from those physical quantities alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError
 from contactmp.models.contact_model import ContactModel
+
+if TYPE_CHECKING:  # pragma: no cover
+    from contactmp.program import Program
 
 
 @dataclass
@@ -230,6 +233,40 @@ class PyramidLCP:
         )
 
     # -----------------------------------------------------------------------------------------
+    def to_program(self, name: str = "pyramid_lcp") -> "Program":
+        """This LCP declared as a :class:`~contactmp.program.Program` block ``name``.
+
+        One Variables handle per group of ``z`` (``c_n``, ``s+_t``, ``s+_o``, ``a-_t``, ``a-_o`` for
+        the paper's form; ``c_n``, ``beta``, ``lambda`` for the generator form), stacked in the order
+        of ``z``, all ``>= 0``, and the pairs ``0 <= z _|_ M z + q >= 0``. Solve it with IPOPT
+        (:func:`contactmp.solvers.nlp.solve_program`), reduce it back with ``to_lcp()``, or take it
+        to Pyomo with ``to_pyomo()``; :meth:`z_from_program` reads ``z`` off any of those answers.
+        """
+        import casadi as ca
+
+        from contactmp.program import Program
+
+        prog = Program(name)
+        groups: list[tuple[str, int]] = []
+        for zname in self.z_names:
+            prefix = zname.split("[", 1)[0]
+            if groups and groups[-1][0] == prefix:
+                groups[-1] = (prefix, groups[-1][1] + 1)
+            else:
+                groups.append((prefix, 1))
+        handles = [
+            prog.add_variables(f"{name}/{prefix}#{k}", count, lb=0.0, block=name)
+            for k, (prefix, count) in enumerate(groups)
+        ]
+        z = ca.vertcat(*[h.sym for h in handles])
+        prog.add_complementarity(z, ca.mtimes(ca.DM(self.M), z) + ca.DM(self.q), name=f"{name}/z_perp_w", block=name)
+        return prog
+
+    @staticmethod
+    def z_from_program(prog: "Program", x: ArrayLike, name: str = "pyramid_lcp") -> np.ndarray:
+        """``z`` from a solution ``x`` of the Program made by :meth:`to_program` (block ``name``)."""
+        return np.concatenate([prog.value(h, x) for h in prog.blocks[name].variables])
+
     def solution(self, z: ArrayLike, tol: float = 1e-8) -> PyramidSolution:
         """Map an LCP vector ``z`` to forces (``c = L z``; sliding friction by (12)), accelerations
         ``qddot`` (22), ``lddot`` (23), ``a`` (6) and contact modes; ``tol`` (times

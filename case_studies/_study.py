@@ -65,6 +65,12 @@ class RecordStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._records: dict[str, dict[str, Any]] = {}
         if self.path.exists():
+            with self.path.open("rb+") as fh:  # a line cut by an interruption: end it, skip it below
+                fh.seek(0, os.SEEK_END)
+                if fh.tell() > 0:
+                    fh.seek(-1, os.SEEK_END)
+                    if fh.read(1) != b"\n":
+                        fh.write(b"\n")
             with self.path.open() as fh:
                 for line in fh:
                     line = line.strip()

@@ -63,22 +63,23 @@ def solve_lcp(M: Any, q: Any, solver: str | None = None, **options: Any) -> Resu
     if extra:
         raise OptionError(f"auto mode takes only 'tol'; got {sorted(extra)} (name a solver to pass them)")
     t0 = time.perf_counter()
-    attempts: list[dict[str, Any]] = []
-    best: Result | None = None
+    tried: list[Result] = []
     for name in DEFAULT_LCP_ORDER:
-        res = lcp_solver(name)(M, q, **options)
-        attempts.append({"solver": name, "status": res.status.value, "residual": res.residual,
-                         "iterations": res.iterations, "time_s": res.time_s})
-        if best is None or res.residual < best.residual:
-            best = res
-        if res.success:
+        tried.append(lcp_solver(name)(M, q, **options))
+        if tried[-1].success:
             break
-    assert best is not None
-    best.extras["attempts"] = attempts
-    best.time_s = time.perf_counter() - t0
+    best = min(tried, key=lambda r: r.residual)
     if not best.success:
-        # Report the most telling failure: ray termination from Lemke says "likely no solution".
-        statuses = {a["status"] for a in attempts}
-        if Status.RAY_TERMINATION.value in statuses and best.status is not Status.RAY_TERMINATION:
-            best.message = (best.message + "; " if best.message else "") + "Lemke ended on a secondary ray"
+        # Lemke's secondary ray is the most telling failure (for copositive-plus M it proves that
+        # no solution exists): report it rather than another solver's unconverged iterate.
+        for res in tried:
+            if res.status is Status.RAY_TERMINATION:
+                best = res
+                break
+    best.extras["attempts"] = [
+        {"solver": r.solver, "status": r.status.value, "residual": r.residual,
+         "iterations": r.iterations, "time_s": r.time_s}
+        for r in tried
+    ]
+    best.time_s = time.perf_counter() - t0
     return best

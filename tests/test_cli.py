@@ -1,0 +1,94 @@
+"""The command line: solve --json on the shared LCPs, bad input, study output and resume."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from contactmp.cli import app
+from contactmp.solvers import lcp_residual
+
+runner = CliRunner()
+NO_SOLUTION = {"lcp_Pang_isolated_sol_perturbed"}
+
+
+def _solve_json(*args: str) -> dict:
+    out = runner.invoke(app, ["solve", *args, "--json"])
+    assert out.exit_code == 0, out.output
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_lemke_on_cps1_prints_a_verified_solution(shared_data: Path) -> None:
+    d = _solve_json(str(shared_data / "lcp" / "lcp_CPS_1.npz"), "--solver", "lemke")
+    assert d["status"] == "solved" and d["solver"] == "lemke"
+    assert d["residual"] < 1e-10
+    for key in ("iterations", "time_s", "z"):
+        assert key in d
+    npz = np.load(shared_data / "lcp" / "lcp_CPS_1.npz", allow_pickle=False)
+    assert lcp_residual(npz["M"], npz["q"], np.array(d["z"])) < 1e-10
+
+
+def test_every_shared_lcp_with_a_solution_is_solved(shared_data: Path) -> None:
+    for path in sorted((shared_data / "lcp").glob("*.npz")):
+        d = _solve_json(str(path))
+        if path.stem in NO_SOLUTION:
+            # Lemke's secondary ray is reported as such, not as an error
+            assert d["status"] == "ray_termination", d
+            assert any(a["solver"] == "lemke" and a["status"] == "ray_termination" for a in d["attempts"])
+        else:
+            assert d["status"] == "solved", (path.stem, d["message"])
+            assert d["residual"] <= 1e-8
+
+
+def test_siconos_dat_reads_like_the_npz(shared_data: Path) -> None:
+    a = _solve_json(str(shared_data / "raw" / "lcp_CPS_1.dat"), "--solver", "lemke")
+    b = _solve_json(str(shared_data / "lcp" / "lcp_CPS_1.npz"), "--solver", "lemke")
+    assert a["z"] == b["z"]
+
+
+def test_bad_input_exits_2_naming_the_field(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, M=np.array([[1.0, np.nan], [0.0, 1.0]]), q=np.array([1.0, -1.0]))
+    out = runner.invoke(app, ["solve", str(bad), "--json"])
+    assert out.exit_code == 2
+    assert "M" in out.output and "NaN" in out.output
+    good = tmp_path / "good.npz"
+    np.savez(good, M=np.eye(2), q=np.array([1.0, -1.0]))
+    out = runner.invoke(app, ["solve", str(good), "--solver", "lemk"])
+    assert out.exit_code == 2 and "did you mean 'lemke'" in out.output
+
+
+def test_help_lists_commands_and_list_lists_solvers() -> None:
+    out = runner.invoke(app, ["--help"])
+    assert out.exit_code == 0
+    for cmd in ("solve", "study", "list"):
+        assert cmd in out.output
+    out = runner.invoke(app, ["list"])
+    for name in ("lemke", "fip", "newton", "pgs", "ipopt", "cyipopt", "trinkle-table1"):
+        assert name in out.output
+
+
+def test_quick_study_writes_its_files_and_resumes(tmp_path: Path) -> None:
+    out_dir = tmp_path / "t1"
+    res = runner.invoke(app, ["study", "trinkle-table1", "--quick", "--out", str(out_dir)])
+    assert res.exit_code == 0, res.output
+    for f in ("summary.json", "records.jsonl", "table.md", "fraction_solved.png"):
+        assert (out_dir / f).is_file(), f
+    summary = json.loads((out_dir / "summary.json").read_text())
+    lines = (out_dir / "records.jsonl").read_text().splitlines()
+    assert summary["records"] == len(lines) > 0
+    # every record's 'solved' claims are backed by residuals
+    for line in lines:
+        rec = json.loads(line)
+        for solver in ("lemke", "fip", "newton"):
+            if rec[solver]["solved"]:
+                assert rec[solver]["residual"] <= 1e-8
+    # interrupted run: drop the last two records and a half-written line, run again
+    (out_dir / "records.jsonl").write_text("\n".join(lines[:-2]) + "\n" + lines[-1][:20])
+    res = runner.invoke(app, ["study", "trinkle-table1", "--quick", "--out", str(out_dir)])
+    assert res.exit_code == 0, res.output
+    again = [json.loads(x) for x in (out_dir / "records.jsonl").read_text().splitlines() if x.endswith("}")]
+    assert sorted(r["key"] for r in again) == sorted(json.loads(x)["key"] for x in lines)

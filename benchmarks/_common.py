@@ -22,6 +22,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from contactmp.result import jsonable
+
 REPO = Path(__file__).resolve().parents[1]
 #: the interpreter that has python3-siconos
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -179,28 +181,6 @@ def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, list[float]
 
 # --------------------------------------------------------------------------------------------
 # output
-
-
-def jsonable(v: Any) -> Any:
-    """``v`` with numpy types turned into Python ones and non-finite floats into strings."""
-    if isinstance(v, dict):
-        return {str(k): jsonable(e) for k, e in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [jsonable(e) for e in v]
-    if isinstance(v, np.ndarray):
-        return jsonable(v.tolist())
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating, float)):
-        f = float(v)
-        return f if math.isfinite(f) else str(f)
-    if isinstance(v, Path):
-        return str(v)
-    if hasattr(v, "value") and hasattr(v, "name"):  # enums
-        return v.value
-    return v
 
 
 def write_json(path: Path, obj: Any) -> Path:

@@ -14,24 +14,7 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {str(k): _jsonable(e) for k, e in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(e) for e in v]
-    if isinstance(v, np.ndarray):
-        return _jsonable(v.tolist())
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating, float)):
-        f = float(v)
-        return f if np.isfinite(f) else str(f)
-    if isinstance(v, (np.bool_,)):
-        return bool(v)
-    if hasattr(v, "value") and hasattr(v, "name"):  # enums
-        return v.value
-    return v
+from contactmp.result import jsonable
 
 
 def environment() -> dict[str, Any]:
@@ -90,7 +73,7 @@ class RecordStore:
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record (must carry a unique ``key``) and flush it to disk."""
-        rec = _jsonable(record)
+        rec = jsonable(record)
         with self.path.open("a") as fh:
             fh.write(json.dumps(rec) + "\n")
             fh.flush()
@@ -148,7 +131,7 @@ class StudyRun:
             **summary,
         }
         path = self.out / "summary.json"
-        path.write_text(json.dumps(_jsonable(full), indent=2) + "\n")
+        path.write_text(json.dumps(jsonable(full), indent=2) + "\n")
         return path
 
     def write_table(self, markdown: str) -> Path:

@@ -2,10 +2,34 @@
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+
+def jsonable(v: Any) -> Any:
+    """``v`` with numpy types, enums and paths turned into JSON types; non-finite floats as strings."""
+    if isinstance(v, dict):
+        return {str(k): jsonable(e) for k, e in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [jsonable(e) for e in v]
+    if isinstance(v, np.ndarray):
+        return jsonable(v.tolist())
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, (np.floating, float)):
+        f = float(v)
+        return f if math.isfinite(f) else str(f)
+    if isinstance(v, Path):
+        return str(v)
+    if isinstance(v, enum.Enum):
+        return v.value
+    return v
 
 
 class Status(str, enum.Enum):
@@ -67,30 +91,14 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``x`` as a list; non-finite floats as strings)."""
 
-        def clean(v: Any) -> Any:
-            if isinstance(v, np.ndarray):
-                return [clean(float(e)) for e in v.ravel()]
-            if isinstance(v, (np.floating, float)):
-                f = float(v)
-                return f if np.isfinite(f) else str(f)
-            if isinstance(v, (np.integer,)):
-                return int(v)
-            if isinstance(v, dict):
-                return {k: clean(e) for k, e in v.items()}
-            if isinstance(v, (list, tuple)):
-                return [clean(e) for e in v]
-            if isinstance(v, enum.Enum):
-                return v.value
-            return v
-
         return {
             "status": self.status.value,
             "solver": self.solver,
-            "residual": clean(self.residual),
+            "residual": jsonable(self.residual),
             "tol": self.tol,
             "iterations": int(self.iterations),
             "time_s": float(self.time_s),
             "message": self.message,
-            "x": clean(np.asarray(self.x, dtype=float)),
-            "extras": clean(self.extras),
+            "x": jsonable(np.asarray(self.x, dtype=float)),
+            "extras": jsonable(self.extras),
         }

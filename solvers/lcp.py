@@ -73,6 +73,21 @@ def _first_nonfinite(M: np.ndarray, q: np.ndarray) -> int:
 
 
 @numba.njit(cache=True)
+def residual_kernel(M: np.ndarray, q: np.ndarray, z: np.ndarray) -> float:
+    """Compiled ``||min(z, M z + q)||_inf`` for use inside other numba loops (NaN gives inf)."""
+    n = q.shape[0]
+    res = 0.0
+    for i in range(n):
+        s = q[i]
+        for j in range(n):
+            s += M[i, j] * z[j]
+        v = abs(min(z[i], s))
+        if not v <= res:  # also catches NaN
+            res = v if v == v else np.inf
+    return res
+
+
+@numba.njit(cache=True)
 def _w_and_residual(M: np.ndarray, q: np.ndarray, z: np.ndarray, w: np.ndarray) -> float:
     """w <- M z + q; return ||min(z, w)||_inf (inf if z or w is not finite). One pass, no allocation."""
     n = q.shape[0]

@@ -27,7 +27,7 @@ import numpy as np
 
 from contactmp.errors import OptionError
 from contactmp.result import Result, Status
-from contactmp.solvers.lcp import SolverOptions, validate_lcp, verified_result
+from contactmp.solvers.lcp import SolverOptions, residual_kernel, validate_lcp, verified_result
 
 NAME = "lemke"
 
@@ -266,21 +266,6 @@ def _lu_solve_refined(A, b):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _residual(M, q, z):  # pragma: no cover - compiled
-    """``||min(z, M z + q)||_inf`` (the same quantity as ``lcp_residual``)."""
-    n = q.shape[0]
-    res = 0.0
-    for i in range(n):
-        s = q[i]
-        for j in range(n):
-            s += M[i, j] * z[j]
-        v = abs(min(z[i], s))
-        if not v <= res:  # also propagates NaN
-            res = v if v == v else np.inf
-    return res
-
-
-@numba.njit(cache=True)
 def _lemke_start(M, q, d, max_piv, lexico):  # pragma: no cover - compiled
     """One start of Lemke's method with covering vector ``d`` (length 0 means all ones).
 
@@ -372,7 +357,7 @@ def _lemke_start(M, q, d, max_piv, lexico):  # pragma: no cover - compiled
         z2 = np.zeros(n)
         for a in range(nz):
             z2[idx[a]] = x[a] if x[a] > 0.0 else 0.0
-        if _residual(M, q, z2) <= _residual(M, q, z):
+        if residual_kernel(M, q, z2) <= residual_kernel(M, q, z):
             return z2, code, pivots
     return z, code, pivots
 

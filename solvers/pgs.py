@@ -21,7 +21,7 @@ import numpy as np
 
 from contactmp.errors import InputError, OptionError
 from contactmp.result import Result, Status
-from contactmp.solvers.lcp import SolverOptions, validate_lcp, verified_result
+from contactmp.solvers.lcp import SolverOptions, residual_kernel, validate_lcp, verified_result
 
 NAME = "pgs"
 
@@ -79,14 +79,7 @@ def _pgs_sweeps(M, q, z, tol, omega, max_iter):  # pragma: no cover - compiled
             v = z[i] - omega * s / M[i, i]
             z[i] = v if v > 0.0 else 0.0
         sweeps += 1
-        res = 0.0
-        for i in range(n):
-            s = q[i]
-            for j in range(n):
-                s += M[i, j] * z[j]
-            a = abs(min(z[i], s))
-            if not a <= res:
-                res = a if a == a else np.inf
+        res = residual_kernel(M, q, z)
         if res <= tol or not res < np.inf:
             break
     return sweeps, res

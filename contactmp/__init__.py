@@ -6,4 +6,23 @@ from contactmp.result import Result, Status
 from contactmp import pyomo_ipopt as _pyomo_ipopt  # noqa: F401
 
 __version__ = "0.1.0"
-__all__ = ["ContactMPError", "InputError", "OptionError", "Result", "Status", "__version__"]
+__all__ = [
+    "ContactMPError", "InputError", "OptionError", "Result", "Status", "__version__",
+    "Program", "solve_lcp", "solve_program", "PyramidLCP",
+]
+
+_LAZY = {  # heavier entry points, imported on first use (CasADi, numba)
+    "Program": "contactmp.program",
+    "solve_lcp": "contactmp.solvers.registry",
+    "solve_program": "contactmp.solvers.nlp",
+    "PyramidLCP": "contactmp.formulations.pyramid_lcp",
+}
+
+
+def __getattr__(name: str):
+    """Lazy access to ``Program``, ``solve_lcp``, ``solve_program`` and ``PyramidLCP``."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'contactmp' has no attribute {name!r}")

@@ -24,6 +24,7 @@ import casadi as ca
 import numpy as np
 
 from contactmp.errors import InputError
+from contactmp.formulations.pyramid_lcp import facet_generators
 from contactmp.program import Complementarity, Constraint, Program, Variables
 
 
@@ -48,11 +49,11 @@ class VelocityPyramidStep:
 
 
 def pyramid_generators(facets: int) -> np.ndarray:
-    """(k, 2) generator directions in the (t, o) plane of a k-gon circumscribing the unit disk."""
-    if not isinstance(facets, (int, np.integer)) or facets < 3:
+    """(k, 2) generator directions in the (t, o) plane of a k-gon circumscribing the unit disk
+    (the same polygon as the instantaneous :class:`~contactmp.formulations.pyramid_lcp.PyramidLCP`)."""
+    if not isinstance(facets, (int, np.integer)) or isinstance(facets, bool) or facets < 3:
         raise InputError("facets", f"must be an integer >= 3, got {facets!r}")
-    th = (2 * np.arange(facets) + 1) * np.pi / facets
-    return np.column_stack([np.cos(th), np.sin(th)]) / np.cos(np.pi / facets)
+    return facet_generators(int(facets))
 
 
 def _matrix(value: Any, shape: tuple[int, int], field: str) -> Any:

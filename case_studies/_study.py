@@ -71,6 +71,9 @@ class RecordStore:
     def __len__(self) -> int:
         return len(self._records)
 
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        return self._records[key]
+
     def append(self, record: dict[str, Any]) -> None:
         """Write one record (must carry a unique ``key``) and flush it to disk."""
         rec = jsonable(record)

@@ -37,13 +37,21 @@ PAPER_TABLE1: dict[int, tuple[Any, ...]] = {
 #: The paper's overall counts (section 6).
 PAPER_OVERALL = {"data_sets": 328, "fip": 195, "lemke_first_start": 136, "either": 228}
 
-#: The paper's limits and tolerances.
+#: The paper's limits and tolerances. Lemke's iteration count (and its cap) is taken as in the usual
+#: MATLAB lemke.m the authors used: the pivot that brings the artificial z0 into the basis comes
+#: before the counted loop, so each start counts (our pivots - 1). FIP's count is the iteration at
+#: which the paper's criterion w^T z <= 1e-6 first held (our purification may take a few more).
 LEMKE_MAX_PIVOTS = 100
 LEMKE_RESTARTS = 3
 FIP_MAX_ITER = 300
 FIP_GAP_TOL = 1e-6
 RESIDUAL_TOL = 1e-8
 PHYSICS_TOL = 1e-6
+
+
+def _key(ds: Any, seed: int) -> str:
+    """The record key of a data set: the seed, the problem and its friction coefficient."""
+    return f"s{seed}-p{ds.problem_id:02d}-mu{ds.mu:.1f}"
 
 
 def _solve_one(ds: Any, seed: int) -> dict[str, Any]:
@@ -54,7 +62,8 @@ def _solve_one(ds: Any, seed: int) -> dict[str, Any]:
     form = PyramidLCP(ds.model)
     M, q = form.M, form.q
     rec: dict[str, Any] = {
-        "key": f"p{ds.problem_id:02d}-mu{ds.mu:.1f}",
+        "key": _key(ds, seed),
+        "seed": seed,
         "problem_id": ds.problem_id,
         "mu": ds.mu,
         "size": int(form.size),
@@ -63,7 +72,7 @@ def _solve_one(ds: Any, seed: int) -> dict[str, Any]:
         "n_R": ds.n_R,
     }
     runs = {
-        "lemke": dict(max_iter=LEMKE_MAX_PIVOTS, restarts=LEMKE_RESTARTS, seed=seed, tol=RESIDUAL_TOL),
+        "lemke": dict(max_iter=LEMKE_MAX_PIVOTS + 1, restarts=LEMKE_RESTARTS, seed=seed, tol=RESIDUAL_TOL),
         "fip": dict(max_iter=FIP_MAX_ITER, gap_tol=FIP_GAP_TOL, tol=RESIDUAL_TOL),
         "newton": dict(tol=RESIDUAL_TOL),
         # beyond the paper: the same Lemke without the 100-pivot cap (its default cap, max(1000, 50 n))
@@ -88,9 +97,12 @@ def _solve_one(ds: Any, seed: int) -> dict[str, Any]:
             statuses = res.extras.get("start_statuses", [])
             entry["starts"] = int(res.extras.get("starts", 1))
             entry["first_start_solved"] = bool(solved and statuses[:1] == ["solved"])
+            entry["paper_iterations"] = int(res.iterations) - entry["starts"]  # z0's entry not counted
         if name == "fip":
             entry["nfp"] = bool(res.extras.get("nfp", False))
-            entry["paper_criterion_met"] = bool(res.extras.get("paper_criterion_met", solved))
+            entry["paper_criterion_met"] = bool(res.extras.get("paper_criterion_met", False))
+            k_paper = res.extras.get("k_paper")
+            entry["paper_iterations"] = int(k_paper) if k_paper is not None else None
         rec[name] = entry
     return rec
 
@@ -122,13 +134,13 @@ def _table(records: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
             "n": len(rs),
             "lemke_frac": len(lem) / len(rs),
             "lemke_starts": _mean([r["lemke"]["starts"] for r in lem]),
-            "lemke_iter": _mean([r["lemke"]["iterations"] for r in lem]),
+            "lemke_iter": _mean([r["lemke"]["paper_iterations"] for r in lem]),
             "fip_frac": len(fip) / len(rs),
-            "fip_iter": _mean([r["fip"]["iterations"] for r in fip]),
+            "fip_iter": _mean([r["fip"]["paper_iterations"] for r in fip if r["fip"]["paper_iterations"] is not None]),
             "newton_frac": len(nwt) / len(rs),
             "newton_iter": _mean([r["newton"]["iterations"] for r in nwt]),
             "lemke_uncapped_frac": len(unc) / len(rs),
-            "lemke_uncapped_iter": _mean([r["lemke_uncapped"]["iterations"] for r in unc]),
+            "lemke_uncapped_iter": _mean([r["lemke_uncapped"]["paper_iterations"] for r in unc]),
         }
         data.append(row)
         rows.append([
@@ -200,10 +212,12 @@ def run(out: Path, quick: bool = False, seed: int = 0) -> dict[str, Any]:
                 seen[ds.size] += 1
                 chosen.append(ds)
         datasets = chosen
-    todo = [ds for ds in datasets if f"p{ds.problem_id:02d}-mu{ds.mu:.1f}" not in study.store]
+    keys = [_key(ds, seed) for ds in datasets]
+    todo = [ds for ds, key in zip(datasets, keys) if key not in study.store]
     for ds in study.progress(todo, len(todo), "trinkle-table1"):
         study.store.append(_solve_one(ds, seed))
-    records = [r for r in study.store.records()]
+    # only this run's selection (a folder may also hold another seed's or mode's records)
+    records = [study.store[key] for key in keys]
     table, data = _table(records)
     overall = _overall(records)
     paper_best = max(PAPER_OVERALL["fip"], PAPER_OVERALL["either"])
@@ -213,6 +227,8 @@ def run(out: Path, quick: bool = False, seed: int = 0) -> dict[str, Any]:
         f"Solved = verified residual ||min(z, Mz+q)||_inf <= {RESIDUAL_TOL:g} and physics check <= {PHYSICS_TOL:g}.",
         f"Limits as in the paper: Lemke {LEMKE_MAX_PIVOTS} pivots per start, up to {LEMKE_RESTARTS} restarts; "
         f"FIP {FIP_MAX_ITER} iterations, gap {FIP_GAP_TOL:g}.",
+        "Iterations: Lemke counts the pivots after z0 enters, summed over all starts of a solved data set "
+        "(the paper's footnote 4); FIP counts iterations until w^T z <= 1e-6 (the paper's criterion).",
         "",
         table,
         "## Overall",
@@ -240,7 +256,7 @@ def run(out: Path, quick: bool = False, seed: int = 0) -> dict[str, Any]:
         f"Lemke {overall['lemke_with_restarts']} (first start {overall['lemke_first_start']}), "
         f"FIP {overall['fip']}, Newton {overall['newton']}, Lemke without pivot cap {overall['lemke_uncapped']}"
     )
-    summary = {"headline": headline, "overall": overall, "paper_overall": PAPER_OVERALL,
+    summary = {"headline": headline, "records": len(records), "overall": overall, "paper_overall": PAPER_OVERALL,
                "by_size": data, "beats_paper_best": overall["any"] > paper_best}
     study.write_summary(summary)
     return summary

@@ -73,7 +73,7 @@ def study(
     name: str = typer.Argument(..., help="Study name (see `contactmp list`)."),
     quick: bool = typer.Option(False, "--quick", help="A small, fast version of the study."),
     out: Optional[Path] = typer.Option(None, help="Output folder (default: results/NAME[-quick])."),
-    seed: int = typer.Option(0, help="Seed of every random choice in the study."),
+    seed: int = typer.Option(0, min=0, help="Seed of every random choice in the study (>= 0)."),
 ) -> None:
     """Run a case study; writes summary.json, records.jsonl, table.md and PNG figures into OUT.
 

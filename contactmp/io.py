@@ -195,8 +195,14 @@ class _Tokens:
     def __init__(self, path: Path):
         self.path = path
         # latin-1 never fails: a comment after the data may hold any byte.
-        self._it: Iterator[str] = iter(path.read_bytes().decode("latin-1").split())
+        data = path.read_bytes()
+        self.size_bytes = len(data)
+        self._it: Iterator[str] = iter(data.decode("latin-1").split())
         self.count = 0
+
+    def remaining(self) -> list[str]:
+        """The tokens not read yet."""
+        return list(self._it)
 
     def _next(self, field: str, what: str) -> str:
         try:
@@ -216,6 +222,9 @@ class _Tokens:
 
     def floats(self, field: str, count: int) -> np.ndarray:
         """The next ``count`` tokens as float64, or :class:`InputError` naming ``field``."""
+        # every number takes at least two bytes (digit and separator): refuse sizes the file cannot hold
+        if count > self.size_bytes // 2 + 1:
+            raise InputError(field, f"announces {count} entries but {self.path} has only {self.size_bytes} bytes")
         out = np.empty(count, dtype=np.float64)
         for k in range(count):
             tok = self._next(field, f"all {count} entries of '{field}' were read (got {k})")
@@ -267,6 +276,15 @@ def _read_lcp_dat(path: Path) -> tuple[np.ndarray, np.ndarray]:
     if M.shape != (n, n):
         raise InputError("M", f"is {M.shape[0]} x {M.shape[1]} but the problem size n is {n}")
     q = tokens.floats("q", n)
+    rest = tokens.remaining()
+    if rest:
+        # Siconos' own files end with q; anything numeric after it is a sign of a wrong size line
+        try:
+            float(rest[0])
+        except ValueError:
+            pass  # trailing comments/text are what Siconos writers leave: ignored on purpose
+        else:
+            raise InputError("q", f"{path} has {len(rest)} more numbers after q (n = {n}): wrong size line?")
     return validate_lcp(M, q)
 
 

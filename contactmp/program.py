@@ -507,7 +507,10 @@ class Program:
     def value(self, handle: Variables, x: Any) -> np.ndarray:
         """``x[handle.index]`` for a Variables handle of this program."""
         self._own(handle, "handle")
-        return np.asarray(x, dtype=float).ravel()[handle.index].copy()
+        xv = np.asarray(x, dtype=float).ravel()
+        if xv.shape[0] != self.n_x:
+            raise InputError("x", f"has length {xv.shape[0]} but the program has {self.n_x} variables")
+        return xv[handle.index].copy()
 
     # -- reductions -----------------------------------------------------------------------------
     def to_mcp(self) -> "MCPReduction":

@@ -26,7 +26,10 @@ Starting from ``a = A c + b`` (24) of a :class:`~contactmp.models.ContactModel`:
 
 ``solution(z)`` maps any answer back to physics (forces of all contacts, ``qddot`` (22), ``lddot``
 (23), ``a`` (6), contact modes) and ``check(solution)`` judges it by the paper's conditions
-computed from those physical quantities alone.
+computed from those physical quantities. For a solution built by ``solution()`` the entries (4)-(6)
+hold by construction (the accelerations are computed from the forces with the same equations); they
+are there to judge forces and accelerations that come from elsewhere. (9), (11), (12) and (16)-(18)
+are the real test of an LCP answer.
 """
 from __future__ import annotations
 
@@ -304,6 +307,8 @@ class PyramidLCP:
 
     def check(self, sol: PyramidSolution) -> dict[str, float]:
         """Residuals of the model's conditions computed from the physical quantities of ``sol``.
+
+        (4)-(6) are identities for the output of :meth:`solution`; the other keys test the answer.
 
         Keys (all 0 at an exact solution): ``"(4)"``, ``"(5)"`` Newton-Euler of objects and
         manipulator (inf-norm); ``"(6)"`` ``a = W^T qddot - J lddot + bias``; ``"(9)"`` ``max(0, -a_n)``;

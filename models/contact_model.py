@@ -366,7 +366,10 @@ class ContactModel:
 
     def with_mu(self, mu: float | ArrayLike) -> "ContactModel":
         """A copy with friction coefficients ``mu`` (scalar or per contact); ``A``, ``b`` are reused."""
-        mus = np.broadcast_to(np.asarray(mu, dtype=float), (self.n_c,)).copy()
+        try:
+            mus = np.broadcast_to(np.asarray(mu, dtype=float), (self.n_c,)).copy()
+        except (TypeError, ValueError):
+            raise InputError("mu", f"must be a number or one per contact ({self.n_c}), got {mu!r}") from None
         if not np.isfinite(mus).all() or (mus < 0).any():
             raise InputError("mu", "must be finite and >= 0")
         new = copy.copy(self)

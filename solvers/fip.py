@@ -228,7 +228,10 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
                else "the feasible set has empty interior")
         # The method never starts, so it returns no iterate (x is NaN); the Phase I point is kept.
         base["phase1_z"] = z0
-        return finish(np.full(n, np.nan), Status.INFEASIBLE, 0,
+        # t* < 0 proves that no z >= 0 has M z + q >= 0 (t = 0 would be feasible otherwise): the
+        # LCP has no solution. t* ~ 0 only says the interior is empty: a solution may still exist.
+        status = Status.INFEASIBLE if t_star < -opts.nfp_tol else Status.NOT_SOLVED
+        return finish(np.full(n, np.nan), status, 0,
                       f"NFP: no strictly feasible point (Phase I optimum t* = {t_star:.3e}; {why})")
 
     # Phase II -----------------------------------------------------------------------------
@@ -238,6 +241,7 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
     beta_floor = min(float(opts.beta_min), beta)
     gap_target = float(opts.gap_tol)
     paper_met = False
+    k_paper: int | None = None  # the iteration at which the paper's criterion w^T z <= gap_tol held
     backtracks = 0
     k = 0
     gap = float(w @ z)
@@ -245,21 +249,21 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
 
     def stop(status: Status, msg: str) -> Result:
         cand, polished = _best_candidate(M, q, z, opts.purify)
-        return finish(cand, status, k, msg, gap=gap, paper_criterion_met=paper_met,
+        return finish(cand, status, k, msg, gap=gap, paper_criterion_met=paper_met, k_paper=k_paper,
                       purified=polished, beta=beta, backtracks=backtracks)
 
     while True:
         if not (np.isfinite(gap) and gap > 0.0 and np.isfinite(phi)):
             return stop(Status.NUMERICAL_ERROR, f"gap {gap:.3e} underflowed or is not finite")
-        if gap <= opts.gap_tol:
-            paper_met = True
+        if gap <= opts.gap_tol and not paper_met:
+            paper_met, k_paper = True, k
         if gap <= gap_target:
             cand, polished = _best_candidate(M, q, z, opts.purify)
             if lcp_residual(M, q, cand) <= opts.tol:
                 return finish(cand, Status.SOLVED, k,
                               f"gap {gap:.3e} <= {gap_target:.1e}" + ("; purified" if polished else ""),
-                              gap=gap, paper_criterion_met=paper_met, purified=polished,
-                              beta=beta, backtracks=backtracks)
+                              gap=gap, paper_criterion_met=paper_met, k_paper=k_paper,
+                              purified=polished, beta=beta, backtracks=backtracks)
             gap_target /= 100.0
             continue
         if k >= opts.max_iter:

@@ -40,7 +40,8 @@ class Options(SolverOptions):
     Attributes
     ----------
     tol : accepted LCP residual ``||min(z, M z + q)||_inf`` (also the MPCC's ``comp_tol``).
-    sigma_min : last relaxation parameter of the Scholtes homotopy.
+    sigma_min : last relaxation parameter of the Scholtes homotopy (used only with
+        ``strategy="scholtes"``; the default l1 elastic strategy has no relaxation parameter).
     max_iter : IPOPT iterations per NLP.
     strategy : MPCC strategy, one of ``contactmp.solvers.nlp.STRATEGIES``.
     """

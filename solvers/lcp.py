@@ -189,7 +189,7 @@ class SolverOptions:
 
     def check(self) -> None:
         """Reject ill-typed values (subclasses extend this)."""
-        if not (isinstance(self.tol, (int, float)) and self.tol > 0 and np.isfinite(self.tol)):
+        if isinstance(self.tol, bool) or not (isinstance(self.tol, (int, float)) and self.tol > 0 and np.isfinite(self.tol)):
             raise OptionError(f"tol must be a positive finite number, got {self.tol!r}")
 
 

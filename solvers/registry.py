@@ -39,6 +39,8 @@ def lcp_solver(name: str) -> Callable[..., Result]:
         close = difflib.get_close_matches(name, list(LCP_SOLVERS), n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise OptionError(f"unknown LCP solver '{name}' (known: {', '.join(LCP_SOLVERS)}){hint}")
+    if not isinstance(name, str):
+        raise OptionError(f"solver must be a name (one of {', '.join(LCP_SOLVERS)}), got {name!r}")
     fn = _LOADED.get(name)
     if fn is None:
         fn = _LOADED[name] = importlib.import_module(LCP_SOLVERS[name]).solve

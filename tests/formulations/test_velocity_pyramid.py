@@ -89,3 +89,14 @@ def test_bad_input_names_the_field():
     with pytest.raises(InputError, match="M"):
         add_velocity_pyramid_step(Program(), M=-np.eye(3), f=[0, 0, 0], v=[0, 0, 0], Jn=[[0, 0, 1.0]],
                                   Jt=[[1.0, 0, 0]], Jo=[[0, 1.0, 0]], mu=[0.1], phi=[0.0], h=h)
+
+
+@pytest.mark.parametrize("strategy", ["scholtes", "elastic_l1", "direct"])
+def test_ipopt_on_the_program_matches_lemke(strategy):
+    from contactmp.solvers.nlp import solve_program
+
+    prog, st = _step([1.0, 0.0, 0.0])
+    res = solve_program(prog, strategy=strategy)
+    assert res.success, res.message
+    np.testing.assert_allclose(res.value(st.v_next), [1.0 - 0.3 * g * h, 0.0, 0.0], atol=1e-7)
+    np.testing.assert_allclose(res.value(st.p_n), [m * g * h], atol=1e-7)

@@ -184,3 +184,19 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
         with pytest.raises(InputError) as exc:
             load_lcp(p)
         assert _field(exc) == "path"
+
+
+def test_dat_with_numbers_after_q_is_refused(tmp_path) -> None:
+    p = tmp_path / "extra.dat"
+    p.write_text("2\n0\n2\n2\n2 2\n1 1\n1 1\n-1 -1\n5 6\n")
+    with pytest.raises(InputError) as e:
+        load_lcp(p)
+    assert e.value.field == "q"
+
+
+def test_dat_announcing_an_impossible_size_is_refused_before_allocating(tmp_path) -> None:
+    p = tmp_path / "big.dat"
+    p.write_text("1000000000000\n0\n1000000000000 1000000000000\n1000000000000 1000000000000\n1 2\n")
+    with pytest.raises(InputError) as e:
+        load_lcp(p)
+    assert e.value.field == "M"

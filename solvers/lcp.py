@@ -142,9 +142,10 @@ def verified_result(
     n = q.shape[0]
     if z is None:
         z = np.full(n, np.nan)
-    z = np.ascontiguousarray(z, dtype=np.float64)
+    elif type(z) is not np.ndarray or z.dtype != np.float64 or not z.flags.c_contiguous:
+        z = np.ascontiguousarray(z, dtype=np.float64)
     w = np.empty(n)
-    res = float(_w_and_residual(M, q, z, w)) if z.shape == q.shape else float("inf")
+    res = _w_and_residual(M, q, z, w) if z.shape == q.shape else float("inf")
     status = claimed
     if claimed is Status.SOLVED:
         if not res <= tol:

@@ -85,3 +85,64 @@ def solve_lcp(M: Any, q: Any, solver: str | None = None, **options: Any) -> Resu
     ]
     best.time_s = time.perf_counter() - t0
     return best
+
+
+#: fc3d (Coulomb-cone) solvers: name -> module (``solve(W, q, mu, options=None, **overrides)``)
+FC3D_SOLVERS: dict[str, str] = {
+    "newton": "contactmp.solvers.fc3d_newton",
+    "nsgs": "contactmp.solvers.fc3d_nsgs",
+    "qvi": "contactmp.solvers.fc3d_qvi",
+    "pyramid": "contactmp.solvers.fc3d_pyramid",
+    "ipopt": "contactmp.solvers.fc3d_ipopt",
+}
+
+#: the order in which the default tries cone solvers: the semismooth Newton method (PATH-like),
+#: then nonsmooth Gauss-Seidel, then the QVI fixed point, then the NLP through IPOPT.
+DEFAULT_FC3D_ORDER: tuple[str, ...] = ("newton", "nsgs", "qvi", "ipopt")
+
+_LOADED_FC3D: dict[str, Callable[..., Result]] = {}
+
+
+def fc3d_solver(name: str) -> Callable[..., Result]:
+    """Return the fc3d ``solve`` function registered under ``name`` (strict, with a hint)."""
+    if not isinstance(name, str) or name not in FC3D_SOLVERS:
+        import difflib
+
+        close = difflib.get_close_matches(str(name), list(FC3D_SOLVERS), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise OptionError(f"unknown fc3d solver {name!r} (known: {', '.join(FC3D_SOLVERS)}){hint}")
+    fn = _LOADED_FC3D.get(name)
+    if fn is None:
+        fn = _LOADED_FC3D[name] = importlib.import_module(FC3D_SOLVERS[name]).solve
+    return fn
+
+
+def solve_fc3d(W: Any, q: Any, mu: Any, solver: str | None = None, **options: Any) -> Result:
+    """Solve fc3d(W, q, mu): r in K_mu, u = W r + q, u + mu ||u_T|| e_n in K_mu^*, r . u_hat = 0.
+
+    With ``solver=None`` (or ``"auto"``) the solvers of :data:`DEFAULT_FC3D_ORDER` are tried in
+    turn until one returns a verified solution (natural-map residual <= tol); ``extras["attempts"]``
+    lists every attempt and ``solver`` names the one whose answer is returned.
+    """
+    from contactmp.solvers.fc3d import validate_fc3d
+
+    if solver is not None and solver != "auto":
+        return fc3d_solver(solver)(W, q, mu, **options)
+    W, q, mu = validate_fc3d(W, q, mu)
+    extra = set(options) - {"tol"}
+    if extra:
+        raise OptionError(f"auto mode takes only 'tol'; got {sorted(extra)} (name a solver to pass them)")
+    t0 = time.perf_counter()
+    tried: list[Result] = []
+    for name in DEFAULT_FC3D_ORDER:
+        tried.append(fc3d_solver(name)(W, q, mu, **options))
+        if tried[-1].success:
+            break
+    best = min(tried, key=lambda r: r.residual)
+    best.extras["attempts"] = [
+        {"solver": r.solver, "status": r.status.value, "residual": r.residual,
+         "iterations": r.iterations, "time_s": r.time_s}
+        for r in tried
+    ]
+    best.time_s = time.perf_counter() - t0
+    return best

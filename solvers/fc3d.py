@@ -1,0 +1,163 @@
+"""The three-dimensional frictional contact problem "fc3d" and what every cone solver shares.
+
+fc3d(W, q, mu) (Siconos' FrictionContact3D, the velocity-level local problem of time-stepping
+simulators): with contacts ordered (normal, tangent 1, tangent 2), find r and u = W r + q with
+
+    r_j in K_j = {(r_n, r_T) : ||r_T|| <= mu_j r_n}            (Coulomb's cone)
+    u_hat_j = u_j + mu_j ||u_jT|| e_n  in K_j^* (the dual cone)  (De Saxce's modified velocity)
+    r_j . u_hat_j = 0
+
+equivalently ``r = P_K(r - u_hat)``. The independent check of any answer is the natural-map
+residual ``||r - P_K(r - u_hat)|| / max(||q||, ||r||, ||u||)`` (Siconos 4.4's fc3d_compute_error,
+see ``../shared/data/README.md``). The instantaneous Coulomb model of Trinkle et al. section 3.1
+has the same structure at the acceleration level (forces c, accelerations a).
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numba
+import numpy as np
+
+from contactmp.errors import InputError
+from contactmp.result import Result, Status
+
+
+def validate_fc3d(W: Any, q: Any, mu: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``(W, q, mu)`` as float64 arrays or raise :class:`InputError` naming the field.
+
+    ``W`` is ``3 nc x 3 nc``, ``q`` has ``3 nc`` entries and ``mu`` has ``nc`` (a scalar is
+    broadcast), all finite, ``mu >= 0``.
+    """
+    try:
+        W = np.ascontiguousarray(W, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError("W", f"cannot be read as a float matrix ({exc})") from None
+    try:
+        q = np.ascontiguousarray(q, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as exc:
+        raise InputError("q", f"cannot be read as a float vector ({exc})") from None
+    if W.ndim != 2 or W.shape[0] != W.shape[1]:
+        raise InputError("W", f"must be a square matrix, got shape {W.shape}")
+    m = W.shape[0]
+    if m == 0 or m % 3:
+        raise InputError("W", f"must be 3 nc x 3 nc (nc >= 1 contacts), got {m} x {m}")
+    if q.shape[0] != m:
+        raise InputError("q", f"has length {q.shape[0]} but W is {m} x {m}")
+    nc = m // 3
+    try:
+        mu_arr = np.asarray(mu, dtype=np.float64)
+        mu_arr = np.ascontiguousarray(np.broadcast_to(mu_arr, (nc,)) if mu_arr.ndim == 0 else mu_arr.ravel())
+    except (TypeError, ValueError) as exc:
+        raise InputError("mu", f"cannot be read as friction coefficients ({exc})") from None
+    if mu_arr.shape[0] != nc:
+        raise InputError("mu", f"has {mu_arr.shape[0]} entries but W has {nc} contacts")
+    if not np.isfinite(W).all():
+        raise InputError("W", "contains NaN or inf")
+    if not np.isfinite(q).all():
+        raise InputError("q", "contains NaN or inf")
+    if not np.isfinite(mu_arr).all() or (mu_arr < 0).any():
+        raise InputError("mu", "friction coefficients must be finite and >= 0")
+    return W, q, mu_arr
+
+
+@numba.njit(cache=True)
+def project_cone(x: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """Euclidean projection of ``x`` (3 nc) onto the product of Coulomb cones ``K_mu``."""
+    out = np.empty_like(x)
+    for j in range(mu.shape[0]):
+        n, t1, t2 = x[3 * j], x[3 * j + 1], x[3 * j + 2]
+        m = mu[j]
+        s = math.sqrt(t1 * t1 + t2 * t2)
+        if s <= m * n:  # inside
+            out[3 * j], out[3 * j + 1], out[3 * j + 2] = n, t1, t2
+        elif m * s <= -n:  # inside the polar cone
+            out[3 * j] = out[3 * j + 1] = out[3 * j + 2] = 0.0
+        else:  # onto the boundary ray in the plane of (n, t)
+            a = (n + m * s) / (1.0 + m * m)
+            out[3 * j] = a
+            out[3 * j + 1] = m * a * t1 / s
+            out[3 * j + 2] = m * a * t2 / s
+    return out
+
+
+@numba.njit(cache=True)
+def _residual_kernel(W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: np.ndarray, u: np.ndarray) -> float:
+    """u <- W r + q; return the normalized natural-map residual (inf on non-finite data)."""
+    m = q.shape[0]
+    for i in range(m):
+        if not np.isfinite(r[i]):
+            return np.inf
+    for i in range(m):
+        s = q[i]
+        for k in range(m):
+            s += W[i, k] * r[k]
+        u[i] = s
+    v = np.empty(m)
+    for j in range(mu.shape[0]):
+        ut = math.sqrt(u[3 * j + 1] ** 2 + u[3 * j + 2] ** 2)
+        v[3 * j] = r[3 * j] - (u[3 * j] + mu[j] * ut)
+        v[3 * j + 1] = r[3 * j + 1] - u[3 * j + 1]
+        v[3 * j + 2] = r[3 * j + 2] - u[3 * j + 2]
+    p = project_cone(v, mu)
+    err = 0.0
+    nq = nr = nu = 0.0
+    for i in range(m):
+        d = r[i] - p[i]
+        err += d * d
+        nq += q[i] * q[i]
+        nr += r[i] * r[i]
+        nu += u[i] * u[i]
+    err = math.sqrt(err)
+    scale = max(math.sqrt(nq), math.sqrt(nr), math.sqrt(nu))
+    if not np.isfinite(err):
+        return np.inf
+    return err / scale if scale > 0.0 else err
+
+
+def fc3d_residual(W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: Any) -> float:
+    """``||r - P_K(r - u_hat)|| / max(||q||, ||r||, ||u||)`` with ``u = W r + q`` (0 at a solution)."""
+    r = np.ascontiguousarray(r, dtype=np.float64).ravel()
+    if r.shape != q.shape:
+        return float("inf")
+    return float(_residual_kernel(W, q, mu, r, np.empty_like(q)))
+
+
+def verified_fc3d_result(
+    W: np.ndarray,
+    q: np.ndarray,
+    mu: np.ndarray,
+    r: np.ndarray | None,
+    *,
+    solver: str,
+    claimed: Status,
+    tol: float,
+    iterations: int,
+    t_start: float,
+    message: str = "",
+    **extras: Any,
+) -> Result:
+    """A :class:`Result` for an fc3d answer ``r``, with the solver's claim checked independently.
+
+    As :func:`contactmp.solvers.lcp.verified_result`: a claimed ``SOLVED`` above ``tol`` becomes
+    ``NOT_SOLVED``; an unclaimed iterate that passes the check becomes ``SOLVED``.
+    ``extras["u"]`` holds ``W r + q``.
+    """
+    m = q.shape[0]
+    r = np.full(m, np.nan) if r is None else np.ascontiguousarray(r, dtype=np.float64).ravel()
+    u = np.empty(m)
+    res = float(_residual_kernel(W, q, mu, r, u)) if r.shape == q.shape else float("inf")
+    status = claimed
+    if claimed is Status.SOLVED:
+        if not res <= tol:
+            status = Status.NOT_SOLVED
+            message = (message + "; " if message else "") + (
+                f"solver claimed a solution but the natural-map residual {res:.3e} exceeds tol {tol:.1e}"
+            )
+    elif res <= tol:
+        status = Status.SOLVED
+        message = (message + "; " if message else "") + f"iterate verified (residual {res:.3e})"
+    extras.setdefault("u", u)
+    return Result(status, r, solver, res, tol, int(iterations), time.perf_counter() - t_start, message, extras)

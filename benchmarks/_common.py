@@ -263,3 +263,77 @@ def fmt_residual(r: float | None) -> str:
     if not math.isfinite(r):
         return str(r)
     return "0" if r == 0 else f"{r:.1e}"
+
+
+# --------------------------------------------------------------------------------------------
+# performance profiles (Dolan and More 2002)
+
+
+def performance_profile(
+    times: dict[str, Sequence[float | None]], tau_max: float | None = None, points: int = 400
+) -> dict[str, Any]:
+    """Dolan-More performance profile of per-problem solve times.
+
+    ``times[s][p]`` is solver ``s``'s time on problem ``p``, ``None`` (or inf) when ``s`` did not
+    solve ``p``. With ``t_best(p) = min_s t[s][p]`` over the solvers that solved ``p``, the ratio
+    is ``r[s][p] = t[s][p] / t_best(p)`` and the profile ``rho_s(tau)`` is the fraction of ALL
+    problems (those nobody solved included, as failures for everyone) with ``r[s][p] <= tau``.
+
+    Returns ``{"tau": [...], "rho": {s: [...]}, "ratios": {s: [...]}, "problems": P}`` with
+    ``tau`` on a log grid from 1 to ``tau_max`` (default: 1.5 times the largest finite ratio, at
+    least 2).
+    """
+    solvers = list(times)
+    if not solvers:
+        return {"tau": [], "rho": {}, "ratios": {}, "problems": 0}
+    n_problems = len(times[solvers[0]])
+    if any(len(times[s]) != n_problems for s in solvers):
+        raise ValueError("every solver needs one time per problem")
+
+    def _t(v: float | None) -> float:
+        return math.inf if v is None or not math.isfinite(v) else max(float(v), 1e-12)
+
+    table = np.array([[_t(v) for v in times[s]] for s in solvers]).reshape(len(solvers), n_problems)
+    best = table.min(axis=0) if n_problems else np.zeros(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratios = np.where(np.isfinite(table), table / best, np.inf)
+    finite = ratios[np.isfinite(ratios)]
+    top = tau_max if tau_max is not None else max(2.0, float(finite.max()) * 1.5 if finite.size else 2.0)
+    tau = np.unique(np.concatenate([np.geomspace(1.0, top, points), finite[finite <= top]]))
+    rho = {
+        s: [float(np.count_nonzero(ratios[k] <= t)) / max(n_problems, 1) for t in tau]
+        for k, s in enumerate(solvers)
+    }
+    return {"tau": tau.tolist(), "rho": rho,
+            "ratios": {s: [None if not math.isfinite(v) else float(v) for v in ratios[k]]
+                       for k, s in enumerate(solvers)},
+            "problems": n_problems}
+
+
+def plot_performance_profile(profile: dict[str, Any], path: Path, title: str,
+                             styles: dict[str, dict[str, Any]] | None = None) -> Path:
+    """Draw ``profile`` (from :func:`performance_profile`) as step curves, log2 tau axis, into a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    styles = styles or {}
+    fig, ax = plt.subplots(figsize=(8, 5.5), dpi=120)
+    tau = np.asarray(profile["tau"], dtype=float)
+    for s, rho in profile["rho"].items():
+        ax.step(tau, rho, where="post", label=s, linewidth=1.8, **styles.get(s, {}))
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(1.0, float(tau.max()) if tau.size else 2.0)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("tau: within a factor tau of the fastest solver on the problem (log2 scale)")
+    ax.set_ylabel(f"fraction of the {profile['problems']} problems solved")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower right", fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path

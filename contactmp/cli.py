@@ -20,44 +20,71 @@ err = Console(stderr=True)
 
 @app.command()
 def solve(
-    file: Path = typer.Argument(..., exists=True, dir_okay=False, help="Problem file (.npz with M, q; Siconos .dat)."),
+    file: Path = typer.Argument(
+        ..., exists=True, dir_okay=False,
+        help="Problem file, read by content: LCP (.npz with M, q; Siconos .dat) or fc3d "
+        "(.npz with W, q, mu; Siconos .dat; FCLIB HDF5).",
+    ),
     solver: Optional[str] = typer.Option(None, help="Solver name (see `contactmp list`); default tries several."),
-    tol: float = typer.Option(1e-8, help="Tolerance on the independent residual ||min(z, Mz+q)||_inf."),
+    tol: float = typer.Option(
+        1e-8, help="Tolerance on the independent residual: ||min(z, Mz+q)||_inf for an LCP, the "
+        "normalized natural-map residual for fc3d."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """Solve one complementarity problem read from FILE and report a verified status.
 
-    Exit code 0 when the solve ran (whatever its status: solved, ray_termination, max_iter, ...),
-    2 on malformed input (the message names the bad field).
+    The problem class (LCP or fc3d, the Coulomb-cone problem) and the file format are decided by
+    the file's content. Exit code 0 when the solve ran (whatever its status: solved,
+    ray_termination, max_iter, ...), 2 on malformed input or options (the message names the bad
+    field), 1 when the named solver cannot be loaded.
     """
     from contactmp.errors import ContactMPError
-    from contactmp.io import load_lcp
+    from contactmp.io import load_problem
     from contactmp.solvers import solve_lcp
+    from contactmp.solvers.registry import solve_fc3d
 
+    kind = "problem"
     try:
-        M, q = load_lcp(file)
-        res = solve_lcp(M, q, solver=solver, tol=tol)
+        kind, arrays = load_problem(file)
+        if kind == "fc3d":
+            W, q, mu = arrays
+            res = solve_fc3d(W, q, mu, solver=solver, tol=tol)
+        else:
+            M, q = arrays
+            res = solve_lcp(M, q, solver=solver, tol=tol)
     except ContactMPError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
+    except ImportError as exc:  # a registered solver whose module (or its backend) is missing
+        err.print(f"[red]error:[/red] a module needed to solve this {kind} could not be loaded: {exc}")
+        raise typer.Exit(1)
+    n = int(len(q))
     if as_json:
         d = res.to_dict()
         out = {
+            "kind": kind,
             "status": d["status"],
             "solver": d["solver"],
             "residual": d["residual"],
             "iterations": d["iterations"],
             "time_s": d["time_s"],
-            "z": d["x"],
-            "w": d["extras"].get("w"),
-            "message": d["message"],
-            "attempts": d["extras"].get("attempts"),
-            "problem": str(file),
-            "n": int(len(q)),
         }
+        if kind == "fc3d":
+            out.update(r=d["x"], u=d["extras"].get("u"))
+        else:
+            out.update(z=d["x"], w=d["extras"].get("w"))
+        out.update(
+            message=d["message"],
+            attempts=d["extras"].get("attempts"),
+            problem=str(file),
+            n=n,
+        )
+        if kind == "fc3d":
+            out["nc"] = n // 3
         sys.stdout.write(json.dumps(out) + "\n")
     else:
-        t = Table(title=f"{file.name} (n = {len(q)})")
+        size = f"nc = {n // 3} contacts" if kind == "fc3d" else f"n = {n}"
+        t = Table(title=f"{file.name} ({kind}, {size})")
         for col in ("status", "solver", "residual", "iterations", "time"):
             t.add_column(col)
         t.add_row(res.status.value, res.solver, f"{res.residual:.2e}", str(res.iterations), f"{res.time_s*1e3:.3f} ms")
@@ -100,7 +127,7 @@ def study(
 def list_() -> None:
     """List the solvers and the case studies."""
     from contactmp.case_studies import STUDIES, study_module
-    from contactmp.solvers.registry import DEFAULT_LCP_ORDER, LCP_SOLVERS
+    from contactmp.solvers.registry import DEFAULT_FC3D_ORDER, DEFAULT_LCP_ORDER, FC3D_SOLVERS, LCP_SOLVERS
 
     t = Table(title="LCP solvers (--solver)")
     t.add_column("name")
@@ -109,6 +136,13 @@ def list_() -> None:
         t.add_row(k, v)
     Console().print(t)
     Console().print(f"default (no --solver) tries: {', '.join(DEFAULT_LCP_ORDER)}")
+    c = Table(title="fc3d (Coulomb-cone) solvers (--solver)")
+    c.add_column("name")
+    c.add_column("module")
+    for k, v in FC3D_SOLVERS.items():
+        c.add_row(k, v)
+    Console().print(c)
+    Console().print(f"default (no --solver) tries: {', '.join(DEFAULT_FC3D_ORDER)}")
     s = Table(title="Case studies (contactmp study NAME)")
     s.add_column("name")
     s.add_column("what it shows")

@@ -5,13 +5,15 @@ from contactmp.models.islands import contact_graph, split_islands
 from contactmp.models.random_problems import (
     TRINKLE_MUS,
     TRINKLE_PROBLEMS,
+    STYLES,
     DataSet,
+    SceneStyle,
     problem_seed,
     random_problem,
     random_pyramid_lcp,
     trinkle_dataset,
 )
-from contactmp.models.scenes import box_on_plane, two_stacks
+from contactmp.models.scenes import block_between_jaws, box_on_plane, two_stacks
 from contactmp.models.rigid_bodies import (
     GRAVITY,
     GROUND,
@@ -25,7 +27,7 @@ from contactmp.models.rigid_bodies import (
 )
 
 __all__ = [
-    "BodyRef", "Contact", "ContactModel", "DataSet", "GRAVITY", "GROUND", "Manipulator", "RigidBody",
+    "STYLES", "SceneStyle", "block_between_jaws", "BodyRef", "Contact", "ContactModel", "DataSet", "GRAVITY", "GROUND", "Manipulator", "RigidBody",
     "TRINKLE_MUS", "TRINKLE_PROBLEMS", "box_inertia", "contact_graph", "link", "obj", "problem_seed",
     "random_problem", "random_pyramid_lcp", "rotation_about", "split_islands", "trinkle_dataset",
     "box_on_plane", "two_stacks",

@@ -55,3 +55,33 @@ def two_stacks(mu: float = 0.5, gravity: float = GRAVITY) -> ContactModel:
             contacts.append(Contact(obj(upper), obj(lower), point=[x0 + sx * hu[0], sy * hu[1], 2 * hl[2]],
                                     normal=[0, 0, 1], tangent=[1, 0, 0], mu=mu))
     return ContactModel(objects=objects, contacts=contacts, name="two_stacks")
+
+
+def block_between_jaws(
+    half_extents: ArrayLike = (0.2, 0.15, 0.1),
+    mass: float = 1.0,
+    speed: float = 0.5,
+    mu: float = 0.5,
+    height: float = 0.5,
+    gravity: float = GRAVITY,
+) -> ContactModel:
+    """A box held between the tips of two fixed pins on the vertical line through its center (a
+    block in a slot, or clamped between two grounded jaws), sliding along ``t = e_x`` with velocity
+    ``speed`` (``speed = 0``: at rest, both contacts rolling), center at ``height``.
+
+    Contact 0 is the pin under the bottom face (``n = e_z``), contact 1 the pin on the top face
+    (``n = -e_z``); both frames have ``t = e_x`` and turn with the box (``face = "i"``). With the pins
+    on one line through the center, ``a_n0 = (c_n0 - c_n1) / m - gravity = -a_n1`` for any forces:
+    ``a_n0 + a_n1 = 0`` identically, so the LCP has no strictly feasible point, and its solutions
+    are exactly ``c_n0 - c_n1 = m gravity`` (the clamping force ``c_n1 >= 0`` is not determined).
+    """
+    h = np.asarray(half_extents, dtype=float)
+    box = RigidBody.box(h, mass, position=[0.0, 0.0, height], velocity=[speed, 0.0, 0.0],
+                        gravity=gravity, name="block")
+    contacts = [
+        Contact(obj(0), GROUND, point=[0.0, 0.0, height - h[2]], normal=[0, 0, 1], tangent=[1, 0, 0],
+                mu=mu, face="i"),
+        Contact(obj(0), GROUND, point=[0.0, 0.0, height + h[2]], normal=[0, 0, -1], tangent=[1, 0, 0],
+                mu=mu, face="i"),
+    ]
+    return ContactModel(objects=[box], contacts=contacts, name=f"block_between_jaws(speed={speed})")

@@ -112,8 +112,8 @@ def test_trinkle_dataset_models_satisfy_7_8_and_lcp_size(dataset):
         assert np.abs(m.v_n).max() <= 1e-9 * scale
         assert np.hypot(m.v_t, m.v_o)[m.rolling].max(initial=0.0) <= 1e-9 * scale
         assert PyramidLCP(m).size == d.size
-        # reproducible from the recorded seed
-        again = random_problem(d.seed, d.n_bodies, d.n_S, d.n_R, mu=d.mu)
+        # reproducible from the recorded seed and style
+        again = random_problem(d.seed, d.n_bodies, d.n_S, d.n_R, mu=d.mu, style=d.style)
         assert np.array_equal(again.A, m.A) and np.array_equal(again.b, m.b)
 
 

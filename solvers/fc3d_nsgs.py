@@ -1,0 +1,271 @@
+"""Nonsmooth Gauss-Seidel (NSGS) for fc3d(W, q, mu), the baseline of Siconos' FC3D_NSGS.
+
+One sweep visits the contacts j = 1..nc in turn and replaces ``r_j`` by the exact solution of
+the one-contact problem with the other reactions fixed,
+
+    local W = W_jj (3x3),   local q = q_j + sum_{k != j} W_jk r_k,
+
+solved by :func:`contactmp.solvers.fc3d_local.solve_cone_local` (separation, sticking, or sliding
+from the roots of the angle equation; round-off accurate). With relaxation ``omega`` the new
+``r_j`` is ``omega r_j^new + (1 - omega) r_j^old`` (a convex combination, so it stays in the cone).
+Sweeps stop when the global natural-map residual :func:`contactmp.solvers.fc3d.fc3d_residual` is
+at most ``tol`` (checked every ``check_every`` sweeps; one check costs a product with ``W``, done
+with ``W`` in compressed sparse rows). Gauss-Seidel over contacts has no general convergence
+guarantee for the Coulomb cone (it converges for small friction and well-conditioned ``W``); a run
+that does not converge ends with status ``max_iter`` or ``time_limit`` and its best iterate.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numba
+import numpy as np
+
+from contactmp.errors import InputError, OptionError
+from contactmp.result import Result, Status
+from contactmp.solvers.fc3d import validate_fc3d, verified_fc3d_result
+from contactmp.solvers.fc3d_local import solve_cone_local
+from contactmp.solvers.lcp import SolverOptions
+
+NAME = "nsgs"
+
+
+def _positive_int(name: str, v: Any) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
+        raise OptionError(f"{name} must be a positive int, got {v!r}")
+
+
+def _time_limit(v: Any) -> None:
+    if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
+        raise OptionError(f"time_limit must be a positive number of seconds or None, got {v!r}")
+
+
+@dataclass
+class Options(SolverOptions):
+    """Options of NSGS.
+
+    Attributes
+    ----------
+    tol : float
+        Stop when the natural-map residual (Siconos' normalisation) is at most ``tol``.
+    max_iter : int
+        Maximum number of sweeps.
+    omega : float
+        Relaxation in (0, 2): ``r_j <- omega r_j^new + (1 - omega) r_j^old``.
+    check_every : int
+        Compute the global residual every this many sweeps (and after the last one).
+    time_limit : float or None
+        Wall-clock limit in seconds (checked between batches of sweeps).
+    r0 : array or None
+        Warm start (3 nc); ``None`` starts from 0.
+    """
+
+    max_iter: int = 10000
+    omega: float = 1.0
+    check_every: int = 1
+    time_limit: float | None = None
+    r0: Any = None
+
+    def check(self) -> None:
+        """Reject ill-typed values."""
+        super().check()
+        _positive_int("max_iter", self.max_iter)
+        _positive_int("check_every", self.check_every)
+        if isinstance(self.omega, bool) or not isinstance(self.omega, (int, float)) or not 0.0 < self.omega < 2.0:
+            raise OptionError(f"omega must be a number in (0, 2), got {self.omega!r}")
+        _time_limit(self.time_limit)
+
+
+# ---------------------------------------------------------------------------------------------
+# compiled kernels shared with the QVI solver
+# ---------------------------------------------------------------------------------------------
+
+
+def block_data(W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(indptr, indices, data, diag)``: ``W`` in compressed sparse rows and its 3x3 diagonal
+    blocks ``diag[j] = W_jj`` (contiguous, for the compiled sweeps)."""
+    import scipy.sparse as sp
+
+    C = sp.csr_matrix(W)
+    C.sort_indices()
+    nc = W.shape[0] // 3
+    diag = np.ascontiguousarray(W.reshape(nc, 3, nc, 3)[np.arange(nc), :, np.arange(nc), :])
+    return (C.indptr.astype(np.int64), C.indices.astype(np.int64), np.ascontiguousarray(C.data), diag)
+
+
+@numba.njit(cache=True)
+def local_q(indptr, indices, data, diag, q, r, j, out):  # pragma: no cover - compiled
+    """``out <- q_j + sum_{k != j} W_jk r_k`` (rows ``3j..3j+2`` of ``W r + q`` minus ``W_jj r_j``)."""
+    for a in range(3):
+        row = 3 * j + a
+        s = q[row]
+        for p in range(indptr[row], indptr[row + 1]):
+            s += data[p] * r[indices[p]]
+        for b in range(3):
+            s -= diag[j, a, b] * r[3 * j + b]
+        out[a] = s
+
+
+@numba.njit(cache=True)
+def csr_residual(indptr, indices, data, q, mu, r, u):  # pragma: no cover - compiled
+    """``u <- W r + q`` and the normalized natural-map residual of fc3d (as ``fc3d_residual``)."""
+    m = q.shape[0]
+    nq = nr = nu = 0.0
+    for i in range(m):
+        s = q[i]
+        for p in range(indptr[i], indptr[i + 1]):
+            s += data[p] * r[indices[p]]
+        u[i] = s
+        nq += q[i] * q[i]
+        nr += r[i] * r[i]
+        nu += s * s
+    err = 0.0
+    for j in range(mu.shape[0]):
+        m_ = mu[j]
+        ut = math.sqrt(u[3 * j + 1] ** 2 + u[3 * j + 2] ** 2)
+        n = r[3 * j] - (u[3 * j] + m_ * ut)
+        t1 = r[3 * j + 1] - u[3 * j + 1]
+        t2 = r[3 * j + 2] - u[3 * j + 2]
+        s = math.sqrt(t1 * t1 + t2 * t2)
+        if s <= m_ * n:
+            p0, p1, p2 = n, t1, t2
+        elif m_ * s <= -n:
+            p0 = p1 = p2 = 0.0
+        else:
+            a = (n + m_ * s) / (1.0 + m_ * m_)
+            p0, p1, p2 = a, m_ * a * t1 / s, m_ * a * t2 / s
+        err += (r[3 * j] - p0) ** 2 + (r[3 * j + 1] - p1) ** 2 + (r[3 * j + 2] - p2) ** 2
+    err = math.sqrt(err)
+    scale = max(math.sqrt(nq), math.sqrt(nr), math.sqrt(nu))
+    if not np.isfinite(err):
+        return np.inf
+    return err / scale if scale > 0.0 else err
+
+
+@numba.njit(cache=True)
+def _nsgs_sweeps(indptr, indices, data, diag, q, mu, r, tol, omega, sweeps, check_every):  # pragma: no cover
+    """Run up to ``sweeps`` NSGS sweeps on ``r`` in place. Returns ``(sweeps done, residual)``.
+
+    The residual is checked every ``check_every`` sweeps and after the last one; ``inf`` comes
+    back when the iterate is not finite.
+    """
+    nc = mu.shape[0]
+    ql = np.empty(3)
+    rp = np.empty(3)
+    rn = np.empty(3)
+    u = np.empty(q.shape[0])
+    res = np.inf
+    done = 0
+    while done < sweeps:
+        for j in range(nc):
+            local_q(indptr, indices, data, diag, q, r, j, ql)
+            rp[0], rp[1], rp[2] = r[3 * j], r[3 * j + 1], r[3 * j + 2]
+            solve_cone_local(diag[j], ql, mu[j], rp, rn)
+            if omega == 1.0:
+                r[3 * j], r[3 * j + 1], r[3 * j + 2] = rn[0], rn[1], rn[2]
+            else:
+                for a in range(3):
+                    r[3 * j + a] = omega * rn[a] + (1.0 - omega) * rp[a]
+        done += 1
+        if done % check_every == 0 or done == sweeps:
+            res = csr_residual(indptr, indices, data, q, mu, r, u)
+            if res <= tol or not res < np.inf:
+                break
+    return done, res
+
+
+def warm_start(r0: Any, m: int) -> np.ndarray:
+    """``r0`` as a fresh float64 vector of length ``m`` (``InputError`` naming ``r0`` otherwise)."""
+    if r0 is None:
+        return np.zeros(m)
+    try:
+        r = np.array(r0, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as exc:
+        raise InputError("r0", f"cannot be read as a float vector ({exc})") from None
+    if r.shape != (m,):
+        raise InputError("r0", f"has length {r.size} but the problem has 3 nc = {m} unknowns")
+    if not np.isfinite(r).all():
+        raise InputError("r0", "contains NaN or inf")
+    return r
+
+
+def bad_diagonal(diag: np.ndarray) -> int:
+    """Index of the first contact whose block ``W_jj`` has ``(W_jj)_nn <= 0`` (the local problems
+    are then not well posed), or -1."""
+    bad = np.flatnonzero(~(diag[:, 0, 0] > 0.0))
+    return int(bad[0]) if bad.size else -1
+
+
+def run_batches(
+    kernel, max_iter: int, time_limit: float | None, t0: float, tol: float,
+) -> tuple[int, float, bool]:
+    """Call ``kernel(n) -> (done, residual)`` in batches of growing size until the residual is
+    at most ``tol`` (or not finite), ``max_iter`` sweeps are done or ``time_limit`` seconds have
+    passed since ``t0``. Returns ``(sweeps, residual, timed_out)``."""
+    total = 0
+    res = np.inf
+    batch = 1 if time_limit is not None else max_iter
+    while total < max_iter:
+        n = min(batch, max_iter - total)
+        t_b = time.perf_counter()
+        done, res = kernel(n)
+        total += done
+        if res <= tol or not res < np.inf:
+            return total, res, False
+        if time_limit is not None:
+            elapsed = time.perf_counter() - t0
+            if elapsed >= time_limit:
+                return total, res, total < max_iter
+            dt = max(time.perf_counter() - t_b, 1e-6)
+            per = dt / max(done, 1)
+            batch = int(max(1, min(4 * batch, 0.25 * (time_limit - elapsed) / per)))
+    return total, res, False
+
+
+def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: Any) -> Result:
+    """Solve fc3d(W, q, mu) by nonsmooth Gauss-Seidel over the contacts.
+
+    Returns a :class:`Result` with ``x = r``, ``iterations`` = sweeps and ``extras["u"] = W r + q``.
+    Status: ``solved`` (verified natural-map residual <= tol), ``max_iter``, ``time_limit`` or
+    ``numerical_error`` (a block with ``(W_jj)_nn <= 0``, or non-finite iterates).
+    """
+    t0 = time.perf_counter()
+    W, q, mu = validate_fc3d(W, q, mu)
+    opts = Options.build(options, **overrides)
+    m = q.shape[0]
+    r = warm_start(opts.r0, m)
+    indptr, indices, data, diag = block_data(W)
+    j = bad_diagonal(diag)
+    if j >= 0:
+        return verified_fc3d_result(
+            W, q, mu, r, solver=NAME, claimed=Status.NUMERICAL_ERROR, tol=opts.tol, iterations=0,
+            t_start=t0, message=f"NSGS needs (W_jj)_nn > 0, but contact {j} has W[{3 * j}, {3 * j}] = "
+            f"{diag[j, 0, 0]:g}", bad_contact=j,
+        )
+    tol, omega, every = float(opts.tol), float(opts.omega), int(opts.check_every)
+
+    def kernel(n: int) -> tuple[int, float]:
+        return _nsgs_sweeps(indptr, indices, data, diag, q, mu, r, tol, omega, n, every)
+
+    sweeps, res, timed_out = run_batches(kernel, int(opts.max_iter), opts.time_limit, t0, tol)
+    if res <= tol:
+        claimed, message = Status.SOLVED, f"converged in {sweeps} sweeps"
+    elif not np.isfinite(res):
+        claimed, message = Status.NUMERICAL_ERROR, f"iterates not finite after {sweeps} sweeps"
+    elif timed_out:
+        claimed = Status.TIME_LIMIT
+        message = f"time limit {opts.time_limit} s reached after {sweeps} sweeps (residual {res:.3e})"
+    else:
+        claimed, message = Status.MAX_ITER, f"{sweeps} sweeps without reaching tol (residual {res:.3e})"
+    return verified_fc3d_result(
+        W, q, mu, r, solver=NAME, claimed=claimed, tol=opts.tol, iterations=sweeps, t_start=t0,
+        message=message,
+    )
+
+
+def warmup() -> None:
+    """Compile the sweep on a one-contact problem."""
+    solve(np.diag([2.0, 1.0, 1.0]), np.array([-1.0, 0.5, 0.2]), 0.3)

@@ -4,8 +4,13 @@
   k-facet generalization), with the map back to forces, accelerations and contact modes and a check
   of the original conditions;
 * :func:`add_velocity_pyramid_step` -- the same friction law at the velocity level, one time step as
-  a :class:`~contactmp.program.Program` block for transcriptions to stack.
+  a :class:`~contactmp.program.Program` block for transcriptions to stack;
+* :class:`ConeNCP` -- the instantaneous problem with Coulomb's quadratic cone (29)-(34) / (42) as a
+  smooth complementarity Program block (and as fc3d when no contact slides), with the map back to
+  physics and its check; :func:`add_fc3d_block` -- the velocity-level cone problem fc3d(W, q, mu)
+  as a Program block.
 """
+from contactmp.formulations.cone_ncp import ConeNCP, ConeSolution, FC3DBlock, add_fc3d_block
 from contactmp.formulations.pyramid_lcp import PyramidLCP, PyramidSolution, facet_generators, facet_normals
 from contactmp.formulations.velocity_pyramid import (
     VelocityPyramidStep,
@@ -14,6 +19,7 @@ from contactmp.formulations.velocity_pyramid import (
 )
 
 __all__ = [
+    "ConeNCP", "ConeSolution", "FC3DBlock", "add_fc3d_block",
     "PyramidLCP", "PyramidSolution", "VelocityPyramidStep", "add_velocity_pyramid_step",
     "facet_generators", "facet_normals", "pyramid_generators",
 ]

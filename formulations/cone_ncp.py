@@ -1,0 +1,595 @@
+"""Coulomb's friction cone as complementarity program blocks: Trinkle, Pang, Sudarsky and Lo (1995),
+section 3.1, (29)-(34), equivalently (42) of Appendix A.1; and the velocity-level fc3d problem.
+
+Coulomb's law at one contact
+----------------------------
+At a contact with force ``r = (r_n, r_t, r_o)``, relative acceleration (or velocity) ``u`` and
+friction coefficient ``mu``, Coulomb's law with De Saxce's modified velocity reads
+
+    r in K = {||r_T|| <= mu r_n},  u_hat = u + mu ||u_T|| e_n in K^*,  r . u_hat = 0.        (C)
+
+``u_hat in K^*`` is just ``u_n >= 0``, and ``r . u_hat = r_n u_n + (mu r_n ||u_T|| + r_T . u_T)`` is a
+sum of two terms that are ``>= 0`` on ``K x K^*`` (Cauchy-Schwarz), so (C) says ``r_n u_n = 0`` and
+``r_T . u_T = -mu r_n ||u_T||``: if ``u_T != 0`` the force is on the cone's boundary and its
+friction opposes ``u_T``. That is (9), (10), (11), (16) and (13) of the paper ((13) also gives
+(31): ``mu c_n |a_T| = |c_T| |a_T|``).
+
+The smooth form (``form="disk"``, the default)
+----------------------------------------------
+With the sliding speed ``gamma >= 0`` and a point ``w = (w_t, w_o)`` of the unit disk per contact
+(the friction force in units of ``mu r_n``), (C) is written without norms, max or abs::
+
+    0 <= r_n  _|_  u_n >= 0                      (9), (11), (16)
+    r_T = mu r_n w                               the friction force
+    u_T + gamma w = 0                            (13): sliding opposes friction
+    0 <= 1 - w_t^2 - w_o^2  _|_  gamma >= 0      (10), (31): slides only on the cone's boundary
+
+*Equivalence* in ``(r, u)``. From the smooth form: ``|r_T| = mu r_n |w| <= mu r_n`` (``r in K``),
+``u_n >= 0``, ``r_n u_n = 0``, and ``r_T . u_T = -mu r_n gamma |w|^2``, which is
+``-mu r_n ||u_T||`` because either ``gamma = 0`` and ``u_T = 0``, or ``gamma > 0``, ``|w| = 1``
+and ``||u_T|| = gamma``. Conversely a solution of (C) gives ``gamma = ||u_T||``,
+``w = -u_T / ||u_T||`` if ``u_T != 0``, else ``gamma = 0``, ``w = r_T / (mu r_n)`` (``w = 0`` when
+``mu r_n = 0``). The cases: *rolling* ``gamma = 0``, ``u_T = 0``, ``w`` anywhere in the disk;
+*starting to slide* ``gamma = ||u_T|| > 0``, ``|w| = 1``, ``r_T = -mu r_n u_T / ||u_T||``;
+*breaking* ``r_n = 0`` forces ``r_T = 0`` exactly while ``u_T = -gamma w`` is free;
+``mu = 0`` gives ``r_T = 0``, ``u_T`` free.
+
+The quadratic form (``form="quadratic"``)
+-----------------------------------------
+The literal translation of (10), (13), (31) with ``gamma`` standing for ``|u_T|``::
+
+    mu r_n u_T + gamma r_T = 0,      0 <= mu^2 r_n^2 - |r_T|^2  _|_  gamma >= 0
+
+(equivalent by the same case analysis: ``gamma > 0`` puts ``r`` on the boundary and
+``u_T = -gamma r_T / (mu r_n)``, ``gamma = 0`` with ``r_n > 0`` gives ``u_T = 0``, ``r_n = 0`` gives
+``r_T = 0``). It is kept for comparison; the disk form is the default because it is better posed
+for IPOPT: the quadratic slack has a zero gradient at the apex ``r = 0`` (every separating contact,
+and the usual starting point) and a violation ``eps`` of it allows ``|r_T| ~ sqrt(eps)`` (we saw a
+friction of 7.6e-6 at a separating contact pass the NLP checks at 1e-10), whereas ``1 - |w|^2``
+has the gradient ``-2 w != 0`` where it is active, friction vanishes exactly with ``r_n`` and a
+violation ``eps`` moves ``|r_T|`` by ``mu r_n eps / 2``. On 52 random problems of
+:func:`~contactmp.models.random_problems.random_problem` the disk form was solved by the
+elastic_l1, direct and scholtes strategies 52/52 times each, the quadratic form 46, 43 and 46
+times; through Pyomo (``mpec.simple_nonlinear`` + IPOPT) 42/42 against 27/42.
+
+Neither form adds ``gamma^2 = u_t^2 + u_o^2``: it is implied wherever it matters, it has a zero
+gradient at every sticking solution, and without it the program is a square MCP (the free
+variables ``r_T, u`` (and ``w``) pair with the equality rows, ``r_n`` with ``u_n``, ``gamma`` with
+the slack), which :meth:`~contactmp.program.Program.to_mcp` accepts. Both forms are polynomial,
+so the Pyomo model goes through ``mpec.simple_nonlinear`` and the NL writer.
+
+The instantaneous cone problem (:class:`ConeNCP`)
+-------------------------------------------------
+From ``a = A c + b`` (24) of a :class:`~contactmp.models.ContactModel`: sliding contacts ``S`` have
+their friction eliminated by (12) (``c_T = -mu v_T / |v_T| c_n``, the matrix ``A~`` of (27)-(28),
+as :class:`~contactmp.formulations.PyramidLCP` does; their tangential accelerations are free and
+drop out), and keep only ``0 <= c_n _|_ a_n >= 0``; rolling contacts ``R`` get the whole smooth form
+above with ``r = c``, ``u = a``. That is (42); (29)-(34) is the same system with the tangential
+quantities split into positive and negative parts. Variables (block ``name``), see
+:meth:`ConeNCP.to_program`, with the rows ``a = A~ (c_Sn, c_R) + b`` as equalities.
+
+With no sliding contact the problem *is* fc3d (:meth:`ConeNCP.to_fc3d`): ``W = A`` and ``q = b``
+reordered per contact ``(n, t, o)``, ``r = c``, ``u = a``, by the equivalence above.
+
+The QVI of Appendix A.3 is the same problem in the rolling friction forces alone, after
+``(a_n, c_n)`` are eliminated through the LCP (47) -- a function only when ``A~`` is a P-matrix and
+itself the solution of a subproblem; the complementarity form above is one flat program for any
+``A~``, which is what IPOPT, Pyomo and the MCP reduction take, so it is the one built here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from contactmp.errors import InputError, UnsupportedProgramError
+from contactmp.models.contact_model import ContactModel
+
+if TYPE_CHECKING:  # pragma: no cover
+    from contactmp.program import Complementarity, Constraint, Program, Variables
+
+__all__ = ["ConeNCP", "ConeSolution", "FC3DBlock", "FORMS", "add_fc3d_block", "fc3d_permutation"]
+
+
+# ----------------------------------------------------------------------------------------------
+# The smooth cone law shared by both blocks
+# ----------------------------------------------------------------------------------------------
+#: the smooth forms of Coulomb's law (see the module docstring)
+FORMS: dict[str, str] = {
+    "disk": "r_T = mu r_n w, u_T + gamma w = 0, 0 <= 1 - |w|^2 _|_ gamma >= 0",
+    "quadratic": "mu r_n u_T + gamma r_T = 0, 0 <= mu^2 r_n^2 - |r_T|^2 _|_ gamma >= 0",
+}
+
+
+@dataclass
+class _Law:
+    """Handles of the friction law rows of one block."""
+
+    direction: "Constraint"
+    slack: "Complementarity"
+    friction: "Constraint | None"
+
+
+def _check_form(form: Any) -> str:
+    if form not in FORMS:
+        raise InputError("form", f"must be one of {', '.join(map(repr, FORMS))}, got {form!r}")
+    return str(form)
+
+
+def _cone_law(
+    prog: "Program", prefix: str, block: str, form: str, r_n: Any, r_t: Any, r_o: Any, u_t: Any,
+    u_o: Any, gamma: Any, w: "Variables | None", mu: Any,
+) -> _Law:
+    """Add the friction law of ``form`` at ``n`` contacts (``w`` holds ``(w_t..., w_o...)``)."""
+    import casadi as ca
+
+    if form == "disk":
+        assert w is not None
+        n = r_n.shape[0]
+        wt, wo = w.sym[:n], w.sym[n:]
+        mr = mu * r_n
+        friction = prog.add_constraint(ca.vertcat(r_t - mr * wt, r_o - mr * wo), 0.0, 0.0,
+                                       name=f"{prefix}/friction", block=block)
+        direction = prog.add_constraint(ca.vertcat(u_t + gamma * wt, u_o + gamma * wo), 0.0, 0.0,
+                                        name=f"{prefix}/direction", block=block)
+        slack = prog.add_complementarity(1.0 - wt * wt - wo * wo, gamma, name=f"{prefix}/disk_perp_gamma",
+                                         block=block)
+        return _Law(direction, slack, friction)
+    mr = mu * r_n
+    direction = prog.add_constraint(ca.vertcat(mr * u_t + gamma * r_t, mr * u_o + gamma * r_o), 0.0, 0.0,
+                                    name=f"{prefix}/direction", block=block)
+    slack = prog.add_complementarity(mr * mr - r_t * r_t - r_o * r_o, gamma, name=f"{prefix}/cone_perp_gamma",
+                                     block=block)
+    return _Law(direction, slack, None)
+
+
+def fc3d_permutation(n_c: int) -> np.ndarray:
+    """``p`` with ``x_fc3d = x_model[p]``: the model's grouping ``(n..., t..., o...)`` -> per contact
+    ``(n_j, t_j, o_j)``."""
+    j = np.arange(n_c)
+    return np.column_stack([j, n_c + j, 2 * n_c + j]).ravel()
+
+
+# ----------------------------------------------------------------------------------------------
+# The velocity-level block: fc3d(W, q, mu)
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class FC3DBlock:
+    """Handles of an fc3d block (query a solve with ``result.value(handle)``).
+
+    ``r`` and ``u`` are ``3 nc`` in the fc3d order (per contact ``n, t, o``); ``gamma`` (``nc``) is
+    the sliding speed ``||u_T||`` (undetermined at a contact with ``r = 0`` in the quadratic form);
+    ``w`` (disk form, ``2 nc``: ``w_t`` of all contacts, then ``w_o``) the friction direction with
+    ``r_T = mu r_n w``. Rows of the constraints ``friction``, ``direction`` and pairs ``slack``:
+    the ``t`` rows of all contacts, then the ``o`` rows.
+    """
+
+    r: "Variables"
+    u: "Variables"
+    gamma: "Variables"
+    w: "Variables | None"
+    velocity: "Constraint"  #: u - W r - q = 0
+    friction: "Constraint | None"  #: r_T - mu r_n w = 0 (disk form)
+    direction: "Constraint"  #: u_T + gamma w = 0 (disk) or mu r_n u_T + gamma r_T = 0 (quadratic)
+    normal: "Complementarity"  #: 0 <= r_n _|_ u_n >= 0
+    slack: "Complementarity"  #: 0 <= 1 - |w|^2 (disk) or mu^2 r_n^2 - |r_T|^2 (quadratic) _|_ gamma >= 0
+    nc: int
+    form: str
+
+
+def _sx_or_array(value: Any, shape: tuple[int, ...], field: str) -> Any:
+    """A CasADi SX/DM of ``shape`` (checked) or a finite float array of ``shape``."""
+    import casadi as ca
+
+    if isinstance(value, ca.MX):
+        raise InputError(field, "is a CasADi MX expression; the Program takes SX")
+    if isinstance(value, (ca.SX, ca.DM)):
+        want = shape if len(shape) == 2 else (shape[0], 1)
+        got = value.shape
+        if got != want and not (len(shape) == 1 and got == (1, shape[0])):
+            raise InputError(field, f"must have shape {shape}, got {got}")
+        if len(shape) == 1 and got == (1, shape[0]):
+            value = value.T
+        return ca.SX(value) if isinstance(value, ca.DM) else value
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(field, f"cannot be read as float numbers ({exc})") from None
+    if len(shape) == 1 and arr.ndim == 0:
+        arr = np.full(shape, float(arr))
+    arr = arr.reshape(-1) if len(shape) == 1 and arr.ndim == 2 and 1 in arr.shape else arr
+    if arr.shape != shape:
+        raise InputError(field, f"must have shape {shape}, got {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise InputError(field, "contains NaN or inf")
+    return arr
+
+
+def add_fc3d_block(
+    prog: "Program",
+    W: Any,
+    q: Any,
+    mu: Any,
+    prefix: str = "fc3d",
+    *,
+    form: str = "disk",
+    r_init: ArrayLike | None = None,
+) -> FC3DBlock:
+    """Add fc3d(W, q, mu) to ``prog`` as block ``prefix`` (smooth form, see the module docstring).
+
+    Finds ``r`` (``3 nc``, per contact ``(n, t, o)``) and ``u = W r + q`` with ``r in K_mu``,
+    ``u_hat = u + mu ||u_T|| e_n in K_mu^*``, ``r . u_hat = 0``, written (``form="disk"``) as
+
+        u - W r - q = 0,       0 <= r_n _|_ u_n >= 0,
+        r_T = mu r_n w,        u_T + gamma w = 0,       0 <= 1 - |w|^2 _|_ gamma >= 0,
+
+    or (``form="quadratic"``) ``mu r_n u_T + gamma r_T = 0``, ``0 <= mu^2 r_n^2 - |r_T|^2 _|_
+    gamma >= 0``; ``r_n >= 0`` and ``gamma >= 0`` are variable bounds. ``W`` (``3 nc x 3 nc``),
+    ``q`` (``3 nc``) and ``mu`` (``nc``, or a scalar) are numbers or CasADi SX expressions of the
+    program's variables and parameters (a transcription stacks one block per step). ``r_init``
+    starts ``r`` (and ``u = W r_init + q`` when ``W``, ``q`` are numeric); default ``r = 0``.
+    """
+    import casadi as ca
+
+    form = _check_form(form)
+    if isinstance(W, (ca.SX, ca.DM, ca.MX)):
+        shape = tuple(W.shape)
+    else:
+        try:
+            shape = np.shape(np.asarray(W, dtype=np.float64))
+        except (TypeError, ValueError) as exc:
+            raise InputError("W", f"cannot be read as a float matrix ({exc})") from None
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise InputError("W", f"must be a square 3 nc x 3 nc matrix, got shape {shape}")
+    m = int(shape[0])
+    if m == 0 or m % 3:
+        raise InputError("W", f"must be 3 nc x 3 nc (nc >= 1 contacts), got {m} x {m}")
+    nc = m // 3
+    W_ = _sx_or_array(W, (m, m), "W")
+    q_ = _sx_or_array(q, (m,), "q")
+    mu_ = _sx_or_array(mu, (nc,), "mu")
+    if isinstance(mu_, np.ndarray) and (mu_ < 0).any():
+        raise InputError("mu", "friction coefficients must be >= 0")
+
+    r_lb = np.tile([0.0, -np.inf, -np.inf], nc)
+    if r_init is None:
+        r0 = np.zeros(m)
+    else:
+        r0 = _sx_or_array(r_init, (m,), "r_init")
+        if not isinstance(r0, np.ndarray):
+            raise InputError("r_init", "must be numbers")
+        r0 = np.maximum(r0, r_lb)
+    numeric = isinstance(W_, np.ndarray) and isinstance(q_, np.ndarray)
+    u0 = W_ @ r0 + q_ if numeric else np.zeros(m)
+    blk = prefix
+    r = prog.add_variables(f"{prefix}/r", m, lb=r_lb, init=r0, block=blk)
+    u = prog.add_variables(f"{prefix}/u", m, init=u0, block=blk)
+    w = prog.add_variables(f"{prefix}/w", 2 * nc, block=blk) if form == "disk" else None
+    gamma = prog.add_variables(f"{prefix}/gamma", nc, lb=0.0, init=np.hypot(u0[1::3], u0[2::3]), block=blk)
+
+    if isinstance(W_, np.ndarray):  # only the nonzeros of W enter the expression graph
+        import scipy.sparse as sp
+
+        W_e = ca.DM(sp.csc_matrix(W_))
+    else:
+        W_e = W_
+    Wr = ca.mtimes(W_e, r.sym)
+    q_e = ca.DM(q_) if isinstance(q_, np.ndarray) else q_
+    velocity = prog.add_constraint(u.sym - Wr - q_e, 0.0, 0.0, name=f"{prefix}/velocity", block=blk)
+    rs, us = r.sym, u.sym
+    r_n, r_t, r_o = rs[0::3], rs[1::3], rs[2::3]
+    u_n, u_t, u_o = us[0::3], us[1::3], us[2::3]
+    mu_e = ca.DM(mu_) if isinstance(mu_, np.ndarray) else mu_
+    normal = prog.add_complementarity(r_n, u_n, name=f"{prefix}/normal", block=blk)
+    law = _cone_law(prog, prefix, blk, form, r_n, r_t, r_o, u_t, u_o, gamma.sym, w, mu_e)
+    return FC3DBlock(r=r, u=u, gamma=gamma, w=w, velocity=velocity, friction=law.friction,
+                     direction=law.direction, normal=normal, slack=law.slack, nc=nc, form=form)
+
+
+# ----------------------------------------------------------------------------------------------
+# The instantaneous cone problem of a ContactModel
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class ConeSolution:
+    """A solution of the cone model mapped back to physics.
+
+    ``c_n, c_t, c_o`` and ``a_n, a_t, a_o`` have one entry per contact (model order); ``qddot``
+    (``6 n_obj``) and ``lddot`` (``n_l``) the body and joint accelerations; ``modes[j]`` is
+    ``"breaking"`` (``a_jn > tol``), ``"rolling"`` (a rolling contact with ``a_jT = 0``) or
+    ``"sliding"`` (a sliding contact, or a rolling one starting to slide). ``gamma`` is the
+    program's sliding-speed variable at the rolling contacts (``|a_T|`` when computed from forces),
+    NaN at sliding contacts; ``x`` the program vector it came from (None when built from forces).
+    """
+
+    c_n: np.ndarray
+    c_t: np.ndarray
+    c_o: np.ndarray
+    a_n: np.ndarray
+    a_t: np.ndarray
+    a_o: np.ndarray
+    qddot: np.ndarray
+    lddot: np.ndarray
+    modes: list[str]
+    gamma: np.ndarray
+    x: np.ndarray | None = None
+
+    @property
+    def c(self) -> np.ndarray:
+        """``(c_n, c_t, c_o)`` stacked (the model's ``3 n_c`` grouping)."""
+        return np.concatenate([self.c_n, self.c_t, self.c_o])
+
+    @property
+    def a(self) -> np.ndarray:
+        """``(a_n, a_t, a_o)`` stacked."""
+        return np.concatenate([self.a_n, self.a_t, self.a_o])
+
+
+class ConeNCP:
+    """The instantaneous three-dimensional contact problem with Coulomb's cone, (42) / (29)-(34).
+
+    Parameters
+    ----------
+    model : ContactModel
+    form : "disk" (default) or "quadratic"
+        The smooth form of Coulomb's law at rolling contacts (see the module docstring).
+
+    Attributes
+    ----------
+    S, R : the sliding and rolling contact indices (model order)
+    L : (3 n_c, n_c + 2 n_R) the linear map ``c = L y`` with ``y = (c_n, c_Rt, c_Ro)`` (``c_n`` of
+        all contacts in model order); sliding friction by (12)
+    A_tilde, b_tilde : ``a_rows = A_tilde y + b_tilde`` for the rows ``(a_n, a_Rt, a_Ro)`` -- the
+        matrix ``A~`` of (27) with its columns in the order of ``y``
+    """
+
+    def __init__(self, model: ContactModel, form: str = "disk"):
+        if not isinstance(model, ContactModel):
+            raise InputError("model", "must be a ContactModel")
+        self.form = _check_form(form)
+        if model.n_c == 0:
+            raise InputError("model", "has no contacts")
+        self.model = model
+        m = model
+        nc = m.n_c
+        self.S = np.asarray(m.sliding, dtype=np.int64)
+        self.R = np.asarray(m.rolling, dtype=np.int64)
+        nR = self.R.size
+        L = np.zeros((3 * nc, nc + 2 * nR))
+        L[np.arange(nc), np.arange(nc)] = 1.0
+        if self.S.size:
+            vT = np.hypot(m.v_t[self.S], m.v_o[self.S])
+            L[nc + self.S, self.S] = -m.mu[self.S] * m.v_t[self.S] / vT  # -(V_St)_jj   (12), (28)
+            L[2 * nc + self.S, self.S] = -m.mu[self.S] * m.v_o[self.S] / vT  # -(V_So)_jj
+        kR = np.arange(nR)
+        L[nc + self.R, nc + kR] = 1.0
+        L[2 * nc + self.R, nc + nR + kR] = 1.0
+        self.L = L
+        self._rows = np.concatenate([np.arange(nc), nc + self.R, 2 * nc + self.R])
+        self.A_tilde = (m.A @ L)[self._rows]
+        self.b_tilde = m.b[self._rows].copy()
+
+    @property
+    def n_x(self) -> int:
+        """Number of variables of the program made by :meth:`to_program`."""
+        return 2 * self.model.n_c + (7 if self.form == "disk" else 5) * self.R.size
+
+    def _layout(self) -> list[tuple[str, int]]:
+        """(name, size) of the variables of :meth:`to_program`, in order."""
+        nc, nR = self.model.n_c, self.R.size
+        out = [("c_n", nc)]
+        if nR:
+            out += [("c_t", nR), ("c_o", nR)] + ([("w", 2 * nR)] if self.form == "disk" else []) + [("gamma", nR)]
+        out.append(("a_n", nc))
+        if nR:
+            out += [("a_t", nR), ("a_o", nR)]
+        return out
+
+    # -----------------------------------------------------------------------------------------
+    def to_program(self, name: str = "cone_ncp") -> "Program":
+        """This problem as a :class:`~contactmp.program.Program` with one block ``name``.
+
+        Variables (in this order; names ``"{name}/c_n"`` etc.): ``c_n`` (``n_c``, model order,
+        ``>= 0``), ``c_t``, ``c_o`` (``n_R``, rolling contacts in the order of ``R``), ``w``
+        (``2 n_R``, disk form only: ``w_t`` then ``w_o``), ``gamma`` (``n_R``, ``>= 0``), ``a_n``
+        (``n_c``), ``a_t``, ``a_o`` (``n_R``). Rows: ``(a_n, a_Rt, a_Ro) = A~ (c_n, c_Rt, c_Ro) + b``
+        ((24) with (12) substituted), the pairs ``0 <= c_n _|_ a_n >= 0`` ((9), (11), (16)), and at
+        the rolling contacts the friction law of ``form`` (disk: ``c_T = mu c_n w``,
+        ``a_T + gamma w = 0``, ``0 <= 1 - |w|^2 _|_ gamma >= 0``; quadratic:
+        ``mu c_n a_T + gamma c_T = 0``, ``0 <= mu^2 c_n^2 - |c_T|^2 _|_ gamma >= 0``), which is
+        (10), (13), (31); see the module docstring for why this is equivalent. Polynomial, so it
+        also goes to Pyomo (``to_pyomo()``) and, being a square MCP, to ``to_mcp()``.
+        """
+        import casadi as ca
+
+        from contactmp.program import Program
+
+        m = self.model
+        nc, nR = m.n_c, self.R.size
+        prog = Program(name)
+        c_n = prog.add_variables(f"{name}/c_n", nc, lb=0.0, block=name)
+        parts = [c_n.sym]
+        if nR:
+            c_t = prog.add_variables(f"{name}/c_t", nR, block=name)
+            c_o = prog.add_variables(f"{name}/c_o", nR, block=name)
+            w = prog.add_variables(f"{name}/w", 2 * nR, block=name) if self.form == "disk" else None
+            gamma = prog.add_variables(f"{name}/gamma", nR, lb=0.0, block=name)
+            parts += [c_t.sym, c_o.sym]
+        a_n = prog.add_variables(f"{name}/a_n", nc, init=np.maximum(m.b[:nc], 0.0), block=name)
+        a_parts = [a_n.sym]
+        if nR:
+            a_t = prog.add_variables(f"{name}/a_t", nR, init=m.b[nc + self.R], block=name)
+            a_o = prog.add_variables(f"{name}/a_o", nR, init=m.b[2 * nc + self.R], block=name)
+            a_parts += [a_t.sym, a_o.sym]
+        y = ca.vertcat(*parts)
+        a_rows = ca.vertcat(*a_parts)
+        prog.add_constraint(a_rows - ca.mtimes(ca.DM(self.A_tilde), y) - ca.DM(self.b_tilde), 0.0, 0.0,
+                            name=f"{name}/accelerations", block=name)
+        prog.add_complementarity(c_n.sym, a_n.sym, name=f"{name}/normal", block=name)
+        if nR:
+            mu = ca.DM(m.mu[self.R])
+            _cone_law(prog, name, name, self.form, c_n.sym[self.R.tolist()], c_t.sym, c_o.sym, a_t.sym,
+                      a_o.sym, gamma.sym, w, mu)
+        return prog
+
+    def to_fc3d(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(W, q, mu)`` of fc3d when no contact is sliding: ``W = A``, ``q = b`` reordered per
+        contact ``(n, t, o)`` (:func:`fc3d_permutation`), with ``r = c`` and ``u = a``.
+
+        With ``S`` empty the problem is ``a = A c + b`` with, at every contact, ``c in K_mu``,
+        ``a_n >= 0``, ``c_n a_n = 0`` and (13): exactly (C) of the module docstring, i.e. fc3d
+        with De Saxce's ``u_hat = u + mu ||u_T|| e_n``: ``r_n > 0`` forces ``u_n = 0`` (and ``u_T``
+        opposite to ``r_T`` with ``r`` on the boundary, or ``u_T = 0``), ``r = 0`` leaves
+        ``u_n >= 0`` and ``u_T`` free. Map an fc3d answer back with ``solution(r=...)``.
+        Raises :class:`UnsupportedProgramError` when some contact slides.
+        """
+        if self.S.size:
+            raise UnsupportedProgramError(
+                f"contacts {self.S.tolist()} are sliding: their friction is fixed by (12) "
+                "(c_T = -mu v_T/|v_T| c_n), so their force is not a free point of the cone and their "
+                "tangential accelerations are free; that is not fc3d. Use to_program() instead."
+            )
+        p = fc3d_permutation(self.model.n_c)
+        W = self.model.A[np.ix_(p, p)].copy()
+        return W, self.model.b[p].copy(), self.model.mu.copy()
+
+    # -----------------------------------------------------------------------------------------
+    def solution(
+        self,
+        x: ArrayLike | None = None,
+        *,
+        c: ArrayLike | None = None,
+        r: ArrayLike | None = None,
+        program: "Program | None" = None,
+        name: str = "cone_ncp",
+        tol: float = 1e-8,
+    ) -> ConeSolution:
+        """Map an answer to forces, accelerations ``qddot`` (22), ``lddot`` (23), ``a`` (6), modes.
+
+        Give exactly one of: ``x``, a solution of the Program of :meth:`to_program` (read through
+        ``program``'s block ``name`` if ``program`` is given, else in to_program's variable
+        layout); ``c``, the forces ``(c_n, c_t, c_o)`` (``3 n_c``, model grouping; used as given);
+        ``r``, an fc3d answer of :meth:`to_fc3d` (per-contact order). ``tol`` (times
+        ``max(1, ||b||_inf)``) decides ``a_n > 0`` (breaking) and ``a_T = 0`` (rolling).
+        """
+        given = [k for k, v in (("x", x), ("c", c), ("r", r)) if v is not None]
+        if len(given) != 1:
+            raise InputError("x", f"give exactly one of x, c, r (got {given or 'none'})")
+        m = self.model
+        nc, nR = m.n_c, self.R.size
+        gamma = np.full(nc, np.nan)
+        xv = None
+        if x is not None:
+            xv = _finite_vector(x, "x")
+            if program is not None:
+                blk = program.blocks.get(name)
+                if blk is None:
+                    raise InputError("program", f"has no block '{name}'")
+                vals = {h.name.rsplit("/", 1)[-1]: program.value(h, xv) for h in blk.variables}
+            else:
+                if xv.shape[0] != self.n_x:
+                    raise InputError("x", f"must have length {self.n_x} (the layout of to_program), got {xv.shape[0]}")
+                vals, k = {}, 0
+                for key, size in self._layout():
+                    vals[key] = xv[k: k + size]
+                    k += size
+            y = np.concatenate([vals["c_n"]] + ([vals["c_t"], vals["c_o"]] if nR else []))
+            cv = self.L @ y
+            if nR:
+                gamma[self.R] = vals["gamma"]
+        elif c is not None:
+            cv = _finite_vector(c, "c")
+            if cv.shape[0] != 3 * nc:
+                raise InputError("c", f"must have length {3 * nc}, got {cv.shape[0]}")
+        else:
+            rv = _finite_vector(r, "r")
+            if rv.shape[0] != 3 * nc:
+                raise InputError("r", f"must have length {3 * nc}, got {rv.shape[0]}")
+            cv = np.empty(3 * nc)
+            cv[fc3d_permutation(nc)] = rv
+        qdd, ldd = m.accelerations(cv)
+        a = m.contact_accelerations(qdd, ldd)
+        c_n, c_t, c_o = m.split(cv)
+        a_n, a_t, a_o = m.split(a)
+        if xv is None and nR:
+            gamma[self.R] = np.hypot(a_t[self.R], a_o[self.R])
+        atol = tol * max(1.0, float(np.abs(m.b).max(initial=0.0)))
+        rolling = np.zeros(nc, dtype=bool)
+        rolling[self.R] = True
+        modes = []
+        for j in range(nc):
+            if a_n[j] > atol:
+                modes.append("breaking")
+            elif rolling[j] and np.hypot(a_t[j], a_o[j]) <= atol:
+                modes.append("rolling")
+            else:
+                modes.append("sliding")
+        return ConeSolution(
+            c_n=c_n.copy(), c_t=c_t.copy(), c_o=c_o.copy(), a_n=a_n.copy(), a_t=a_t.copy(), a_o=a_o.copy(),
+            qddot=qdd, lddot=ldd, modes=modes, gamma=gamma, x=xv,
+        )
+
+    @staticmethod
+    def c_from_program(prog: "Program", x: ArrayLike, name: str = "cone_ncp") -> np.ndarray:
+        """``y = (c_n, c_Rt, c_Ro)`` (the program's force variables) from a solution ``x``."""
+        blk = prog.blocks[name]
+        vals = {h.name.rsplit("/", 1)[-1]: prog.value(h, x) for h in blk.variables}
+        return np.concatenate([vals[k] for k in ("c_n", "c_t", "c_o") if k in vals])
+
+    def check(self, sol: ConeSolution) -> dict[str, float]:
+        """Residuals of the model's conditions computed from the physical quantities of ``sol``.
+
+        Keys (all 0 at an exact solution; (4)-(6) are identities for the output of
+        :meth:`solution`): ``"(4)"``, ``"(5)"`` Newton-Euler of objects and manipulator;
+        ``"(6)"`` ``a = W^T qddot - J lddot + bias``; ``"(9)"`` ``max(0, -a_n)``; ``"(10)"`` cone
+        violation ``max(0, |c_T| - mu c_n)``; ``"(11)"`` ``max(0, -c_n)``; ``"(12)"`` sliding
+        friction ``|mu c_n v_T + c_T |v_T|| / |v_T|``; ``"(13)"`` at rolling contacts
+        ``|mu c_n a_T + c_T |a_T|| / max(1, |a_T|)`` (it also implies (31): force on the boundary
+        when ``a_T != 0``); ``"(16)"`` ``max_j min(|c_jn|, |a_jn|)`` (all inf-norms).
+        """
+        m = self.model
+        c, a = sol.c, sol.a
+        qdd, ldd = np.asarray(sol.qddot, dtype=float), np.asarray(sol.lddot, dtype=float)
+
+        def inf(v: np.ndarray) -> float:
+            return float(np.abs(v).max(initial=0.0))
+
+        out: dict[str, float] = {}
+        out["(4)"] = inf(m.W @ c + m.g_obj + m.h_obj - m.M_obj @ qdd)
+        out["(5)"] = inf(m.tau - m.J.T @ c - m.g_man - m.h_man - m.M_man @ ldd) if m.n_l else 0.0
+        a_phys = m.W.T @ qdd + m.bias - (m.J @ ldd if m.n_l else 0.0)
+        out["(6)"] = inf(a - a_phys)
+        mu = m.mu
+        cT = np.hypot(sol.c_t, sol.c_o)
+        out["(9)"] = max(0.0, -float(sol.a_n.min(initial=0.0)))
+        out["(10)"] = max(0.0, float((cT - mu * sol.c_n).max(initial=0.0)))
+        out["(11)"] = max(0.0, -float(sol.c_n.min(initial=0.0)))
+        S, R = self.S, self.R
+        if S.size:
+            vt, vo = m.v_t[S], m.v_o[S]
+            vT = np.hypot(vt, vo)
+            mc = mu[S] * sol.c_n[S]
+            out["(12)"] = inf(np.maximum(np.abs(mc * vt + sol.c_t[S] * vT), np.abs(mc * vo + sol.c_o[S] * vT)) / vT)
+        else:
+            out["(12)"] = 0.0
+        if R.size:
+            at, ao = sol.a_t[R], sol.a_o[R]
+            aT = np.hypot(at, ao)
+            mc = mu[R] * sol.c_n[R]
+            r13 = np.maximum(np.abs(mc * at + sol.c_t[R] * aT), np.abs(mc * ao + sol.c_o[R] * aT))
+            out["(13)"] = inf(r13 / np.maximum(1.0, aT))
+        else:
+            out["(13)"] = 0.0
+        out["(16)"] = inf(np.minimum(np.abs(sol.c_n), np.abs(sol.a_n)))
+        return out
+
+
+def _finite_vector(v: Any, field: str) -> np.ndarray:
+    try:
+        arr = np.asarray(v, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise InputError(field, f"cannot be read as a float vector ({exc})") from None
+    if not np.isfinite(arr).all():
+        raise InputError(field, "contains NaN or inf")
+    return arr

@@ -117,6 +117,38 @@ def _residual_kernel(W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: np.ndarray
     return err / scale if scale > 0.0 else err
 
 
+@numba.njit(cache=True)
+def _dual_violation(q: np.ndarray, mu: np.ndarray, u: np.ndarray) -> float:
+    """dist(u_hat, K_mu^*) / max(||q||, ||u||): how far the modified velocity is from the dual cone.
+
+    K_mu^* = {v : mu ||v_T|| <= v_n} (for mu = 0 the half-space v_n >= 0). Siconos' normalisation
+    divides by ||r|| too, which a huge r can exploit when no solution exists (W = 0, q_n < 0: any
+    r_n ~ 1e8 reaches 1e-8); this second measure is scaled by the velocities only.
+    """
+    d2 = 0.0
+    nq = nu = 0.0
+    for j in range(mu.shape[0]):
+        un, u1, u2 = u[3 * j], u[3 * j + 1], u[3 * j + 2]
+        s = math.sqrt(u1 * u1 + u2 * u2)
+        vn = un + mu[j] * s
+        if mu[j] == 0.0:
+            if vn < 0.0:
+                d2 += vn * vn
+        elif not mu[j] * s <= vn:
+            m = 1.0 / mu[j]  # K^* is the cone of opening 1/mu
+            if m * vn <= -s:  # in the polar of K^*: the distance is the norm
+                d2 += vn * vn + s * s
+            else:
+                a = (vn + m * s) / (1.0 + m * m)
+                d2 += (vn - a) ** 2 + (s - m * a) ** 2
+    for i in range(q.shape[0]):
+        nq += q[i] * q[i]
+        nu += u[i] * u[i]
+    scale = max(math.sqrt(nq), math.sqrt(nu))
+    d = math.sqrt(d2)
+    return d / scale if scale > 0.0 else d
+
+
 def fc3d_residual(W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: Any) -> float:
     """``||r - P_K(r - u_hat)|| / max(||q||, ||r||, ||u||)`` with ``u = W r + q`` (0 at a solution)."""
     r = np.ascontiguousarray(r, dtype=np.float64).ravel()
@@ -142,22 +174,32 @@ def verified_fc3d_result(
     """A :class:`Result` for an fc3d answer ``r``, with the solver's claim checked independently.
 
     As :func:`contactmp.solvers.lcp.verified_result`: a claimed ``SOLVED`` above ``tol`` becomes
-    ``NOT_SOLVED``; an unclaimed iterate that passes the check becomes ``SOLVED``.
-    ``extras["u"]`` holds ``W r + q``.
+    ``NOT_SOLVED``; an unclaimed iterate that passes the check becomes ``SOLVED``. Passing means the
+    natural-map residual (Siconos' normalisation, the judge) is ``<= tol`` AND, as a guard against gross
+    infeasibility, the dual-cone violation of ``u_hat`` scaled by ``max(||q||, ||u||)`` (which a huge
+    ``r`` cannot dilute) is ``<= sqrt(tol)``: the guard rejects "solutions" whose small residual comes
+    only from dividing by a huge ``||r||`` (``W = 0``, ``q_n < 0``: no solution, yet ``r_n = 1e9``
+    passes Siconos' measure at 1e-9), while honest iterates at Siconos' tolerance pass (on the shared
+    problems ``||r||`` exceeds ``||q||`` by up to 1e4, and velocity errors of 1e-4 then remain).
+    ``extras["u"]`` holds ``W r + q`` and ``extras["dual_violation"]`` the second measure.
     """
     m = q.shape[0]
     r = np.full(m, np.nan) if r is None else np.ascontiguousarray(r, dtype=np.float64).ravel()
     u = np.empty(m)
     res = float(_residual_kernel(W, q, mu, r, u)) if r.shape == q.shape else float("inf")
+    dual = float(_dual_violation(q, mu, u)) if np.isfinite(res) else float("inf")
+    ok = res <= tol and dual <= math.sqrt(tol)
     status = claimed
     if claimed is Status.SOLVED:
-        if not res <= tol:
+        if not ok:
             status = Status.NOT_SOLVED
             message = (message + "; " if message else "") + (
-                f"solver claimed a solution but the natural-map residual {res:.3e} exceeds tol {tol:.1e}"
+                f"solver claimed a solution but the natural-map residual {res:.3e} or the dual-cone "
+                f"violation {dual:.3e} exceeds its bound ({tol:.1e}, resp. sqrt(tol) = {math.sqrt(tol):.1e})"
             )
-    elif res <= tol:
+    elif ok:
         status = Status.SOLVED
         message = (message + "; " if message else "") + f"iterate verified (residual {res:.3e})"
     extras.setdefault("u", u)
+    extras.setdefault("dual_violation", dual)
     return Result(status, r, solver, res, tol, int(iterations), time.perf_counter() - t_start, message, extras)

@@ -9,6 +9,7 @@ from typing import Any
 #: study name -> module with ``DESCRIPTION`` and ``run(out, quick, seed) -> dict``
 STUDIES: dict[str, str] = {
     "trinkle-table1": "contactmp.case_studies.trinkle_table1",
+    "cone-vs-pyramid": "contactmp.case_studies.cone_vs_pyramid",
 }
 
 

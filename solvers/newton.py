@@ -25,20 +25,47 @@ two arguments along ``d``.
 
 Globalization (Ferris, Kanzow and Munson 1999, "feasible descent"; Grippo, Lampariello and Lucidi
 1986, nonmonotone). Iterates stay in the box, so ``F`` is only evaluated there. On the merit
-``Psi = 0.5 ||Phi||^2`` with gradient ``g = H^T Phi``:
+``Psi = 0.5 ||Phi||^2`` with gradient ``g = H^T Phi``, each iteration tries, in turn:
 
-1. solve ``H d = -Phi``; if it is singular or not a sufficient descent direction
-   (``g^T d > -rho ||d||^p``), go to 3;
-2. search along the projected Newton path ``z(t) = P(z + t d)``, ``t = 1, beta, beta^2, ...``, for
-   ``Psi(z(t)) <= max(last `memory` values of Psi) + sigma g^T (z(t) - z)`` with ``g^T (z(t) - z) < 0``;
-   if no ``t >= 1e-10`` passes, go to 3;
+1. Newton: solve ``H d = -Phi``; if ``H`` is singular or ``d`` is not a sufficient descent
+   direction (``g^T d > -rho ||d||^p``), skip to 2. Search along the projected Newton path
+   ``z(t) = P(z + t d)``, ``t = 1, beta, beta^2, ...``, for
+   ``Psi(z(t)) <= max(last `memory` values of Psi) + sigma g^T (z(t) - z)`` with
+   ``g^T (z(t) - z) < 0``; if no ``t >= 1e-10`` passes, go to 2.
+2. Levenberg-Marquardt (option ``lm``): the same search along
+   ``d = -(H^T H + nu I)^{-1} g``, ``nu = mu ||Phi||``. ``H`` is often singular on contact
+   LCPs (non-unique contact forces make ``M`` rank deficient), and there this regularized
+   Gauss-Newton direction is still defined and a descent direction. ``mu`` adapts as a trust
+   region would: it starts at ``lm``, is multiplied by 10 (up to 1) after a backtracked or failed
+   search and divided by 10 (down to ``lm``) after a full step.
 3. projected gradient step: the same test along ``z(t) = P(z - t c g)``, with ``c`` the
    Barzilai-Borwein ratio ``s^T s / s^T y`` (``s``, ``y`` the last changes of ``z`` and ``g``)
-   when it is positive, else ``1 / max(1, ||g||_inf)``; if even a negligible step fails, ``z`` is a stationary point of
-   ``Psi`` on the box and the method stops (status ``not_solved``).
+   when it is positive, else ``1 / max(1, ||g||_inf)``; if even a negligible step fails, ``z`` is
+   a stationary point of ``Psi`` on the box and the method stops (status ``not_solved``).
 
-The method stops when the natural-map residual is ``<= tol``. For an LCP the final iterate is
-purified with :func:`~contactmp.solvers.lcp.polish_lcp` when that does not increase the residual.
+The method stops when the natural-map residual is ``<= tol``.
+
+LCP only (``solve``): restarts, as PATH restarts with other strategies. The merit ``Psi`` of an LCP
+whose ``M`` is not P0 (the pyramid LCPs of Trinkle et al. with sliding contacts) has local minima
+and narrow valleys, and where a run ends depends on the globalization and on the start. So when a
+run fails within its share of ``max_iter``, the method starts again, differently:
+
+1. from ``z0`` along projected paths, as above (30% of ``max_iter``; lcp_tobenna is solved only
+   this way);
+2. from ``z0`` along the straight lines ``z + t d``: ``F(z) = M z + q`` is defined everywhere, so
+   iterates may leave ``z >= 0`` (the unconstrained method of De Luca, Facchinei and Kanzow),
+   with the longer memory ``free_memory``; near ``z_i = 0`` the projection can turn the Newton or
+   LM direction into an ascent direction, a straight line cannot (20%);
+3. and 4. the same two from the interior point ``s 1``, ``s = max(1, ||q||_inf)``, rather than
+   from the corner ``z0 = 0`` where every index with ``q_i = 0`` is degenerate (25% each; the
+   last run gets what the others left).
+
+The answer is the first solved run, else the iterate with the smallest natural residual. Every
+``polish_every`` iterations, when the natural residual has fallen tenfold since the last attempt,
+and at the end, :func:`~contactmp.solvers.lcp.polish_lcp` (one solve with the basis
+``{z_i > w_i}``) is tried; a run stops as soon as its candidate passes the residual check. The
+final iterate is replaced by its projection onto ``z >= 0`` when that keeps the residual below
+``tol`` (or does not increase it), then by the polished one when that does not increase it.
 """
 from __future__ import annotations
 
@@ -65,6 +92,16 @@ NAME = "newton"
 
 #: smallest step tried along the projected Newton path before switching to the gradient
 _MIN_NEWTON_STEP = 1e-10
+#: factor by which the Levenberg-Marquardt weight grows after a poor step, shrinks after a full one
+_LM_FACTOR = 10.0
+#: largest Levenberg-Marquardt weight ``mu`` (``nu = mu ||Phi||``)
+_LM_MAX = 1.0
+#: the runs of the LCP method with restarts: (search along straight lines?, start at the interior
+#: point s 1 instead of z0?, share of max_iter); the last run gets whatever the others left
+_LCP_RUNS = ((False, False, 0.3), (True, False, 0.2), (False, True, 0.25), (True, True, 0.25))
+#: polish again only once the natural residual has fallen below this share of its value at the
+#: last attempt (an attempt costs about one iteration, and a rank-deficient basis a least-squares)
+_POLISH_DROP = 0.1
 
 
 @dataclass
@@ -75,13 +112,27 @@ class Options(SolverOptions):
     ----------
     tol : natural-map residual ``||z - clip(z - F(z), l, u)||_inf`` at which to stop (for the LCP
         this is ``||min(z, M z + q)||_inf``, the package's independent check).
-    max_iter : Newton plus gradient iterations.
+    max_iter : iterations (Newton, Levenberg-Marquardt or gradient steps); for the LCP, of both
+        runs together (see ``restart``).
     memory : the nonmonotone line search compares with the largest of the last ``memory`` merit
         values (1 gives the monotone Armijo rule).
     sigma : Armijo constant in ``(0, 1)``.
     beta : backtracking factor in ``(0, 1)``.
     rho, p : the Newton direction ``d`` is used only if ``g^T d <= -rho ||d||^p`` (``p > 2``).
     z0 : starting point (projected onto the box); ``None`` means the projection of 0.
+    lm : smallest Levenberg-Marquardt weight: when the Newton direction is unusable (singular ``H``,
+        no descent, or no acceptable step along it) the method tries
+        ``d = -(H^T H + nu I)^{-1} H^T Phi`` with ``nu = mu ||Phi||``, ``lm <= mu <= 1``; 0 turns
+        this off (the old Newton / projected-gradient method).
+    restart : LCP only: up to four runs within ``max_iter`` (see the module docstring): from
+        ``z0`` along projected paths (30% of ``max_iter``), from ``z0`` along straight lines (20%),
+        from ``s 1`` with ``s = max(1, ||q||_inf)`` along projected paths (25%), then along
+        straight lines (the rest), each begun only if the previous one failed. False: one run
+        along projected paths with all ``max_iter`` iterations.
+    free_memory : ``memory`` of the nonmonotone search of the run along straight lines.
+    polish_every : LCP only: try :func:`polish_lcp` every this many iterations, when the natural
+        residual has fallen tenfold since the last attempt, and stop as soon as its candidate
+        verifies (0: only at the end).
     lam : weight of the Chen-Chen-Kanzow penalized FB function
         ``lam phi(a, b) - (1 - lam) a_+ b_+`` in ``(0, 1]``; 1 is the plain FB function. The
         default 0.95 (their suggestion) solves lcp_tobenna and badly scaled P0 LCPs that plain FB
@@ -97,11 +148,15 @@ class Options(SolverOptions):
     p: float = 2.1
     z0: Any = None
     lam: float = 0.95
+    lm: float = 1e-6
+    restart: bool = True
+    free_memory: int = 10
+    polish_every: int = 1
 
     def check(self) -> None:
         """Reject ill-typed or out-of-range values."""
         super().check()
-        for name, low in (("max_iter", 0), ("memory", 1)):
+        for name, low in (("max_iter", 0), ("memory", 1), ("free_memory", 1), ("polish_every", 0)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
                 raise OptionError(f"{name} must be an integer >= {low}, got {v!r}")
@@ -116,6 +171,12 @@ class Options(SolverOptions):
             self.rho > 0 and np.isfinite(self.rho)
         ):
             raise OptionError(f"rho must be a positive finite number, got {self.rho!r}")
+        if isinstance(self.lm, bool) or not isinstance(self.lm, (int, float)) or not (
+            self.lm >= 0 and np.isfinite(self.lm)
+        ):
+            raise OptionError(f"lm must be a finite number >= 0, got {self.lm!r}")
+        if not isinstance(self.restart, (bool, np.bool_)):
+            raise OptionError(f"restart must be a bool, got {self.restart!r}")
         if isinstance(self.p, bool) or not isinstance(self.p, (int, float)) or not (
             self.p > 2 and np.isfinite(self.p)
         ):
@@ -281,27 +342,47 @@ class _Outcome:
     extras: dict[str, Any]
 
 
-def _newton_direction(
-    da: np.ndarray, db: np.ndarray, jac: np.ndarray | sp.spmatrix, phi: np.ndarray
-) -> np.ndarray | None:
-    """Solve ``(diag(Da) + diag(Db) J) d = -Phi``; ``None`` when singular or non-finite."""
+def _newton_matrix(
+    da: np.ndarray, db: np.ndarray, jac: np.ndarray | sp.spmatrix
+) -> np.ndarray | sp.csc_matrix:
+    """``H = diag(Da) + diag(Db) J`` (dense, or CSC when ``J`` is sparse)."""
     if sp.issparse(jac):
-        h = (sp.diags(da) + sp.diags(db) @ jac).tocsc()
+        return (sp.diags(da) + sp.diags(db) @ jac).tocsc()
+    h = db[:, None] * jac
+    h[np.diag_indices_from(h)] += da
+    return h
+
+
+def _linear_solve(a: np.ndarray | sp.spmatrix, rhs: np.ndarray) -> np.ndarray | None:
+    """``a^{-1} rhs`` by (sparse) LU; ``None`` when ``a`` is singular or the answer not finite."""
+    if sp.issparse(a):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                d = spla.spsolve(h, -phi)
+                d = np.asarray(spla.spsolve(sp.csc_matrix(a), rhs), dtype=np.float64).ravel()
             except (RuntimeError, ValueError):
                 return None
-        d = np.asarray(d, dtype=np.float64).ravel()
     else:
-        h = db[:, None] * jac
-        h[np.diag_indices_from(h)] += da
         try:
-            d = np.linalg.solve(h, -phi)
+            d = np.linalg.solve(a, rhs)
         except np.linalg.LinAlgError:
             return None
     return d if np.isfinite(d).all() else None
+
+
+def _lm_direction(h: np.ndarray | sp.spmatrix, grad: np.ndarray, nu: float) -> np.ndarray | None:
+    """The Levenberg-Marquardt direction ``d = -(H^T H + nu I)^{-1} H^T Phi`` (``grad = H^T Phi``).
+
+    For ``nu > 0`` the matrix is positive definite whatever the rank of ``H``, and ``d`` is a
+    descent direction of ``Psi``; it is the minimizer of ``||Phi + H d||^2 + nu ||d||^2``.
+    """
+    n = grad.shape[0]
+    if sp.issparse(h):
+        a = (h.T @ h + nu * sp.identity(n, format="csc")).tocsc()
+    else:
+        a = h.T @ h
+        a[np.diag_indices_from(a)] += nu
+    return _linear_solve(a, -grad)
 
 
 def _run(
@@ -310,49 +391,82 @@ def _run(
     box: _Box,
     z0: np.ndarray,
     opts: Options,
+    max_iter: int,
+    free: bool = False,
+    memory: int | None = None,
+    polish: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray] | None] | None = None,
 ) -> _Outcome:
-    """The globalized semismooth Newton iteration from ``z0`` (already in the box)."""
+    """The globalized semismooth Newton iteration from ``z0`` (in the box), at most ``max_iter``
+    iterations. ``free``: search along the straight lines ``z + t d`` instead of their projections
+    onto the box (only for an ``F`` defined everywhere, as the LCP's ``M z + q``). ``memory``
+    overrides ``opts.memory``. ``polish(z)``, tried every ``opts.polish_every`` iterations, returns
+    a verified solution ``(z, F(z))`` or None."""
     n = z0.shape[0]
+    memory = opts.memory if memory is None else memory
     z = z0.copy()
+    count = {"newton_steps": 0, "lm_steps": 0, "gradient_steps": 0}
     f = _eval_f(F, z, n)
     if f is None:
         return _Outcome(z, np.full(n, np.nan), Status.NUMERICAL_ERROR, 0,
-                        "F is not finite at the starting point", {})
+                        "F is not finite at the starting point", {**count, "merit": float("nan")})
     phi = mcp_phi(z, f, box, opts.lam)
     psi = 0.5 * float(phi @ phi)
     history = [psi]
-    n_newton = n_grad = 0
+    mu = opts.lm  # Levenberg-Marquardt weight, adapted below
+    res_polish = float("inf")
+    mu_max = max(opts.lm, _LM_MAX)
     k = 0
     prev: tuple[np.ndarray, np.ndarray] | None = None  # (z, grad) of the previous iterate
+
+    def outcome(status: Status, message: str) -> _Outcome:
+        return _Outcome(z, f, status, k, message, {**count, "merit": psi})
+
     while True:
         res = natural_residual(z, f, box.lb, box.ub)
         if res <= opts.tol:
-            return _Outcome(z, f, Status.SOLVED, k, f"natural residual {res:.3e} <= tol",
-                            {"newton_steps": n_newton, "gradient_steps": n_grad, "merit": psi})
-        if k >= opts.max_iter:
-            return _Outcome(z, f, Status.MAX_ITER, k,
-                            f"{k} iterations, natural residual {res:.3e}",
-                            {"newton_steps": n_newton, "gradient_steps": n_grad, "merit": psi})
+            return outcome(Status.SOLVED, f"natural residual {res:.3e} <= tol")
+        if (polish is not None and opts.polish_every and k and k % opts.polish_every == 0
+                and res <= _POLISH_DROP * res_polish):
+            res_polish = res
+            cand = polish(z)
+            if cand is not None:
+                z, f = cand
+                phi = mcp_phi(z, f, box, opts.lam)
+                psi = 0.5 * float(phi @ phi)
+                return outcome(Status.SOLVED, f"polished at iteration {k}")
+        if k >= max_iter:
+            return outcome(Status.MAX_ITER, f"{k} iterations, natural residual {res:.3e}")
         j = _eval_jac(jac, z, n)
         if j is None:
-            return _Outcome(z, f, Status.NUMERICAL_ERROR, k, f"Jacobian not finite at iteration {k}",
-                            {"newton_steps": n_newton, "gradient_steps": n_grad, "merit": psi})
+            return outcome(Status.NUMERICAL_ERROR, f"Jacobian not finite at iteration {k}")
         phi, da, db = _mcp_phi_jac(z, f, j, box, opts.lam)
-        grad = da * phi + np.asarray(j.T @ (db * phi)).ravel()  # H^T Phi
-        ref = max(history[-opts.memory:])
+        h = _newton_matrix(da, db, j)
+        grad = np.asarray(h.T @ phi).ravel()  # H^T Phi
+        ref = max(history[-memory:])
         step = None
-        d = _newton_direction(da, db, j, phi)
+        # 1. Newton: H d = -Phi
+        d = _linear_solve(h, -phi)
         if d is not None and grad @ d <= -opts.rho * float(np.linalg.norm(d)) ** opts.p:
-            step = _search(F, box, z, d, grad, ref, opts, _MIN_NEWTON_STEP, n)
+            step = _search(F, box, z, d, grad, ref, opts, _MIN_NEWTON_STEP, n, free)
             if step is not None:
-                n_newton += 1
+                count["newton_steps"] += 1
+        # 2. Levenberg-Marquardt: defined, and a descent direction, also when H is singular
+        if step is None and opts.lm > 0:
+            d = _lm_direction(h, grad, mu * float(np.linalg.norm(phi)))
+            if d is not None and grad @ d < 0:
+                step = _search(F, box, z, d, grad, ref, opts, _MIN_NEWTON_STEP, n, free)
+            if step is not None:
+                count["lm_steps"] += 1
+            if step is not None and step[4] == 1.0:
+                mu = max(mu / _LM_FACTOR, opts.lm)
+            else:
+                mu = min(mu * _LM_FACTOR, mu_max)
+        # 3. gradient (projected, unless free)
         if step is None:
-            # projected gradient step
             gmax = float(np.max(np.abs(grad)))
             if not gmax > 0 or not np.isfinite(gmax):
-                return _Outcome(z, f, Status.NOT_SOLVED, k,
-                                "stationary point of the merit function that is not a solution",
-                                {"newton_steps": n_newton, "gradient_steps": n_grad, "merit": psi})
+                return outcome(Status.NOT_SOLVED,
+                               "stationary point of the merit function that is not a solution")
             # Barzilai-Borwein scaling from the last step, else a first step of length <= 1
             scale = 1.0 / max(gmax, 1.0)
             if prev is not None:
@@ -362,15 +476,14 @@ def _run(
                     scale = min(max(float(s_k @ s_k) / sy, 1e-12), 1e12)
             # backtrack until the trial step is negligible next to z
             t_min = 1e-15 * max(1.0, float(np.max(np.abs(z)))) / (scale * gmax)
-            step = _search(F, box, z, -scale * grad, grad, ref, opts, t_min, n)
+            step = _search(F, box, z, -scale * grad, grad, ref, opts, t_min, n, free)
             if step is None:
-                return _Outcome(z, f, Status.NOT_SOLVED, k,
-                                "no decrease along the projected gradient (stationary point of the"
-                                " merit function that is not a solution)",
-                                {"newton_steps": n_newton, "gradient_steps": n_grad, "merit": psi})
-            n_grad += 1
+                return outcome(Status.NOT_SOLVED,
+                               "no decrease along the projected gradient (stationary point of the"
+                               " merit function that is not a solution)")
+            count["gradient_steps"] += 1
         prev = (z, grad)
-        z, f, phi, psi = step
+        z, f, phi, psi, _ = step
         history.append(psi)
         k += 1
 
@@ -385,11 +498,13 @@ def _search(
     opts: Options,
     t_min: float,
     n: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
-    """Nonmonotone Armijo search along ``P(z + t d)``; the accepted ``(z, F, Phi, Psi)`` or None."""
+    free: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float] | None:
+    """Nonmonotone Armijo search along ``P(z + t d)`` (``z + t d`` when ``free``); the accepted
+    ``(z, F, Phi, Psi, t)`` or None."""
     t = 1.0
     while t >= t_min:
-        zt = box.project(z + t * d)
+        zt = z + t * d if free else box.project(z + t * d)
         s = zt - z
         slope = float(grad @ s)
         if slope < 0:
@@ -398,7 +513,7 @@ def _search(
                 phit = mcp_phi(zt, ft, box, opts.lam)
                 psit = 0.5 * float(phit @ phit)
                 if psit <= ref + opts.sigma * slope:
-                    return zt, ft, phit, psit
+                    return zt, ft, phit, psit, t
         t *= opts.beta
     return None
 
@@ -492,7 +607,8 @@ def solve_mcp(
     ``solved`` is claimed only when it is ``<= tol`` and ``z`` lies in the box. Other statuses:
     ``max_iter``, ``not_solved`` (stationary point of the merit that is not a solution) and
     ``numerical_error`` (``F`` or ``jac`` not finite at an iterate). ``extras["F"]`` holds
-    ``F(z)``; ``extras`` also count ``newton_steps`` and ``gradient_steps``.
+    ``F(z)``; ``extras`` also count ``newton_steps``, ``lm_steps`` and ``gradient_steps``. The
+    LCP-only options (``restart``, ``free_memory``, ``polish_every``) have no effect here.
     """
     t_start = time.perf_counter()
     if not callable(F):
@@ -506,7 +622,7 @@ def solve_mcp(
     lb_a, ub_a = _bounds(lb, ub, n_hint)
     box = _Box.make(lb_a, ub_a)
     z_init = _start(z0, lb_a.shape[0], box)
-    out = _run(F, jac, box, z_init, opts)
+    out = _run(F, jac, box, z_init, opts, opts.max_iter)
     return _mcp_result(out, box, opts, t_start)
 
 
@@ -531,12 +647,15 @@ def _mcp_result(out: _Outcome, box: _Box, opts: Options, t_start: float) -> Resu
 def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> Result:
     """Solve LCP(q, M) as the MCP with ``l = 0``, ``u = inf``, ``F(z) = M z + q`` (dense).
 
-    The final iterate is purified with :func:`polish_lcp` when that does not increase
-    ``||min(z, M z + q)||_inf``; ``solved`` is claimed only through :func:`verified_result`.
-    Statuses: ``solved``, ``max_iter``, ``not_solved`` (stopped at a stationary point of the
-    merit function that is not a solution: no descent along the projected gradient) and
-    ``numerical_error`` (non-finite ``F`` or Jacobian). ``extras``: ``newton_steps``,
-    ``gradient_steps``, ``merit`` (final ``Psi``), ``polished``, ``w``.
+    Up to four runs (option ``restart``, see the module docstring); :func:`polish_lcp` is tried
+    during the runs (option ``polish_every``) and at the end, where the final iterate is replaced
+    by its polished form when that does not increase ``||min(z, M z + q)||_inf``; ``solved`` is
+    claimed only through :func:`verified_result`.
+    ``iterations`` counts all runs. Statuses: ``solved``, ``max_iter``, ``not_solved`` (stopped at
+    a stationary point of the merit function that is not a solution) and ``numerical_error``
+    (non-finite ``F`` or Jacobian). ``extras``: ``newton_steps``, ``lm_steps``,
+    ``gradient_steps`` (all runs), ``merit`` (final ``Psi``), ``restarts`` (runs after the first),
+    ``polished``, ``w``.
     """
     t_start = time.perf_counter()
     M, q = validate_lcp(M, q)
@@ -544,12 +663,60 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
     n = q.shape[0]
     box = _Box.make(np.zeros(n), np.full(n, np.inf))
     z_init = _start(opts.z0, n, box)
-    out = _run(lambda z: M @ z + q, lambda z: M, box, z_init, opts)
+
+    def F(z: np.ndarray) -> np.ndarray:
+        return M @ z + q
+
+    def J(z: np.ndarray) -> np.ndarray:
+        return M
+
+    tried: set[bytes] = set()  # bases {z_i > w_i} already tried
+
+    def polish(z: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        key = np.packbits(z > F(z)).tobytes()
+        if key in tried:
+            return None
+        tried.add(key)
+        cand = polish_lcp(M, q, z)
+        if cand is not None and lcp_residual(M, q, cand) <= opts.tol:
+            return cand, F(cand)
+        return None
+
+    runs = _LCP_RUNS if opts.restart else ((False, False, 1.0),)
+    z_interior = np.full(n, max(1.0, float(np.max(np.abs(q)))))
+    steps = {key: 0 for key in ("newton_steps", "lm_steps", "gradient_steps")}
+    used = 0
+    out: _Outcome | None = None
+    notes = []
+    for r, (free, interior, share) in enumerate(runs):
+        last = r == len(runs) - 1
+        budget = opts.max_iter - used if last else int(round(share * opts.max_iter))
+        o = _run(F, J, box, z_interior if interior else z_init, opts, budget, free=free,
+                 memory=opts.free_memory if free else opts.memory, polish=polish)
+        used += o.iterations
+        for key in steps:
+            steps[key] += o.extras[key]
+        if out is None or o.status is Status.SOLVED or (
+            natural_residual(o.z, o.f, box.lb, box.ub)
+            < natural_residual(out.z, out.f, box.lb, box.ub)
+        ):
+            out = o
+        notes.append(f"run {r + 1} ({'straight lines' if free else 'projected paths'} from "
+                     f"{'s 1' if interior else 'z0'}): {o.message}")
+        if o.status in (Status.SOLVED, Status.NUMERICAL_ERROR) or last:
+            break
+    restarts = len(notes) - 1
+    message = "; ".join(notes) if restarts else out.message
+    out = _Outcome(out.z, out.f, out.status, used, message, {**out.extras, **steps})
     z = out.z
+    if (z < 0).any():  # the straight-line run may end just outside z >= 0
+        zp = np.maximum(z, 0.0)
+        if lcp_residual(M, q, zp) <= max(lcp_residual(M, q, z), opts.tol):
+            z = zp
     polished = False
     cand = polish_lcp(M, q, z)
     if cand is not None and lcp_residual(M, q, cand) <= lcp_residual(M, q, z):
         z, polished = cand, True
     return verified_result(M, q, z, solver=NAME, claimed=out.status, tol=opts.tol,
                            iterations=out.iterations, t_start=t_start, message=out.message,
-                           polished=polished, **out.extras)
+                           polished=polished, restarts=restarts, **out.extras)

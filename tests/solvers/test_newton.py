@@ -11,7 +11,7 @@ from contactmp.errors import InputError, OptionError
 from contactmp.result import Status
 from contactmp.solvers import newton
 from contactmp.solvers.lcp import lcp_residual
-from contactmp.solvers.newton import fb_system, natural_residual, solve_mcp
+from contactmp.solvers.newton import _lm_direction, fb_system, natural_residual, solve_mcp
 
 DATA = Path("/work/shared/data/lcp")
 NO_SOLUTION = "lcp_Pang_isolated_sol_perturbed"  # w_2 = -z_1 - 1 < 0 (data README)
@@ -78,6 +78,112 @@ def test_quadratic_local_convergence() -> None:
     res = newton.solve(M, q, z0=exact.x + 1e-3, max_iter=4, tol=1e-15)
     assert res.residual <= 1e-12
     assert res.extras["newton_steps"] == res.iterations
+
+
+# ---------------------------------------------------------------------------------------------
+# Pyramid LCPs of the Trinkle et al. data sets (seed 0): rank-deficient M, zero diagonal blocks
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def trinkle_lcps() -> list[tuple[np.ndarray, np.ndarray]]:
+    from contactmp.formulations.pyramid_lcp import PyramidLCP
+    from contactmp.models.random_problems import trinkle_dataset
+
+    out = []
+    for ds in trinkle_dataset(seed=0):
+        form = PyramidLCP(ds.model)
+        out.append((form.M, form.q))
+    return out
+
+
+def _check_lcp_solution(M: np.ndarray, q: np.ndarray, res) -> None:
+    assert res.status is Status.SOLVED, res.message
+    z, w = res.x, M @ res.x + q
+    assert lcp_residual(M, q, z) <= 1e-8
+    assert z.min() >= 0 and w.min() >= -1e-8 and abs(z @ w) <= 1e-8 * max(1.0, np.abs(z).max())
+
+
+# sizes 100 to 170: the old method (no Levenberg-Marquardt step, one run) hit max_iter on all four;
+# with lm = 0 they still fail (the Newton matrix is singular or the projected path ascends there,
+# and the projected gradient crawls)
+@pytest.mark.parametrize("index", [286, 304, 310, 318])
+def test_trinkle_lcps_that_used_to_fail(trinkle_lcps, index: int) -> None:
+    M, q = trinkle_lcps[index]
+    assert np.linalg.matrix_rank(M) < M.shape[0]  # non-unique contact forces
+    res = newton.solve(M, q)
+    _check_lcp_solution(M, q, res)
+    assert res.iterations <= 40
+    assert res.extras["lm_steps"] > 0
+
+
+def test_trinkle_restart(trinkle_lcps) -> None:
+    """Data set 305 (size 120): the run from z0 = 0 along projected paths stalls (with
+    restart=False the method ends at max_iter); a later run of the restart schedule solves it within
+    the same max_iter, and the answer is returned in z >= 0."""
+    M, q = trinkle_lcps[305]
+    res = newton.solve(M, q)
+    _check_lcp_solution(M, q, res)
+    assert res.extras["restarts"] >= 1
+    assert res.iterations <= 200
+
+
+def test_trinkle_dataset_solved_count(trinkle_lcps) -> None:
+    """All 328 LCPs: Lemke (no pivot cap) solves 310, the old method (lm = 0, no restarts, polish
+    only at the end) 275; this one 310 on the reference machine. The bound leaves room for the
+    data sets where round-off decides which basin the globalization ends in."""
+    solved = 0
+    for M, q in trinkle_lcps:
+        res = newton.solve(M, q)
+        if res.status is Status.SOLVED:
+            assert lcp_residual(M, q, res.x) <= 1e-8
+            solved += 1
+        else:
+            assert res.residual > 1e-8
+    assert solved >= 307
+
+
+# ---------------------------------------------------------------------------------------------
+# The Levenberg-Marquardt direction
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_lm_direction_on_a_singular_newton_matrix(sparse: bool) -> None:
+    """``(H^T H + nu I) d = -H^T Phi`` holds, and ``d`` is a descent direction of
+    ``0.5 ||Phi||^2``, also when ``H`` has rank n - 2."""
+    rng = np.random.default_rng(3)
+    n = 9
+    H = rng.standard_normal((n, n - 2)) @ rng.standard_normal((n - 2, n))
+    phi = rng.standard_normal(n)
+    grad = H.T @ phi
+    nu = 1e-3
+    d = _lm_direction(sp.csr_matrix(H) if sparse else H.copy(), grad, nu)
+    assert d is not None
+    np.testing.assert_allclose((H.T @ H + nu * np.eye(n)) @ d, -grad, atol=1e-9)
+    assert grad @ d < 0
+    # the minimizer of ||Phi + H d||^2 + nu ||d||^2: no random perturbation does better
+    obj = lambda x: float(np.sum((phi + H @ x) ** 2) + nu * x @ x)  # noqa: E731
+    assert all(obj(d) <= obj(d + 1e-3 * rng.standard_normal(n)) for _ in range(20))
+
+
+def test_restart_runs_reach_the_unique_solution() -> None:
+    """On a P-matrix LCP each run of the restart schedule (projected paths or straight lines, from
+    0 or from s 1) reaches the unique solution; straight-line answers are returned in z >= 0."""
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((15, 15))
+    M = a @ a.T + 0.1 * np.eye(15)
+    q = rng.standard_normal(15)
+    ref = newton.solve(M, q, restart=False, polish_every=0)
+    _check_lcp_solution(M, q, ref)
+    assert ref.extras["restarts"] == 0
+    for free in (False, True):
+        for z0 in (np.zeros(15), np.full(15, max(1.0, np.abs(q).max()))):
+            box = newton._Box.make(np.zeros(15), np.full(15, np.inf))
+            out = newton._run(lambda z: M @ z + q, lambda z: M, box, z0, newton.Options(), 200,
+                              free=free)
+            assert out.status is Status.SOLVED
+            np.testing.assert_allclose(out.z, ref.x, atol=1e-7)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,6 +332,10 @@ def test_bad_options() -> None:
         newton.solve(np.eye(2), -np.ones(2), memmory=3)
     with pytest.raises(OptionError):
         newton.solve(np.eye(2), -np.ones(2), p=2.0)
+    for bad in (dict(restart=0.5), dict(restart="yes"), dict(lm=-1.0), dict(free_memory=0),
+                dict(polish_every=-1)):
+        with pytest.raises(OptionError):
+            newton.solve(np.eye(2), -np.ones(2), **bad)
 
 
 def test_registry_entry() -> None:

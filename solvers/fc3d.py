@@ -23,6 +23,7 @@ import numpy as np
 
 from contactmp.errors import InputError
 from contactmp.result import Result, Status
+from contactmp.solvers.lcp import judge_claim
 
 
 def validate_fc3d(W: Any, q: Any, mu: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -188,18 +189,12 @@ def verified_fc3d_result(
     u = np.empty(m)
     res = float(_residual_kernel(W, q, mu, r, u)) if r.shape == q.shape else float("inf")
     dual = float(_dual_violation(q, mu, u)) if np.isfinite(res) else float("inf")
-    ok = res <= tol and dual <= math.sqrt(tol)
-    status = claimed
-    if claimed is Status.SOLVED:
-        if not ok:
-            status = Status.NOT_SOLVED
-            message = (message + "; " if message else "") + (
-                f"solver claimed a solution but the natural-map residual {res:.3e} or the dual-cone "
-                f"violation {dual:.3e} exceeds its bound ({tol:.1e}, resp. sqrt(tol) = {math.sqrt(tol):.1e})"
-            )
-    elif ok:
-        status = Status.SOLVED
-        message = (message + "; " if message else "") + f"iterate verified (residual {res:.3e})"
+    status, message = judge_claim(
+        claimed, res <= tol and dual <= math.sqrt(tol), message,
+        f"the natural-map residual {res:.3e} or the dual-cone violation {dual:.3e} exceeds its bound "
+        f"({tol:.1e}, resp. sqrt(tol) = {math.sqrt(tol):.1e})",
+        res,
+    )
     extras.setdefault("u", u)
     extras.setdefault("dual_violation", dual)
     return Result(status, r, solver, res, tol, int(iterations), time.perf_counter() - t_start, message, extras)

@@ -61,30 +61,40 @@ def solve_lcp(M: Any, q: Any, solver: str | None = None, **options: Any) -> Resu
     if solver is not None and solver != "auto":
         return lcp_solver(solver)(M, q, **options)  # the solver validates its input
     M, q = validate_lcp(M, q)
+    best, tried = _try_in_order(DEFAULT_LCP_ORDER, lcp_solver, (M, q), options)
+    if not best.success:
+        # Lemke's secondary ray is the most telling failure (for copositive-plus M it proves that
+        # no solution exists): report it rather than another solver's unconverged iterate.
+        ray = next((r for r in tried if r.status is Status.RAY_TERMINATION), None)
+        if ray is not None:
+            ray.extras["attempts"], ray.time_s = best.extras["attempts"], best.time_s
+            best = ray
+    return best
+
+
+def _try_in_order(
+    order: tuple[str, ...], lookup: Callable[[str], Callable[..., Result]], args: tuple[Any, ...],
+    options: dict[str, Any],
+) -> tuple[Result, list[Result]]:
+    """The auto mode: try ``order`` until a verified solution; return the best answer (smallest
+    residual) with ``extras["attempts"]`` listing every attempt, and all the attempts."""
     extra = set(options) - {"tol"}
     if extra:
         raise OptionError(f"auto mode takes only 'tol'; got {sorted(extra)} (name a solver to pass them)")
     t0 = time.perf_counter()
     tried: list[Result] = []
-    for name in DEFAULT_LCP_ORDER:
-        tried.append(lcp_solver(name)(M, q, **options))
+    for name in order:
+        tried.append(lookup(name)(*args, **options))
         if tried[-1].success:
             break
     best = min(tried, key=lambda r: r.residual)
-    if not best.success:
-        # Lemke's secondary ray is the most telling failure (for copositive-plus M it proves that
-        # no solution exists): report it rather than another solver's unconverged iterate.
-        for res in tried:
-            if res.status is Status.RAY_TERMINATION:
-                best = res
-                break
     best.extras["attempts"] = [
         {"solver": r.solver, "status": r.status.value, "residual": r.residual,
          "iterations": r.iterations, "time_s": r.time_s}
         for r in tried
     ]
     best.time_s = time.perf_counter() - t0
-    return best
+    return best, tried
 
 
 #: fc3d (Coulomb-cone) solvers: name -> module (``solve(W, q, mu, options=None, **overrides)``)
@@ -129,20 +139,4 @@ def solve_fc3d(W: Any, q: Any, mu: Any, solver: str | None = None, **options: An
     if solver is not None and solver != "auto":
         return fc3d_solver(solver)(W, q, mu, **options)
     W, q, mu = validate_fc3d(W, q, mu)
-    extra = set(options) - {"tol"}
-    if extra:
-        raise OptionError(f"auto mode takes only 'tol'; got {sorted(extra)} (name a solver to pass them)")
-    t0 = time.perf_counter()
-    tried: list[Result] = []
-    for name in DEFAULT_FC3D_ORDER:
-        tried.append(fc3d_solver(name)(W, q, mu, **options))
-        if tried[-1].success:
-            break
-    best = min(tried, key=lambda r: r.residual)
-    best.extras["attempts"] = [
-        {"solver": r.solver, "status": r.status.value, "residual": r.residual,
-         "iterations": r.iterations, "time_s": r.time_s}
-        for r in tried
-    ]
-    best.time_s = time.perf_counter() - t0
-    return best
+    return _try_in_order(DEFAULT_FC3D_ORDER, fc3d_solver, (W, q, mu), options)[0]

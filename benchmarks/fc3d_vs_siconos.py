@@ -8,7 +8,8 @@ contacts), read with :func:`contactmp.io.load_fc3d`. ``--quick`` keeps those wit
 ``QUICK_MAX_NC`` contacts (it drops the two Capsules problems).
 
 Solvers. Ours, through ``contactmp.solvers.registry.solve_fc3d(W, q, mu, solver=NAME, tol=1e-8,
-time_limit=CAP)``: ``newton`` (the default solver), ``nsgs`` and ``qvi``; ``pyramid`` and ``ipopt``
+time_limit=CAP)``: ``auto`` (the default: newton, then nsgs, qvi, ipopt until one verifies, one
+time budget), ``newton``, ``nsgs`` and ``qvi``; ``pyramid`` and ``ipopt``
 only with ``--pyramid`` / ``--ipopt`` (they are slow). Siconos' through
 ``/usr/bin/python3 shared/tools/siconos_solve.py PROBLEM.npz --kind fc3d --solver NAME --tol 1e-8
 --max-iter N`` in a subprocess (killed after the time cap plus start-up time); when Siconos is not
@@ -52,8 +53,8 @@ from contactmp.solvers.registry import FC3D_SOLVERS, solve_fc3d  # noqa: E402
 
 TOL = 1e-8
 #: our default solver: the one whose time is compared with Siconos' best
-DEFAULT_SOLVER = "newton"
-OUR_SOLVERS = ("newton", "nsgs", "qvi")
+DEFAULT_SOLVER = "auto"  # what `contactmp solve FILE` runs: newton, then nsgs, qvi, ipopt until verified
+OUR_SOLVERS = ("auto", "newton", "nsgs", "qvi")
 OUR_SLOW_SOLVERS = ("pyramid", "ipopt")
 SICONOS_SOLVERS = ("NSGS", "NSN_AC", "NSN_FB", "PROX", "ADMM")
 #: --quick keeps the problems with at most this many contacts
@@ -141,9 +142,10 @@ def warm_up(problems: list[Problem], solvers: list[str], cap: float) -> dict[str
         picks.append(bigger[0])
     for name in solvers:
         try:
-            module = importlib.import_module(FC3D_SOLVERS[name])
-            if hasattr(module, "warmup"):
-                module.warmup()
+            if name in FC3D_SOLVERS:  # "auto" is the chain of registered solvers
+                module = importlib.import_module(FC3D_SOLVERS[name])
+                if hasattr(module, "warmup"):
+                    module.warmup()
             for p in picks:
                 solve_fc3d(p.W, p.q, p.mu, solver=name, tol=TOL, time_limit=cap)
         except Exception as exc:  # recorded for every problem by run_ours

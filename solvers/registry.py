@@ -61,7 +61,7 @@ def solve_lcp(M: Any, q: Any, solver: str | None = None, **options: Any) -> Resu
     if solver is not None and solver != "auto":
         return lcp_solver(solver)(M, q, **options)  # the solver validates its input
     M, q = validate_lcp(M, q)
-    best, tried = _try_in_order(DEFAULT_LCP_ORDER, lcp_solver, (M, q), options)
+    best, tried = _try_in_order(DEFAULT_LCP_ORDER, lcp_solver, (M, q), options, {"tol"})
     if not best.success:
         # Lemke's secondary ray is the most telling failure (for copositive-plus M it proves that
         # no solution exists): report it rather than another solver's unconverged iterate.
@@ -74,16 +74,25 @@ def solve_lcp(M: Any, q: Any, solver: str | None = None, **options: Any) -> Resu
 
 def _try_in_order(
     order: tuple[str, ...], lookup: Callable[[str], Callable[..., Result]], args: tuple[Any, ...],
-    options: dict[str, Any],
+    options: dict[str, Any], allowed: set[str],
 ) -> tuple[Result, list[Result]]:
     """The auto mode: try ``order`` until a verified solution; return the best answer (smallest
-    residual) with ``extras["attempts"]`` listing every attempt, and all the attempts."""
-    extra = set(options) - {"tol"}
+    residual) with ``extras["attempts"]`` listing every attempt, and all the attempts. Only the
+    ``allowed`` options (those every solver of ``order`` takes) are passed on."""
+    extra = set(options) - allowed
     if extra:
-        raise OptionError(f"auto mode takes only 'tol'; got {sorted(extra)} (name a solver to pass them)")
+        raise OptionError(
+            f"auto mode takes only {sorted(allowed)}; got {sorted(extra)} (name a solver to pass them)"
+        )
+    deadline = time.perf_counter() + options["time_limit"] if "time_limit" in options else None
     t0 = time.perf_counter()
     tried: list[Result] = []
     for name in order:
+        if deadline is not None:  # the whole chain shares one time budget
+            left = deadline - time.perf_counter()
+            if left <= 0 and tried:
+                break
+            options = {**options, "time_limit": max(left, 1e-3)}
         tried.append(lookup(name)(*args, **options))
         if tried[-1].success:
             break
@@ -132,11 +141,12 @@ def solve_fc3d(W: Any, q: Any, mu: Any, solver: str | None = None, **options: An
 
     With ``solver=None`` (or ``"auto"``) the solvers of :data:`DEFAULT_FC3D_ORDER` are tried in
     turn until one returns a verified solution (natural-map residual <= tol); ``extras["attempts"]``
-    lists every attempt and ``solver`` names the one whose answer is returned.
+    lists every attempt and ``solver`` names the one whose answer is returned. In auto mode only
+    ``tol`` and ``time_limit`` (one budget shared by the whole chain) are accepted.
     """
     from contactmp.solvers.fc3d import validate_fc3d
 
     if solver is not None and solver != "auto":
         return fc3d_solver(solver)(W, q, mu, **options)
     W, q, mu = validate_fc3d(W, q, mu)
-    return _try_in_order(DEFAULT_FC3D_ORDER, fc3d_solver, (W, q, mu), options)[0]
+    return _try_in_order(DEFAULT_FC3D_ORDER, fc3d_solver, (W, q, mu), options, {"tol", "time_limit"})[0]

@@ -119,7 +119,7 @@ def _residual_kernel(W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: np.ndarray
 
 
 @numba.njit(cache=True)
-def _dual_violation(q: np.ndarray, mu: np.ndarray, u: np.ndarray) -> float:
+def dual_violation(q: np.ndarray, mu: np.ndarray, u: np.ndarray) -> float:
     """dist(u_hat, K_mu^*) / max(||q||, ||u||): how far the modified velocity is from the dual cone.
 
     K_mu^* = {v : mu ||v_T|| <= v_n} (for mu = 0 the half-space v_n >= 0). Siconos' normalisation
@@ -188,7 +188,7 @@ def verified_fc3d_result(
     r = np.full(m, np.nan) if r is None else np.ascontiguousarray(r, dtype=np.float64).ravel()
     u = np.empty(m)
     res = float(_residual_kernel(W, q, mu, r, u)) if r.shape == q.shape else float("inf")
-    dual = float(_dual_violation(q, mu, u)) if np.isfinite(res) else float("inf")
+    dual = float(dual_violation(q, mu, u)) if np.isfinite(res) else float("inf")
     status, message = judge_claim(
         claimed, res <= tol and dual <= math.sqrt(tol), message,
         f"the natural-map residual {res:.3e} or the dual-cone violation {dual:.3e} exceeds its bound "

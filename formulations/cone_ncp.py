@@ -549,30 +549,14 @@ class ConeNCP:
         when ``a_T != 0``); ``"(16)"`` ``max_j min(|c_jn|, |a_jn|)`` (all inf-norms).
         """
         m = self.model
-        c, a = sol.c, sol.a
-        qdd, ldd = np.asarray(sol.qddot, dtype=float), np.asarray(sol.lddot, dtype=float)
+        mu, R = m.mu, self.R
+        out = m.common_residuals(sol.c, sol.a, sol.qddot, sol.lddot, self.S)
+        cT = np.hypot(sol.c_t, sol.c_o)
+        out["(10)"] = max(0.0, float((cT - mu * sol.c_n).max(initial=0.0)))
 
         def inf(v: np.ndarray) -> float:
             return float(np.abs(v).max(initial=0.0))
 
-        out: dict[str, float] = {}
-        out["(4)"] = inf(m.W @ c + m.g_obj + m.h_obj - m.M_obj @ qdd)
-        out["(5)"] = inf(m.tau - m.J.T @ c - m.g_man - m.h_man - m.M_man @ ldd) if m.n_l else 0.0
-        a_phys = m.W.T @ qdd + m.bias - (m.J @ ldd if m.n_l else 0.0)
-        out["(6)"] = inf(a - a_phys)
-        mu = m.mu
-        cT = np.hypot(sol.c_t, sol.c_o)
-        out["(9)"] = max(0.0, -float(sol.a_n.min(initial=0.0)))
-        out["(10)"] = max(0.0, float((cT - mu * sol.c_n).max(initial=0.0)))
-        out["(11)"] = max(0.0, -float(sol.c_n.min(initial=0.0)))
-        S, R = self.S, self.R
-        if S.size:
-            vt, vo = m.v_t[S], m.v_o[S]
-            vT = np.hypot(vt, vo)
-            mc = mu[S] * sol.c_n[S]
-            out["(12)"] = inf(np.maximum(np.abs(mc * vt + sol.c_t[S] * vT), np.abs(mc * vo + sol.c_o[S] * vT)) / vT)
-        else:
-            out["(12)"] = 0.0
         if R.size:
             at, ao = sol.a_t[R], sol.a_o[R]
             aT = np.hypot(at, ao)
@@ -581,7 +565,6 @@ class ConeNCP:
             out["(13)"] = inf(r13 / np.maximum(1.0, aT))
         else:
             out["(13)"] = 0.0
-        out["(16)"] = inf(np.minimum(np.abs(sol.c_n), np.abs(sol.a_n)))
         return out
 
 

@@ -319,33 +319,14 @@ class PyramidLCP:
         maximal dissipation ``|c_T . a_T - mu c_n min_i D_i . a_T| / max(1, |a_T|)``).
         """
         m = self.model
-        c = sol.c
-        a = sol.a
-        qdd, ldd = np.asarray(sol.qddot, dtype=float), np.asarray(sol.lddot, dtype=float)
+        out = m.common_residuals(sol.c, sol.a, sol.qddot, sol.lddot, self.S)
+        c_n, c_t, c_o = sol.c_n, sol.c_t, sol.c_o
+        a_t, a_o = sol.a_t, sol.a_o
+        R, mu = self.R, m.mu
 
         def inf(x: np.ndarray) -> float:
             return float(np.abs(x).max(initial=0.0))
 
-        out: dict[str, float] = {}
-        out["(4)"] = inf(m.W @ c + m.g_obj + m.h_obj - m.M_obj @ qdd)
-        out["(5)"] = inf(m.tau - m.J.T @ c - m.g_man - m.h_man - m.M_man @ ldd) if m.n_l else 0.0
-        a_phys = m.W.T @ qdd + m.bias - (m.J @ ldd if m.n_l else 0.0)
-        out["(6)"] = inf(a - a_phys)
-        c_n, c_t, c_o = sol.c_n, sol.c_t, sol.c_o
-        a_n, a_t, a_o = sol.a_n, sol.a_t, sol.a_o
-        out["(9)"] = max(0.0, -float(a_n.min(initial=0.0)))
-        out["(11)"] = max(0.0, -float(c_n.min(initial=0.0)))
-        S, R, mu = self.S, self.R, m.mu
-        if S.size:
-            vt, vo = m.v_t[S], m.v_o[S]
-            vT = np.hypot(vt, vo)
-            r12 = np.maximum(
-                np.abs(mu[S] * c_n[S] * vt + c_t[S] * vT), np.abs(mu[S] * c_n[S] * vo + c_o[S] * vT)
-            ) / vT
-            out["(12)"] = inf(r12)
-        else:
-            out["(12)"] = 0.0
-        out["(16)"] = inf(np.minimum(np.abs(c_n), np.abs(a_n)))
         if R.size:
             cT = np.column_stack([c_t[R], c_o[R]])
             aT = np.column_stack([a_t[R], a_o[R]])

@@ -364,6 +364,42 @@ class ContactModel:
             a = a - self.J @ np.asarray(lddot, dtype=float)
         return a
 
+    def common_residuals(
+        self, c: np.ndarray, a: np.ndarray, qddot: np.ndarray, lddot: np.ndarray, sliding: np.ndarray
+    ) -> dict[str, float]:
+        """Residuals of the conditions every friction law shares, from physical quantities.
+
+        ``c`` and ``a`` are stacked ``(n, t, o)`` blocks (``c_n`` = ``c[:n_c]``, ...), ``sliding``
+        the indices of the sliding contacts. Keys (inf-norms, 0 at a solution): ``"(4)"``, ``"(5)"``
+        Newton-Euler of objects and manipulator; ``"(6)"`` ``a = W^T qddot - J lddot + bias``;
+        ``"(9)"`` ``max(0, -a_n)``; ``"(11)"`` ``max(0, -c_n)``; ``"(12)"`` sliding friction
+        ``|mu c_n v_T + c_T |v_T|| / |v_T|``; ``"(16)"`` ``max_j min(|c_jn|, |a_jn|)``.
+        """
+        nc = self.n_c
+        c_n, c_t, c_o = c[:nc], c[nc:2 * nc], c[2 * nc:]
+        a_n = a[:nc]
+        qdd, ldd = np.asarray(qddot, dtype=float), np.asarray(lddot, dtype=float)
+
+        def inf(v: np.ndarray) -> float:
+            return float(np.abs(v).max(initial=0.0))
+
+        out: dict[str, float] = {}
+        out["(4)"] = inf(self.W @ c + self.g_obj + self.h_obj - self.M_obj @ qdd)
+        out["(5)"] = inf(self.tau - self.J.T @ c - self.g_man - self.h_man - self.M_man @ ldd) if self.n_l else 0.0
+        out["(6)"] = inf(a - (self.W.T @ qdd + self.bias - (self.J @ ldd if self.n_l else 0.0)))
+        out["(9)"] = max(0.0, -float(a_n.min(initial=0.0)))
+        out["(11)"] = max(0.0, -float(c_n.min(initial=0.0)))
+        S = np.asarray(sliding, dtype=np.int64)
+        if S.size:
+            vt, vo = self.v_t[S], self.v_o[S]
+            vT = np.hypot(vt, vo)
+            mc = self.mu[S] * c_n[S]
+            out["(12)"] = inf(np.maximum(np.abs(mc * vt + c_t[S] * vT), np.abs(mc * vo + c_o[S] * vT)) / vT)
+        else:
+            out["(12)"] = 0.0
+        out["(16)"] = inf(np.minimum(np.abs(c_n), np.abs(a_n)))
+        return out
+
     def with_mu(self, mu: float | ArrayLike) -> "ContactModel":
         """A copy with friction coefficients ``mu`` (scalar or per contact); ``A``, ``b`` are reused."""
         try:

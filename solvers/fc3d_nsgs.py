@@ -110,11 +110,10 @@ def local_q(indptr, indices, data, diag, q, r, j, out):  # pragma: no cover - co
 
 
 @numba.njit(cache=True)
-def csr_residual(indptr, indices, data, q, mu, r, u):  # pragma: no cover - compiled
-    """``u <- W r + q`` and the normalized natural-map residual of fc3d (as ``fc3d_residual``)."""
-    m = q.shape[0]
+def csr_velocity(indptr, indices, data, q, r, u):  # pragma: no cover - compiled
+    """``u <- W r + q`` (W in CSR); return the scale ``max(||q||, ||r||, ||u||)`` of the residuals."""
     nq = nr = nu = 0.0
-    for i in range(m):
+    for i in range(q.shape[0]):
         s = q[i]
         for p in range(indptr[i], indptr[i + 1]):
             s += data[p] * r[indices[p]]
@@ -122,6 +121,13 @@ def csr_residual(indptr, indices, data, q, mu, r, u):  # pragma: no cover - comp
         nq += q[i] * q[i]
         nr += r[i] * r[i]
         nu += s * s
+    return max(math.sqrt(nq), math.sqrt(nr), math.sqrt(nu))
+
+
+@numba.njit(cache=True)
+def csr_residual(indptr, indices, data, q, mu, r, u):  # pragma: no cover - compiled
+    """``u <- W r + q`` and the normalized natural-map residual of fc3d (as ``fc3d_residual``)."""
+    scale = csr_velocity(indptr, indices, data, q, r, u)
     err = 0.0
     for j in range(mu.shape[0]):
         m_ = mu[j]
@@ -139,7 +145,6 @@ def csr_residual(indptr, indices, data, q, mu, r, u):  # pragma: no cover - comp
             p0, p1, p2 = a, m_ * a * t1 / s, m_ * a * t2 / s
         err += (r[3 * j] - p0) ** 2 + (r[3 * j + 1] - p1) ** 2 + (r[3 * j + 2] - p2) ** 2
     err = math.sqrt(err)
-    scale = max(math.sqrt(nq), math.sqrt(nr), math.sqrt(nu))
     if not np.isfinite(err):
         return np.inf
     return err / scale if scale > 0.0 else err

@@ -50,7 +50,8 @@ from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import validate_fc3d, verified_fc3d_result
 from contactmp.solvers.fc3d_local import solve_cylinder_local
 from contactmp.solvers.fc3d_nsgs import (
-    _positive_int, _time_limit, bad_diagonal, block_data, csr_residual, local_q, run_batches, warm_start,
+    _positive_int, _time_limit, bad_diagonal, block_data, csr_residual, csr_velocity, local_q, run_batches,
+    warm_start,
 )
 from contactmp.solvers.lcp import SolverOptions
 
@@ -110,16 +111,7 @@ class Options(SolverOptions):
 @numba.njit(cache=True)
 def _tresca_residual(indptr, indices, data, q, s, r, u):  # pragma: no cover - compiled
     """``u <- W r + q``; ``||r - P_C(s)(r - u)|| / max(||q||, ||r||, ||u||)``."""
-    m = q.shape[0]
-    nq = nr = nu = 0.0
-    for i in range(m):
-        v = q[i]
-        for p in range(indptr[i], indptr[i + 1]):
-            v += data[p] * r[indices[p]]
-        u[i] = v
-        nq += q[i] * q[i]
-        nr += r[i] * r[i]
-        nu += v * v
+    scale = csr_velocity(indptr, indices, data, q, r, u)
     err = 0.0
     for j in range(s.shape[0]):
         n = r[3 * j] - u[3 * j]
@@ -133,7 +125,6 @@ def _tresca_residual(indptr, indices, data, q, s, r, u):  # pragma: no cover - c
             t2 *= f
         err += (r[3 * j] - p0) ** 2 + (r[3 * j + 1] - t1) ** 2 + (r[3 * j + 2] - t2) ** 2
     err = math.sqrt(err)
-    scale = max(math.sqrt(nq), math.sqrt(nr), math.sqrt(nu))
     if not np.isfinite(err):
         return np.inf
     return err / scale if scale > 0.0 else err

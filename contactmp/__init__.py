@@ -8,19 +8,21 @@ from contactmp import pyomo_ipopt as _pyomo_ipopt  # noqa: F401
 __version__ = "0.1.0"
 __all__ = [
     "ContactMPError", "InputError", "OptionError", "Result", "Status", "__version__",
-    "Program", "solve_lcp", "solve_program", "PyramidLCP",
+    "Program", "solve_lcp", "solve_fc3d", "solve_program", "PyramidLCP", "ConeNCP",
 ]
 
 _LAZY = {  # heavier entry points, imported on first use (CasADi, numba)
     "Program": "contactmp.program",
     "solve_lcp": "contactmp.solvers.registry",
+    "solve_fc3d": "contactmp.solvers.registry",
+    "ConeNCP": "contactmp.formulations.cone_ncp",
     "solve_program": "contactmp.solvers.nlp",
     "PyramidLCP": "contactmp.formulations.pyramid_lcp",
 }
 
 
 def __getattr__(name: str):
-    """Lazy access to ``Program``, ``solve_lcp``, ``solve_program`` and ``PyramidLCP``."""
+    """Lazy access to the heavier entry points listed in ``_LAZY``."""
     if name in _LAZY:
         import importlib
 

@@ -1,5 +1,15 @@
 """Solvers and reductions: LCP, MCP, cone and NLP/MPCC solvers, chosen by name from registries."""
 from contactmp.solvers.lcp import lcp_residual, validate_lcp
-from contactmp.solvers.registry import DEFAULT_LCP_ORDER, LCP_SOLVERS, solve_lcp
+from contactmp.solvers.registry import (
+    DEFAULT_FC3D_ORDER,
+    DEFAULT_LCP_ORDER,
+    FC3D_SOLVERS,
+    LCP_SOLVERS,
+    solve_fc3d,
+    solve_lcp,
+)
 
-__all__ = ["lcp_residual", "validate_lcp", "solve_lcp", "LCP_SOLVERS", "DEFAULT_LCP_ORDER"]
+__all__ = [
+    "lcp_residual", "validate_lcp", "solve_lcp", "LCP_SOLVERS", "DEFAULT_LCP_ORDER",
+    "solve_fc3d", "FC3D_SOLVERS", "DEFAULT_FC3D_ORDER",
+]

@@ -14,6 +14,15 @@ from contactmp.models.random_problems import (
     trinkle_dataset,
 )
 from contactmp.models.scenes import block_between_jaws, box_on_plane, two_stacks
+from contactmp.models.symbolic import ContactSystem
+from contactmp.models.systems import (
+    box_2d,
+    box_3d,
+    cart_pole_walls,
+    hopper_2d,
+    point_mass_2d,
+    quaternion_to_rotation,
+)
 from contactmp.models.rigid_bodies import (
     GRAVITY,
     GROUND,
@@ -27,6 +36,8 @@ from contactmp.models.rigid_bodies import (
 )
 
 __all__ = [
+    "ContactSystem", "box_2d", "box_3d", "cart_pole_walls", "hopper_2d", "point_mass_2d",
+    "quaternion_to_rotation",
     "STYLES", "SceneStyle", "block_between_jaws", "BodyRef", "Contact", "ContactModel", "DataSet", "GRAVITY", "GROUND", "Manipulator", "RigidBody",
     "TRINKLE_MUS", "TRINKLE_PROBLEMS", "box_inertia", "contact_graph", "link", "obj", "problem_seed",
     "random_problem", "random_pyramid_lcp", "rotation_about", "split_islands", "trinkle_dataset",

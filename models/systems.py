@@ -1,0 +1,253 @@
+"""Example contact systems as :class:`~contactmp.models.symbolic.ContactSystem` s (SI units).
+
+Planar systems live in the world x-z plane (z up, gravity ``-g e_z``); a planar angle ``theta``
+turns the body counterclockwise in the (x, z) coordinates, so a body point ``r = (r_x, r_z)`` sits at
+``p + R(theta) r`` with ``R = [[cos, -sin], [sin, cos]]``. Their contacts have one tangent ``t``
+(``planar=True``, ``Jo = 0``); the frame ``(n, t, o)`` has ``o`` = the out-of-plane world y axis,
+``n x t = o``: ground contacts use ``n = e_z, t = e_x``.
+
+Unless a system says otherwise, ``qdot = v`` and the mass matrix and ``h`` come from the Lagrangian
+``L = T - V`` with ``T = 1/2 v^T M(q) v``:
+``h(q, v) = d(M v)/dq v - dT/dq + dV/dq`` (Coriolis, centrifugal and gravity terms).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import casadi as ca
+import numpy as np
+from numpy.typing import ArrayLike
+
+from contactmp.errors import InputError
+from contactmp.models.rigid_bodies import GRAVITY
+from contactmp.models.symbolic import ContactSystem
+
+__all__ = ["point_mass_2d", "box_2d", "hopper_2d", "cart_pole_walls", "box_3d",
+           "quaternion_to_rotation"]
+
+
+# --------------------------------------------------------------------------------- helpers
+def _positive(name: str, value: float) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError) as exc:
+        raise InputError(name, f"must be a number, got {value!r}") from exc
+    if not np.isfinite(x) or x <= 0:
+        raise InputError(name, f"must be finite and > 0, got {value!r}")
+    return x
+
+
+def _nonnegative(name: str, value: float) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError) as exc:
+        raise InputError(name, f"must be a number, got {value!r}") from exc
+    if not np.isfinite(x) or x < 0:
+        raise InputError(name, f"must be finite and >= 0, got {value!r}")
+    return x
+
+
+def _lagrangian(q: ca.SX, v: ca.SX, T: ca.SX, V: ca.SX) -> tuple[ca.SX, ca.SX]:
+    """``M = d^2 T / dv^2`` and ``h = d(M v)/dq v - dT/dq + dV/dq`` (for ``qdot = v``)."""
+    M = ca.hessian(T, v)[0]
+    h = ca.jacobian(M @ v, q) @ v - ca.gradient(T, q) + ca.gradient(V, q)
+    return ca.simplify(M), h
+
+
+def _rot2(theta: ca.SX) -> ca.SX:
+    c, s = ca.cos(theta), ca.sin(theta)
+    return ca.vertcat(ca.horzcat(c, -s), ca.horzcat(s, c))
+
+
+def _point_contacts(points: Sequence[ca.SX], frames: Sequence[tuple[ArrayLike, ...]],
+                    offsets: Sequence[float], q: ca.SX, v: ca.SX, qdot: ca.SX,
+                    planar: bool) -> tuple[ca.SX, ca.SX, ca.SX, ca.SX]:
+    """Gaps and Jacobian rows of material points ``p_j(q)`` against fixed planes.
+
+    Plane ``j`` is ``{x : n_j . x = offsets[j]}`` with frame ``(n_j, t_j[, o_j])``;
+    ``phi_j = n_j . p_j - offsets[j]`` and the rows are ``n_j^T Jp_j``, ``t_j^T Jp_j``, ``o_j^T Jp_j``
+    where ``Jp_j = d (dp_j/dq qdot) / dv`` is the point's velocity Jacobian.
+    """
+    phi, Jn, Jt, Jo = [], [], [], []
+    n_v = v.size1()
+    for p, frame, off in zip(points, frames, offsets):
+        Jp = ca.jacobian(ca.jacobian(p, q) @ qdot, v)
+        n, t = (ca.DM(np.asarray(a, dtype=float)) for a in frame[:2])
+        phi.append(ca.dot(n, p) - off)
+        Jn.append(n.T @ Jp)
+        Jt.append(t.T @ Jp)
+        Jo.append(ca.SX.zeros(1, n_v) if planar else ca.DM(np.asarray(frame[2], float)).T @ Jp)
+    return ca.vertcat(*phi), ca.vertcat(*Jn), ca.vertcat(*Jt), ca.vertcat(*Jo)
+
+
+_GROUND_2D = ((0.0, 1.0), (1.0, 0.0))            # n = e_z, t = e_x (in (x, z))
+_GROUND_3D = ((0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0))  # n = e_z, t = e_x, o = e_y
+
+
+# --------------------------------------------------------------------------------- systems
+def point_mass_2d(m: float = 1.0, mu: float = 0.5, g: float = GRAVITY) -> ContactSystem:
+    """A planar point mass above the ground: ``q = (x, z)``, ``M = m I``, ``h = (0, m g)``,
+    ``B = I`` (inputs: forces ``f_x, f_z``), one contact with ``phi = z``."""
+    m, g = _positive("m", m), _nonnegative("g", g)
+    q, v, u = ca.SX.sym("q", 2), ca.SX.sym("v", 2), ca.SX.sym("u", 2)
+    V = m * g * q[1]
+    M, h = _lagrangian(q, v, 0.5 * m * ca.dot(v, v), V)
+    phi, Jn, Jt, Jo = _point_contacts([q], [_GROUND_2D], [0.0], q, v, v, planar=True)
+    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=ca.SX.eye(2), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo,
+                         mu=mu, V=V, planar=True, q_nominal=[0.0, 0.0], name="point_mass_2d",
+                         q_names=("x", "z"), v_names=("xdot", "zdot"), u_names=("f_x", "f_z"),
+                         contact_names=("ground",))
+
+
+def box_2d(m: float = 1.0, width: float = 1.0, height: float = 0.5, mu: float = 0.5,
+           g: float = GRAVITY) -> ContactSystem:
+    """A planar box: ``q = (x, z, theta)`` (center of mass, angle), ``M = diag(m, m, I)`` with
+    ``I = m (width^2 + height^2) / 12``, ``h = (0, m g, 0)``, ``B = I`` (inputs: a force
+    ``f_x, f_z`` at the center and a torque ``tau``). Four corner contacts with the ground, in
+    the order bottom-left, bottom-right, top-right, top-left (body frame); ``phi_j`` is the corner
+    height. ``q_nominal = (0, height/2, 0)`` rests on the ground."""
+    m, g = _positive("m", m), _nonnegative("g", g)
+    w, hh = _positive("width", width), _positive("height", height)
+    inertia = m * (w**2 + hh**2) / 12.0
+    q, v, u = ca.SX.sym("q", 3), ca.SX.sym("v", 3), ca.SX.sym("u", 3)
+    T = 0.5 * m * (v[0] ** 2 + v[1] ** 2) + 0.5 * inertia * v[2] ** 2
+    V = m * g * q[1]
+    M, h = _lagrangian(q, v, T, V)
+    R = _rot2(q[2])
+    corners = [(-w / 2, -hh / 2), (w / 2, -hh / 2), (w / 2, hh / 2), (-w / 2, hh / 2)]
+    points = [q[:2] + R @ ca.DM(c) for c in corners]
+    phi, Jn, Jt, Jo = _point_contacts(points, [_GROUND_2D] * 4, [0.0] * 4, q, v, v, planar=True)
+    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=ca.SX.eye(3), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo,
+                         mu=mu, V=V, planar=True, q_nominal=[0.0, hh / 2, 0.0], name="box_2d",
+                         q_names=("x", "z", "theta"), v_names=("xdot", "zdot", "thetadot"),
+                         u_names=("f_x", "f_z", "tau"),
+                         contact_names=("bottom_left", "bottom_right", "top_right", "top_left"))
+
+
+def hopper_2d(m_body: float = 10.0, I_body: float = 0.4, m_leg: float = 1.0,
+              I_leg: float = 0.05, foot_to_com: float = 0.25, l_nominal: float = 1.0,
+              mu: float = 0.8, g: float = GRAVITY) -> ContactSystem:
+    """A planar one-legged hopper.
+
+    ``q = (x, z, theta, alpha, l)``: body center of mass ``(x, z)`` and angle ``theta``; the hip
+    (at the body's center of mass) carries a revolute joint ``alpha`` (leg angle relative to the
+    body; absolute leg angle ``beta = theta + alpha`` from the downward vertical) and a prismatic
+    joint ``l`` (hip-to-foot length). The foot is at ``(x + l sin beta, z - l cos beta)``. The leg
+    (mass ``m_leg``, inertia ``I_leg`` about its own center of mass) has its center of mass on the
+    leg axis at ``foot_to_com`` above the foot, i.e. at distance ``l - foot_to_com`` from the hip.
+    Inputs ``u = (f_leg, tau_hip)``: the leg force along ``l`` (positive extends) and the hip torque
+    on the leg (minus on the body), so ``B = [e_l, e_alpha]``. One foot contact with the ground.
+    ``q_nominal = (0, l_nominal, 0, 0, l_nominal)`` stands upright with the foot on the ground.
+    """
+    mb, Ib = _positive("m_body", m_body), _positive("I_body", I_body)
+    ml, Il = _positive("m_leg", m_leg), _positive("I_leg", I_leg)
+    c = _nonnegative("foot_to_com", foot_to_com)
+    l0, g = _positive("l_nominal", l_nominal), _nonnegative("g", g)
+    q, v, u = ca.SX.sym("q", 5), ca.SX.sym("v", 5), ca.SX.sym("u", 2)
+    x, z, theta, alpha, l = (q[i] for i in range(5))
+    beta = theta + alpha
+    axis = ca.vertcat(ca.sin(beta), -ca.cos(beta))       # hip -> foot unit vector in (x, z)
+    hip = ca.vertcat(x, z)
+    leg_com = hip + (l - c) * axis
+    foot = hip + l * axis
+    v_leg = ca.jacobian(leg_com, q) @ v
+    T = (0.5 * mb * (v[0] ** 2 + v[1] ** 2) + 0.5 * Ib * v[2] ** 2
+         + 0.5 * ml * ca.dot(v_leg, v_leg) + 0.5 * Il * (v[2] + v[3]) ** 2)
+    V = g * (mb * z + ml * leg_com[1])
+    M, h = _lagrangian(q, v, T, V)
+    B = ca.SX.zeros(5, 2)
+    B[4, 0] = 1.0
+    B[3, 1] = 1.0
+    phi, Jn, Jt, Jo = _point_contacts([foot], [_GROUND_2D], [0.0], q, v, v, planar=True)
+    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=B, phi=phi, Jn=Jn, Jt=Jt, Jo=Jo, mu=mu, V=V,
+                         planar=True, q_nominal=[0.0, l0, 0.0, 0.0, l0], name="hopper_2d",
+                         q_names=("x", "z", "theta", "alpha", "l"),
+                         v_names=("xdot", "zdot", "thetadot", "alphadot", "ldot"),
+                         u_names=("f_leg", "tau_hip"), contact_names=("foot",))
+
+
+def cart_pole_walls(m_cart: float = 1.0, m_pole: float = 0.1, length: float = 1.0,
+                    d: float = 0.5, mu: float = 0.3, g: float = GRAVITY) -> ContactSystem:
+    """A cart-pole whose pole tip can touch two walls at ``x = +d`` and ``x = -d``.
+
+    ``q = (x, theta)``: cart position on a horizontal rail at ``z = 0`` and pole angle from the
+    upright (positive tips toward ``+x``); the pole is massless with a point mass ``m_pole`` at its
+    tip ``(x + length sin theta, length cos theta)``. Input ``u = (f,)``: a horizontal force on the
+    cart. Contacts ``(right, left)`` between the tip and the walls have horizontal normals pointing
+    away from the wall into the free space: right ``n = -e_x, t = e_z``, ``phi = d - x_tip``;
+    left ``n = e_x, t = -e_z``, ``phi = x_tip + d`` (``n x t = e_y`` for both). ``q_nominal = 0``.
+    """
+    mc, mp = _positive("m_cart", m_cart), _positive("m_pole", m_pole)
+    L, dd, g = _positive("length", length), _positive("d", d), _nonnegative("g", g)
+    q, v, u = ca.SX.sym("q", 2), ca.SX.sym("v", 2), ca.SX.sym("u", 1)
+    tip = ca.vertcat(q[0] + L * ca.sin(q[1]), L * ca.cos(q[1]))
+    v_tip = ca.jacobian(tip, q) @ v
+    T = 0.5 * mc * v[0] ** 2 + 0.5 * mp * ca.dot(v_tip, v_tip)
+    V = mp * g * tip[1]
+    M, h = _lagrangian(q, v, T, V)
+    B = ca.SX(ca.DM([[1.0], [0.0]]))
+    frames = [((-1.0, 0.0), (0.0, 1.0)), ((1.0, 0.0), (0.0, -1.0))]
+    phi, Jn, Jt, Jo = _point_contacts([tip, tip], frames, [-dd, -dd], q, v, v, planar=True)
+    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=B, phi=phi, Jn=Jn, Jt=Jt, Jo=Jo, mu=mu, V=V,
+                         planar=True, q_nominal=[0.0, 0.0], name="cart_pole_walls",
+                         q_names=("x", "theta"), v_names=("xdot", "thetadot"), u_names=("f",),
+                         contact_names=("right_wall", "left_wall"))
+
+
+def quaternion_to_rotation(quat: ca.SX) -> ca.SX:
+    """Rotation matrix of the quaternion ``(w, x, y, z)`` divided by its squared norm, so that it
+    is a rotation for any nonzero quaternion (and the usual formula for a unit one)."""
+    w, x, y, z = (quat[i] for i in range(4))
+    s = 2.0 / (w * w + x * x + y * y + z * z)
+    return ca.vertcat(
+        ca.horzcat(1 - s * (y * y + z * z), s * (x * y - z * w), s * (x * z + y * w)),
+        ca.horzcat(s * (x * y + z * w), 1 - s * (x * x + z * z), s * (y * z - x * w)),
+        ca.horzcat(s * (x * z - y * w), s * (y * z + x * w), 1 - s * (x * x + y * y)),
+    )
+
+
+def box_3d(m: float = 1.0, size: float | ArrayLike = 0.5, mu: float = 0.5,
+           g: float = GRAVITY) -> ContactSystem:
+    """A 3D box (edge lengths ``size = (a, b, c)`` along its body axes, or one number for a cube)
+    with 8 corner contacts against the ground ``z = 0``.
+
+    ``q = (x, y, z, qw, qx, qy, qz)``: center of mass and a unit quaternion (body -> world);
+    ``v = (vx, vy, vz, wx, wy, wz)``: world velocity of the center and the angular velocity in the
+    *body* frame. ``qdot = (v_lin, 1/2 quat (x) (0, omega))`` (quaternion product), which keeps
+    ``|quat|`` constant. ``M = diag(m I_3, I_body)``, ``I_body = m/12 diag(b^2+c^2, a^2+c^2,
+    a^2+b^2)``; ``h = (0, 0, m g, omega x I_body omega)`` (Newton-Euler). ``B = I_6``: inputs
+    ``(f_x, f_y, f_z)`` a world force at the center and ``(tau_x, tau_y, tau_z)`` a body-frame
+    torque. Corners ``(+-a/2, +-b/2, +-c/2)`` in the order of ``itertools.product((-1, 1), repeat=3)``
+    over the signs (x slowest); ground frame ``n = e_z, t = e_x, o = e_y``.
+    ``q_nominal = (0, 0, c/2, 1, 0, 0, 0)`` rests on the ground.
+    """
+    m, g = _positive("m", m), _nonnegative("g", g)
+    sz = np.asarray(size, dtype=float)
+    if sz.ndim == 0:
+        sz = np.full(3, float(sz))
+    if sz.shape != (3,) or not np.all(np.isfinite(sz)) or np.any(sz <= 0):
+        raise InputError("size", f"expected one or three finite edge lengths > 0, got {size!r}")
+    a, b, c = sz
+    Ib = m / 12.0 * np.array([b * b + c * c, a * a + c * c, a * a + b * b])
+    q, v, u = ca.SX.sym("q", 7), ca.SX.sym("v", 7 - 1), ca.SX.sym("u", 6)
+    pos, quat, vlin, om = q[:3], q[3:], v[:3], v[3:]
+    qw, qv = quat[0], quat[1:]
+    quat_dot = 0.5 * ca.vertcat(-ca.dot(qv, om), qw * om + ca.cross(qv, om))
+    qdot = ca.vertcat(vlin, quat_dot)
+    M = ca.SX(ca.DM(np.diag(np.concatenate([np.full(3, m), Ib]))))
+    Iom = ca.DM(Ib) * om
+    h = ca.vertcat(0.0, 0.0, m * g, ca.cross(om, Iom))
+    V = m * g * pos[2]
+    R = quaternion_to_rotation(quat)
+    signs = [(sx, sy, sz_) for sx in (-1, 1) for sy in (-1, 1) for sz_ in (-1, 1)]
+    points = [pos + R @ ca.DM([sx * a / 2, sy * b / 2, sz_ * c / 2]) for sx, sy, sz_ in signs]
+    phi, Jn, Jt, Jo = _point_contacts(points, [_GROUND_3D] * 8, [0.0] * 8, q, v, qdot,
+                                      planar=False)
+    names = tuple("corner_" + "".join("+" if s > 0 else "-" for s in sg) for sg in signs)
+    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=ca.SX.eye(6), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo,
+                         mu=mu, qdot=qdot, V=V, planar=False,
+                         q_nominal=[0.0, 0.0, c / 2, 1.0, 0.0, 0.0, 0.0], name="box_3d",
+                         q_names=("x", "y", "z", "qw", "qx", "qy", "qz"),
+                         v_names=("vx", "vy", "vz", "wx", "wy", "wz"),
+                         u_names=("f_x", "f_y", "f_z", "tau_x", "tau_y", "tau_z"),
+                         contact_names=names)

@@ -1,1 +1,1 @@
-"""contactmp.transcriptions."""
+"""contactmp.transcriptions: formulation blocks composed over many time steps (time-stepping simulation)."""

@@ -1,0 +1,127 @@
+"""Physics checks of the velocity-level time stepping (pyramid LCP and Coulomb cone)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from contactmp.errors import InputError, OptionError
+from contactmp.models.rigid_bodies import GRAVITY as G
+from contactmp.models.systems import box_2d, box_3d, hopper_2d, point_mass_2d
+from contactmp.result import Status
+from contactmp.transcriptions.time_stepping import TimeStepping
+
+FORMS = ("pyramid", "cone")
+H = 0.01
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_box_2d_drop_lands_without_penetration_and_rests(form: str) -> None:
+    m = 2.0
+    box = box_2d(m=m, width=1.0, height=0.5, mu=0.5)
+    ts = TimeStepping(box, H, form)
+    q0 = np.array([0.0, 0.25 + 0.2, 0.0])  # bottom 0.2 m above the ground
+    tr = ts.simulate(q0, np.zeros(3), None, 60)
+    assert tr.n_failed == 0 and tr.n_steps == 60
+    phis = np.array([box.eval_phi(q) for q in tr.q])
+    # free fall of 0.2 m takes sqrt(2*0.2/g) = 0.202 s: landed well before step 40
+    assert phis.min() >= -1e-6
+    assert np.abs(phis[40:, :2]).max() <= 1e-9  # bottom corners on the ground, not above it
+    # at rest the normal impulses carry the weight over each step
+    np.testing.assert_allclose(tr.p_n[40:].sum(axis=1), m * G * H, rtol=1e-6)
+    np.testing.assert_allclose(tr.v[40:], 0.0, atol=1e-9)
+    assert np.abs(tr.p_t[40:]).max() <= 1e-9 and np.abs(tr.p_o).max() == 0.0
+    assert tr.dynamics_residual.max() <= 1e-9
+    # before landing it is free flight: v_z = -g t exactly (semi-implicit Euler)
+    k = 10
+    assert tr.solver[0] == "free_flight" or tr.p_n[0].sum() == 0.0
+    np.testing.assert_allclose(tr.v[k, 1], -G * H * k, rtol=1e-12)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_point_mass_slides_with_coulomb_deceleration(form: str) -> None:
+    mu, m = 0.5, 1.5
+    pm = point_mass_2d(m=m, mu=mu)
+    ts = TimeStepping(pm, H, form)
+    n = 40
+    tr = ts.simulate([0.0, 0.0], [1.0, 0.0], None, n)
+    assert tr.n_failed == 0
+    a = mu * G
+    # discrete closed form of the scheme: v_{k+1} = max(v_k - a h, 0), x_{k+1} = x_k + h v_{k+1}
+    k = np.arange(n + 1)
+    v_exact = np.maximum(1.0 - a * H * k, 0.0)
+    x_exact = np.concatenate([[0.0], np.cumsum(H * v_exact[1:])])
+    np.testing.assert_allclose(tr.v[:, 0], v_exact, atol=1e-9)
+    np.testing.assert_allclose(tr.q[:, 0], x_exact, atol=1e-9)
+    np.testing.assert_allclose(tr.q[:, 1], 0.0, atol=1e-12)
+    # continuous closed form x(t) = t - a t^2 / 2 (t <= 1/a), stop at x* = 1/(2a): O(h) error
+    t_stop = 1.0 / a
+    t = tr.t[tr.t <= t_stop]
+    assert np.abs(tr.q[: t.size, 0] - (t - a * t**2 / 2)).max() <= H
+    assert abs(tr.q[-1, 0] - 1.0 / (2 * a)) <= H
+    # while sliding the friction impulse is -mu p_n and p_n = m g h
+    sliding = v_exact[1:] > 0
+    np.testing.assert_allclose(tr.p_n[:, 0], m * G * H, rtol=1e-9)
+    np.testing.assert_allclose(tr.p_t[sliding, 0], -mu * m * G * H, rtol=1e-9)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_hopper_stands_still_on_its_foot(form: str) -> None:
+    m_body, m_leg = 10.0, 1.0
+    hp = hopper_2d(m_body=m_body, m_leg=m_leg)
+    # at q_nominal (beta = 0) Jn = (0, 1, 0, 0, -1); statics h(q, 0) = B u + Jn^T lambda_n gives
+    # z-row: (m_body + m_leg) g = lambda_n, l-row: -m_leg g = f_leg - lambda_n, so f_leg = m_body g
+    u = np.array([m_body * G, 0.0])
+    ts = TimeStepping(hp, H, form)
+    tr = ts.simulate(hp.q_nominal, np.zeros(5), u, 100)
+    assert tr.n_failed == 0
+    np.testing.assert_allclose(tr.q, np.tile(hp.q_nominal, (101, 1)), atol=1e-10)
+    np.testing.assert_allclose(tr.p_n[:, 0], (m_body + m_leg) * G * H, rtol=1e-6)
+    assert np.abs(tr.p_t).max() <= 1e-9
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_box_3d_slides_lands_and_stops(form: str) -> None:
+    m, mu = 1.0, 0.5
+    box = box_3d(m=m, size=0.5, mu=mu)
+    ts = TimeStepping(box, H, form)
+    q0 = np.array([0.0, 0.0, 0.25, 1.0, 0.0, 0.0, 0.0])  # resting, sliding along x
+    tr = ts.simulate(q0, [0.3, 0.4, 0, 0, 0, 0], None, 20)
+    assert tr.n_failed == 0
+    a = mu * G
+    k = np.arange(21)
+    if form == "cone":  # Coulomb: deceleration mu g along the velocity direction (0.6, 0.8)
+        speed = np.maximum(0.5 - a * H * k, 0.0)
+        vx, vy = 0.6 * speed, 0.8 * speed
+    else:  # the square pyramid |p_t|, |p_o| <= mu p_n: each axis decelerates by mu g on its own
+        vx, vy = np.maximum(0.3 - a * H * k, 0.0), np.maximum(0.4 - a * H * k, 0.0)
+    np.testing.assert_allclose(tr.v[:, 0], vx, atol=1e-7)
+    np.testing.assert_allclose(tr.v[:, 1], vy, atol=1e-7)
+    np.testing.assert_allclose(tr.p_n.sum(axis=1), m * G * H, rtol=1e-6)
+    assert min(box.eval_phi(q).min() for q in tr.q) >= -1e-6
+    np.testing.assert_allclose(np.linalg.norm(tr.q[:, 3:], axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(tr.v[-1], 0.0, atol=1e-8)
+
+
+def test_failed_step_is_recorded_and_can_stop() -> None:
+    pm = point_mass_2d()
+    ts = TimeStepping(pm, H, "pyramid", solver="pgs", tol=1e-300, on_failure="stop")
+    tr = ts.simulate([0.0, 0.0], [1.0, 0.0], None, 5)
+    assert tr.stopped and tr.n_steps == 1 and tr.status[0] is not Status.SOLVED
+    ts = TimeStepping(pm, H, "pyramid", solver="pgs", tol=1e-300)
+    tr = ts.simulate([0.0, 0.0], [1.0, 0.0], None, 3)
+    assert not tr.stopped and tr.n_steps == 3 and tr.n_failed == 3
+
+
+def test_inputs_are_checked() -> None:
+    pm = point_mass_2d()
+    with pytest.raises(InputError, match="h"):
+        TimeStepping(pm, -1.0)
+    with pytest.raises(OptionError):
+        TimeStepping(pm, H, "mdp")
+    with pytest.raises(InputError, match="facets"):
+        TimeStepping(pm, H, facets=5)
+    ts = TimeStepping(pm, H)
+    with pytest.raises(InputError, match="u"):
+        ts.simulate([0, 0], [0, 0], np.zeros(3), 2)
+    tr = ts.simulate([0, 1.0], [0, 0], lambda t: [0.0, 0.0], 2)  # callable input, free flight
+    np.testing.assert_allclose(tr.v[2], [0.0, -2 * G * H], rtol=1e-12)

@@ -23,7 +23,8 @@ def solve(
     file: Path = typer.Argument(
         ..., exists=True, dir_okay=False,
         help="Problem file, read by content: LCP (.npz with M, q; Siconos .dat) or fc3d "
-        "(.npz with W, q, mu; Siconos .dat; FCLIB HDF5).",
+        "(.npz with W, q, mu; Siconos .dat; FCLIB HDF5); a NOSBENCH MPCC (CasADi .json) is solved "
+        "with Scholtes' relaxation.",
     ),
     solver: Optional[str] = typer.Option(None, help="Solver name (see `contactmp list`); default tries several."),
     tol: float = typer.Option(
@@ -43,6 +44,10 @@ def solve(
     from contactmp.solvers import solve_lcp
     from contactmp.solvers.registry import solve_fc3d
 
+    from contactmp.nosbench import is_nosbench_file
+
+    if is_nosbench_file(file):  # a NOSBENCH MPCC (CasADi JSON)
+        _solve_nosbench(file, as_json)
     kind = "problem"
     try:
         kind, arrays = load_problem(file)
@@ -92,6 +97,29 @@ def solve(
         if res.message:
             Console().print(res.message)
     # a finished solve exits 0 whatever its status (the status is the answer); bad input exits 2
+    raise typer.Exit(0)
+
+
+def _solve_nosbench(file: Path, as_json: bool) -> None:
+    """Solve a NOSBENCH MPCC with the paper's Scholtes protocol; exit 0 (solved or not) or 2."""
+    from contactmp.errors import ContactMPError
+    from contactmp.nosbench import solve_nosbench
+
+    try:
+        out = solve_nosbench(file)
+    except ContactMPError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    if as_json:
+        sys.stdout.write(json.dumps({"kind": "mpcc", **out}) + "\n")
+    else:
+        t = Table(title=f"{file.name} (NOSBENCH MPCC, n_w = {out['n_w']}, {out['n_comp']} pairs)")
+        for col in ("status", "strategy", "objective", "max G_i H_i", "feasibility", "time"):
+            t.add_column(col)
+        t.add_row(out["status"], out["strategy"], str(out["objective"]), str(out["comp_residual"]),
+                  str(out["feasibility"]), f"{out['time_s']:.3f} s")
+        Console().print(t)
+        Console().print(out["message"])
     raise typer.Exit(0)
 
 

@@ -1,0 +1,174 @@
+"""NOSBENCH MPCCs: loading (with the security checks), the Program, the paper's criterion."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import casadi as ca
+import numpy as np
+import pytest
+
+from contactmp.errors import InputError
+from contactmp.nosbench import COMP_TOL, FEAS_TOL, load_nosbench, solve_nosbench, to_program
+
+DATA = Path("/work/shared/data/nosbench")
+SMALL = ["CLS1D_002_001_002_1_GL_CLS_4_ELC_0", "986OM_001_001_002_2_RIIA_STEP_7_FIL_0",
+         "2BCLS_001_001_002_3_GL_CLS_7_ELC_0"]
+
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="NOSBENCH data not present")
+
+
+def _raw(name: str) -> dict:
+    return json.loads((DATA / f"{name}.json").read_text())
+
+
+def _paper_check(d: dict, w: np.ndarray) -> tuple[float, float]:
+    """Feasibility and max G_i H_i at w, from the file's functions deserialized here directly."""
+    p = np.asarray(d["p0"], dtype=float)
+    fun = {k: ca.Function.deserialize(d[k]) for k in ("g_fun", "G_fun", "H_fun")}
+    g = np.asarray(fun["g_fun"](w, p)).ravel()
+    G = np.asarray(fun["G_fun"](w, p)).ravel()
+    H = np.asarray(fun["H_fun"](w, p)).ravel()
+    lbw, ubw = np.asarray(d["lbw"], float), np.asarray(d["ubw"], float)
+    lbg, ubg = np.asarray(d["lbg"], float), np.asarray(d["ubg"], float)
+    feas = max(np.max(lbw - w, initial=0), np.max(w - ubw, initial=0),
+               np.max(lbg - g, initial=0), np.max(g - ubg, initial=0))
+    return float(feas), float(np.max(G * H))
+
+
+def test_load_and_program_match_the_file():
+    name = SMALL[0]
+    d = _raw(name)
+    prob = load_nosbench(DATA / f"{name}.json")
+    assert prob.n_w == len(d["w0"]) and prob.n_g == len(d["lbg"])
+    prog, h = to_program(prob)
+    assert prog.n_x == prob.n_w and prog.n_comp == prob.n_comp and prog.n_g == prob.n_g
+    # the Program evaluates to the file's functions at a random point (no sign constraints added)
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=prob.n_w)
+    ev = prog.evaluate(w)
+    p = np.asarray(d["p0"], float)
+    np.testing.assert_allclose(ev["g"], np.asarray(ca.Function.deserialize(d["g_fun"])(w, p)).ravel(), atol=1e-12)
+    np.testing.assert_allclose(ev["a"], np.asarray(ca.Function.deserialize(d["G_fun"])(w, p)).ravel(), atol=1e-12)
+    np.testing.assert_allclose(ev["b"], np.asarray(ca.Function.deserialize(d["H_fun"])(w, p)).ravel(), atol=1e-12)
+    assert ev["f"] == pytest.approx(float(ca.Function.deserialize(d["objective_fun"])(w, p)))
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_scholtes_solves_small_problems_by_the_paper_criterion(name):
+    out = solve_nosbench(DATA / f"{name}.json", time_limit=30.0)
+    assert out["status"] == "solved", out["message"]
+    w = np.asarray(out["w"], dtype=float)
+    feas, comp = _paper_check(_raw(name), w)
+    assert feas <= FEAS_TOL
+    assert comp <= COMP_TOL
+    assert out["comp_residual"] == pytest.approx(comp, abs=1e-12)
+    json.dumps(out)  # JSON-ready
+
+
+def _write(tmp_path: Path, d: dict, name: str = "crafted.json") -> Path:
+    p = tmp_path / name
+    p.write_text(json.dumps(d))
+    return p
+
+
+@pytest.mark.parametrize("field", ["lbg", "G_fun", "w0"])
+def test_missing_field_is_named(tmp_path, field):
+    d = _raw(SMALL[0])
+    del d[field]
+    with pytest.raises(InputError) as ei:
+        load_nosbench(_write(tmp_path, d))
+    assert ei.value.field == field
+
+
+def test_malformed_fields_are_named(tmp_path):
+    base = _raw(SMALL[0])
+    xs = ca.SX.sym("x", 3)
+    cases = {
+        "g_fun": "not-casadi!",
+        "H_fun": ca.Function("h", [xs], [2 * xs]).serialize(),  # one input, not (w, p)
+        "lbw": base["lbw"][:-1],
+        "p0": [float("nan")] * len(base["p0"]),
+    }
+    for field, value in cases.items():
+        d = dict(base)
+        d[field] = value
+        with pytest.raises(InputError) as ei:
+            load_nosbench(_write(tmp_path, d))
+        assert ei.value.field == field
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(InputError) as ei:
+        load_nosbench(tmp_path / "bad.json")
+    assert ei.value.field == "path"
+
+
+def test_mx_call_to_a_non_graph_function_is_rejected(tmp_path):
+    d = _raw(SMALL[0])
+    n_w, n_p, n_c = len(d["w0"]), len(d["p0"]), ca.Function.deserialize(d["G_fun"]).numel_out(0)
+    interp = ca.interpolant("lut", "linear", [[0.0, 1.0, 2.0]], [0.0, 1.0, 4.0])
+    W, P = ca.MX.sym("w", n_w), ca.MX.sym("p", n_p)
+    d["G_fun"] = ca.Function("G", [W, P], [ca.repmat(interp(W[0]), n_c, 1)]).serialize()
+    with pytest.raises(InputError) as ei:
+        load_nosbench(_write(tmp_path, d))
+    assert ei.value.field == "G_fun"
+    assert "Interpolant" in str(ei.value) or "plain" in str(ei.value)
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc to build an external")
+def test_external_function_is_rejected_before_its_library_loads(tmp_path):
+    marker = tmp_path / "LOADED"
+    src = tmp_path / "ext.c"
+    gen = textwrap.dedent(f"""
+        import casadi as ca
+        x = ca.SX.sym("x"); ca.Function("sq", [x], [x * x]).generate("gen.c")
+    """)
+    subprocess.run([sys.executable, "-c", gen], check=True, cwd=tmp_path)
+    src.write_text((tmp_path / "gen.c").read_text() + textwrap.dedent(f"""
+        #include <stdio.h>
+        __attribute__((constructor)) static void mark(void) {{
+            FILE* f = fopen("{marker}", "w"); if (f) fclose(f);
+        }}
+    """))
+    so = tmp_path / "libsq.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", str(src), "-o", str(so)], check=True)
+    # serialize (in another process, which loads the library once) a bare external and an MX
+    # graph calling it
+    ser = textwrap.dedent(f"""
+        import casadi as ca, json
+        e = ca.external("sq", "{so}")
+        X = ca.MX.sym("x")
+        print(json.dumps([e.serialize(), ca.Function("wrap", [X], [e(X) + 1]).serialize()]))
+    """)
+    bare, wrapped = json.loads(subprocess.run([sys.executable, "-c", ser], check=True,
+                                              capture_output=True, text=True).stdout)
+    marker.unlink()
+    for field, text in (("g_fun", bare), ("objective_fun", wrapped)):
+        d = _raw(SMALL[0])
+        d[field] = text
+        with pytest.raises(InputError) as ei:
+            load_nosbench(_write(tmp_path, d))
+        assert ei.value.field == field
+        assert "External" in str(ei.value)
+    assert not marker.exists(), "the external library was loaded"
+
+
+def test_cli_solve_json_prints_the_verified_answer(tmp_path):
+    from typer.testing import CliRunner
+
+    from contactmp.cli import app
+
+    name = SMALL[0]
+    r = CliRunner().invoke(app, ["solve", str(DATA / f"{name}.json"), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["kind"] == "mpcc" and out["status"] == "solved"
+    feas, comp = _paper_check(_raw(name), np.asarray(out["w"], float))
+    assert feas <= FEAS_TOL and comp <= COMP_TOL
+    d = _raw(name)
+    d["ubg"] = "oops"
+    r = CliRunner().invoke(app, ["solve", str(_write(tmp_path, d)), "--json"])
+    assert r.exit_code == 2

@@ -1,0 +1,300 @@
+"""Contact-implicit trajectory optimization by direct transcription (Posa-style, all steps in one MPCC).
+
+The decision variables are the states ``q_k`` (k = 0..N), ``v_k`` (k = 0..N), the inputs ``u_k``
+(k = 0..N-1) and, per step, the impulses of the contact block. Each step k is exactly the step of
+:class:`~contactmp.transcriptions.time_stepping.TimeStepping` with every quantity evaluated at the
+step's own variables ``q_k``:
+
+    M(q_k) (v_{k+1} - v_k) = h (B(q_k) u_k - h(q_k, v_k)) + Jn(q_k)^T p_n + D(q_k)^T beta
+    0 <= p_n   _|_  phi(q_k) / h + Jn(q_k) v_{k+1} >= 0
+    0 <= beta  _|_  lambda + D(q_k) v_{k+1}       >= 0
+    0 <= lambda _|_ mu p_n - sum beta             >= 0
+    q_{k+1} = q_k + h qdot(q_k, v_{k+1})
+
+(the block is :func:`~contactmp.formulations.velocity_pyramid.add_velocity_pyramid_step`, fed with
+the system's CasADi expressions after substituting ``q, v, u`` by the step's variables; its
+``v_next`` variables *are* ``v_{k+1}``). Every contact enters every step (TimeStepping with
+``active_gap = inf``; for contacts with ``phi <= active_gap`` the two coincide). The quaternion
+renormalization of TimeStepping's 3-D bodies is not part of the transcription.
+
+The whole program is a :class:`~contactmp.program.Program` (``.program``), solved with
+:func:`~contactmp.solvers.nlp.solve_program` from one or several seeded initial guesses.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import casadi as ca
+import numpy as np
+from numpy.typing import ArrayLike
+
+from contactmp.errors import InputError, OptionError
+from contactmp.formulations.velocity_pyramid import (
+    VelocityPyramidStep,
+    add_velocity_pyramid_step,
+    pyramid_generators,
+)
+from contactmp.models.symbolic import ContactSystem
+from contactmp.program import Program, Variables
+from contactmp.result import Status
+
+__all__ = ["ContactImplicitTO", "TOResult"]
+
+
+@dataclass
+class TOResult:
+    """The outcome of :meth:`ContactImplicitTO.solve` (the best start's trajectory).
+
+    ``t`` (N+1), ``q`` (N+1, n_q), ``v`` (N+1, n_v), ``u`` (N, n_u), impulses ``p_n``, ``p_t``,
+    ``p_o`` (N, n_c); ``status`` and ``objective`` of the best start; ``comp_violation`` is
+    ``max |min(a_i, b_i)|`` over every complementarity pair, ``constraint_violation`` the scaled
+    violation of the equality/inequality rows (both from :meth:`Program.residuals`). ``starts``
+    records every start (index, status, objective, violations, IPOPT iterations, time);
+    ``best`` is the index of the chosen start; ``result`` its :class:`ProgramResult`.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    u: np.ndarray
+    p_n: np.ndarray
+    p_t: np.ndarray
+    p_o: np.ndarray
+    status: Status
+    objective: float
+    comp_violation: float
+    constraint_violation: float
+    best: int
+    starts: list[dict[str, Any]] = field(default_factory=list)
+    result: Any = field(default=None, repr=False)
+
+    @property
+    def success(self) -> bool:
+        """True when the best start's answer passed the independent checks."""
+        return self.status is Status.SOLVED
+
+    @property
+    def n_solved(self) -> int:
+        """Number of starts that ended ``solved``."""
+        return sum(s["status"] is Status.SOLVED for s in self.starts)
+
+
+class ContactImplicitTO:
+    """Contact-implicit trajectory optimization of ``system`` over ``N`` steps of length ``h``.
+
+    Parameters
+    ----------
+    system : ContactSystem
+    N : number of steps (>= 1).
+    h : step length (s), > 0.
+    formulation : ``"pyramid"`` (the only one so far).
+    facets : pyramid facets (>= 3; even for planar systems).
+
+    Handles: ``q[k]``, ``v[k]`` (k = 0..N), ``u[k]`` and ``steps[k]`` (k = 0..N-1, the pyramid
+    blocks with ``p_n``, ``beta``, ``lam``) are :class:`~contactmp.program.Variables` of
+    ``.program``.
+    """
+
+    def __init__(self, system: ContactSystem, N: int, h: float, formulation: str = "pyramid",
+                 facets: int = 4) -> None:
+        if not isinstance(system, ContactSystem):
+            raise InputError("system", f"must be a ContactSystem, got {type(system).__name__}")
+        if not isinstance(N, (int, np.integer)) or isinstance(N, bool) or N < 1:
+            raise InputError("N", f"must be an integer >= 1, got {N!r}")
+        if not (isinstance(h, (int, float)) and not isinstance(h, bool) and math.isfinite(h) and h > 0):
+            raise InputError("h", f"must be a positive finite step, got {h!r}")
+        if formulation != "pyramid":
+            raise OptionError(f"formulation must be 'pyramid' (the only one implemented), got {formulation!r}")
+        pyramid_generators(facets)  # validates facets
+        if system.planar and facets % 2:
+            raise InputError("facets", "must be even for a planar system")
+        self.system, self.N, self.h = system, int(N), float(h)
+        self.formulation, self.facets = formulation, int(facets)
+        self.program = Program("contact_implicit_to")
+        self.q: list[Variables] = []
+        self.v: list[Variables] = []
+        self.u: list[Variables] = []
+        self.steps: list[VelocityPyramidStep] = []
+        self._q0: np.ndarray | None = None
+        self._v0: np.ndarray | None = None
+        self._qf: np.ndarray | None = None
+        self._vf: np.ndarray | None = None
+        self._build()
+
+    # ------------------------------------------------------------------------------ building
+    def _build(self) -> None:
+        s, prog, hs = self.system, self.program, self.h
+        nq, nv, nu = s.n_q, s.n_v, s.n_u
+        fn = ca.Function("step_data", [s.q, s.v, s.u],
+                         [s.M, s.B @ s.u - s.h, s.Jn, s.Jt, s.Jo, s.phi])
+        qdot = ca.Function("qdot", [s.q, s.v], [s.qdot])
+        self.q.append(prog.add_variables("q0", nq, init=s.q_nominal, block="state0"))
+        self.v.append(prog.add_variables("v0", nv, block="state0"))
+        for k in range(self.N):
+            qk, vk = self.q[k].sym, self.v[k].sym
+            uk = prog.add_variables(f"u{k}", nu, block=f"input{k}")
+            self.u.append(uk)
+            M, f, Jn, Jt, Jo, phi = fn(qk, vk, uk.sym)
+            blk = add_velocity_pyramid_step(prog, M=M, f=f, v=vk, Jn=Jn, Jt=Jt, Jo=Jo, mu=s.mu,
+                                            phi=phi, h=hs, facets=self.facets, prefix=f"step{k}")
+            self.steps.append(blk)
+            self.v.append(blk.v_next)
+            q_next = prog.add_variables(f"q{k + 1}", nq, init=s.q_nominal, block=f"state{k + 1}")
+            self.q.append(q_next)
+            prog.add_constraint(q_next.sym - qk - hs * qdot(qk, blk.v_next.sym), 0.0, 0.0,
+                                name=f"kinematics{k}", block=f"step{k}")
+
+    def _state(self, field_name: str, x: ArrayLike, n: int) -> np.ndarray:
+        return self.system._vec(field_name, x, n)
+
+    def set_initial_state(self, q0: ArrayLike, v0: ArrayLike | None = None) -> None:
+        """Constrain ``q_0 = q0`` and, when given, ``v_0 = v0``."""
+        self._q0 = self._state("q0", q0, self.system.n_q)
+        self.program.add_constraint(self.q[0].sym, self._q0, self._q0, name="initial_q", block="boundary")
+        if v0 is not None:
+            self._v0 = self._state("v0", v0, self.system.n_v)
+            self.program.add_constraint(self.v[0].sym, self._v0, self._v0, name="initial_v", block="boundary")
+
+    def set_final_state(self, qf: ArrayLike, vf: ArrayLike | None = None) -> None:
+        """Constrain ``q_N = qf`` and, when given, ``v_N = vf``."""
+        self._qf = self._state("qf", qf, self.system.n_q)
+        self.program.add_constraint(self.q[-1].sym, self._qf, self._qf, name="final_q", block="boundary")
+        if vf is not None:
+            self._vf = self._state("vf", vf, self.system.n_v)
+            self.program.add_constraint(self.v[-1].sym, self._vf, self._vf, name="final_v", block="boundary")
+
+    def bound_inputs(self, lb: ArrayLike = -math.inf, ub: ArrayLike = math.inf) -> None:
+        """Bounds ``lb <= u_k <= ub`` on every input (scalars broadcast; set as variable bounds)."""
+        nu = self.system.n_u
+        lbv = np.broadcast_to(np.asarray(lb, dtype=float), (nu,)).copy()
+        ubv = np.broadcast_to(np.asarray(ub, dtype=float), (nu,)).copy()
+        if np.isnan(lbv).any() or np.isnan(ubv).any() or (lbv > ubv).any() or (lbv == math.inf).any() \
+                or (ubv == -math.inf).any():
+            raise InputError("lb", f"invalid input bounds lb={lbv}, ub={ubv}")
+        for uk in self.u:
+            uk.lb, uk.ub = lbv.copy(), ubv.copy()
+            uk.init = np.clip(uk.init, lbv, ubv)
+
+    def add_quadratic_cost(self, Q: ArrayLike | None = None, R: ArrayLike | None = None,
+                           q_ref: ArrayLike | None = None, Qf: ArrayLike | None = None) -> None:
+        """Add ``sum_{k<N} [(q_k - q_ref)^T Q (q_k - q_ref) + u_k^T R u_k] + (q_N - q_ref)^T Qf (q_N - q_ref)``.
+
+        ``Q``, ``Qf`` (n_q x n_q) and ``R`` (n_u x n_u) may be given as diagonals; None skips a term.
+        """
+        s = self.system
+        ref = np.zeros(s.n_q) if q_ref is None else self._state("q_ref", q_ref, s.n_q)
+        Qm = None if Q is None else _weight("Q", Q, s.n_q)
+        Rm = None if R is None else _weight("R", R, s.n_u)
+        Qfm = None if Qf is None else _weight("Qf", Qf, s.n_q)
+        cost = ca.SX(0.0)
+        for k in range(self.N):
+            if Qm is not None:
+                e = self.q[k].sym - ref
+                cost += ca.bilin(ca.DM(Qm), e, e)
+            if Rm is not None:
+                cost += ca.bilin(ca.DM(Rm), self.u[k].sym, self.u[k].sym)
+        if Qfm is not None:
+            e = self.q[-1].sym - ref
+            cost += ca.bilin(ca.DM(Qfm), e, e)
+        self.program.add_cost(cost)
+
+    def minimize_effort(self, weight: float = 1.0) -> None:
+        """Add ``weight * h * sum_k ||u_k||^2`` (the control effort)."""
+        if not (isinstance(weight, (int, float)) and math.isfinite(weight) and weight >= 0):
+            raise InputError("weight", f"must be a finite number >= 0, got {weight!r}")
+        self.program.add_cost(weight * self.h * sum(ca.sumsqr(uk.sym) for uk in self.u))
+
+    # ------------------------------------------------------------------------------- solving
+    def initial_guess(self, rng: np.random.Generator | None = None, scale: float = 0.1) -> np.ndarray:
+        """An initial guess ``x``: ``q_k`` interpolated linearly from the initial to the final
+        configuration (or ``q_nominal``), ``v_k`` the matching constant velocity (zero at the ends
+        when fixed), inputs and impulses zero; with ``rng`` every entry gets ``scale * N(0, 1)``
+        noise (then clipped to the bounds)."""
+        prog, s = self.program, self.system
+        x = prog.x0.copy()
+        qa = self._q0 if self._q0 is not None else s.q_nominal
+        qb = self._qf if self._qf is not None else qa
+        vel = (qb - qa) / (self.N * self.h) if s.n_q == s.n_v else np.zeros(s.n_v)
+        for k in range(self.N + 1):
+            x[self.q[k].index] = qa + (qb - qa) * k / self.N
+            x[self.v[k].index] = vel
+        if self._v0 is not None:
+            x[self.v[0].index] = self._v0
+        if self._vf is not None:
+            x[self.v[-1].index] = self._vf
+        if rng is not None:
+            x = x + scale * rng.standard_normal(x.size)
+        return np.clip(x, prog.lbx, prog.ubx)
+
+    def solve(self, backend: str = "casadi", strategy: str = "scholtes", starts: int = 1, seed: int = 0,
+              *, scale: float = 0.1, options: Any = None, **overrides: Any) -> TOResult:
+        """Solve the transcription from ``starts`` initial guesses and return the best.
+
+        Start 0 is :meth:`initial_guess` without noise; start i >= 1 adds ``scale * N(0, 1)``
+        noise from ``numpy.random.default_rng([seed, i])``. Every start's outcome is recorded in
+        ``TOResult.starts``; the best is the solved start of least objective, else the start of
+        least ``max(constraint, comp_min)`` violation. ``options`` / ``overrides`` go to
+        :func:`~contactmp.solvers.nlp.solve_program`. Never raises on non-convergence.
+        """
+        from contactmp.solvers.nlp import solve_program
+
+        if not isinstance(starts, (int, np.integer)) or isinstance(starts, bool) or starts < 1:
+            raise InputError("starts", f"must be an integer >= 1, got {starts!r}")
+        prog = self.program
+        handles = prog.variables
+        saved = [h.init.copy() for h in handles]
+        records: list[dict[str, Any]] = []
+        results = []
+        try:
+            for i in range(int(starts)):
+                rng = None if i == 0 else np.random.default_rng([int(seed), i])
+                x0 = self.initial_guess(rng, scale)
+                for h in handles:
+                    h.init = x0[h.index].copy()
+                res = solve_program(prog, backend=backend, strategy=strategy, options=options, **overrides)
+                results.append(res)
+                records.append({"start": i, "status": res.status, "objective": float(res.objective),
+                                "comp_violation": float(res.residuals["comp_min"]),
+                                "constraint_violation": float(res.residuals["constraint"]),
+                                "iterations": int(res.iterations), "time_s": float(res.time_s),
+                                "backend_status": res.backend_status})
+        finally:
+            for h, init in zip(handles, saved):
+                h.init = init
+        best = _best(records)
+        return self._trajectory(results[best], records, best)
+
+    def _trajectory(self, res: Any, records: list[dict[str, Any]], best: int) -> TOResult:
+        x = res.x
+        prog = self.program
+        q = np.array([prog.value(h, x) for h in self.q])
+        v = np.array([prog.value(h, x) for h in self.v])
+        u = np.array([prog.value(h, x) for h in self.u]).reshape(self.N, self.system.n_u)
+        pn = np.array([prog.value(b.p_n, x) for b in self.steps])
+        pto = np.array([b.friction_impulse(prog.value(b.beta, x)) for b in self.steps])
+        return TOResult(t=self.h * np.arange(self.N + 1), q=q, v=v, u=u, p_n=pn, p_t=pto[:, :, 0],
+                        p_o=pto[:, :, 1], status=res.status, objective=float(res.objective),
+                        comp_violation=float(res.residuals["comp_min"]),
+                        constraint_violation=float(res.residuals["constraint"]),
+                        best=best, starts=records, result=res)
+
+
+def _weight(field_name: str, W: ArrayLike, n: int) -> np.ndarray:
+    """A symmetric positive semidefinite weight matrix (a vector is read as its diagonal)."""
+    arr = np.asarray(W, dtype=float)
+    if arr.ndim <= 1:
+        arr = np.diag(np.broadcast_to(arr, (n,)))
+    if arr.shape != (n, n) or not np.isfinite(arr).all():
+        raise InputError(field_name, f"must be finite with shape ({n}, {n}) or ({n},), got {arr.shape}")
+    if not np.allclose(arr, arr.T) or np.linalg.eigvalsh(0.5 * (arr + arr.T)).min() < -1e-12:
+        raise InputError(field_name, "must be symmetric positive semidefinite")
+    return arr
+
+
+def _best(records: list[dict[str, Any]]) -> int:
+    solved = [r for r in records if r["status"] is Status.SOLVED]
+    if solved:
+        return min(solved, key=lambda r: r["objective"])["start"]
+    return min(records, key=lambda r: max(r["constraint_violation"], r["comp_violation"]))["start"]

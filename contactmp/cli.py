@@ -157,20 +157,17 @@ def list_() -> None:
     from contactmp.case_studies import STUDIES, study_module
     from contactmp.solvers.registry import DEFAULT_FC3D_ORDER, DEFAULT_LCP_ORDER, FC3D_SOLVERS, LCP_SOLVERS
 
-    t = Table(title="LCP solvers (--solver)")
-    t.add_column("name")
-    t.add_column("module")
-    for k, v in LCP_SOLVERS.items():
-        t.add_row(k, v)
-    Console().print(t)
-    Console().print(f"default (no --solver) tries: {', '.join(DEFAULT_LCP_ORDER)}")
-    c = Table(title="fc3d (Coulomb-cone) solvers (--solver)")
-    c.add_column("name")
-    c.add_column("module")
-    for k, v in FC3D_SOLVERS.items():
-        c.add_row(k, v)
-    Console().print(c)
-    Console().print(f"default (no --solver) tries: {', '.join(DEFAULT_FC3D_ORDER)}")
+    for title, registry, order in (
+        ("LCP solvers (--solver)", LCP_SOLVERS, DEFAULT_LCP_ORDER),
+        ("fc3d (Coulomb-cone) solvers (--solver)", FC3D_SOLVERS, DEFAULT_FC3D_ORDER),
+    ):
+        t = Table(title=title)
+        t.add_column("name")
+        t.add_column("module")
+        for k, v in registry.items():
+            t.add_row(k, v)
+        Console().print(t)
+        Console().print(f"default (no --solver) tries: {', '.join(order)}")
     s = Table(title="Case studies (contactmp study NAME)")
     s.add_column("name")
     s.add_column("what it shows")

@@ -110,6 +110,16 @@ def local_q(indptr, indices, data, diag, q, r, j, out):  # pragma: no cover - co
 
 
 @numba.njit(cache=True)
+def relaxed_update(r, j, rn, rp, omega):  # pragma: no cover - compiled
+    """Contact j of ``r`` <- ``omega * rn + (1 - omega) * rp`` (the local answer, relaxed)."""
+    if omega == 1.0:
+        r[3 * j], r[3 * j + 1], r[3 * j + 2] = rn[0], rn[1], rn[2]
+    else:
+        for a in range(3):
+            r[3 * j + a] = omega * rn[a] + (1.0 - omega) * rp[a]
+
+
+@numba.njit(cache=True)
 def csr_velocity(indptr, indices, data, q, r, u):  # pragma: no cover - compiled
     """``u <- W r + q`` (W in CSR); return the scale ``max(||q||, ||r||, ||u||)`` of the residuals."""
     nq = nr = nu = 0.0
@@ -169,11 +179,7 @@ def _nsgs_sweeps(indptr, indices, data, diag, q, mu, r, tol, omega, sweeps, chec
             local_q(indptr, indices, data, diag, q, r, j, ql)
             rp[0], rp[1], rp[2] = r[3 * j], r[3 * j + 1], r[3 * j + 2]
             solve_cone_local(diag[j], ql, mu[j], rp, rn)
-            if omega == 1.0:
-                r[3 * j], r[3 * j + 1], r[3 * j + 2] = rn[0], rn[1], rn[2]
-            else:
-                for a in range(3):
-                    r[3 * j + a] = omega * rn[a] + (1.0 - omega) * rp[a]
+            relaxed_update(r, j, rn, rp, omega)
         done += 1
         if done % check_every == 0 or done == sweeps:
             res = csr_residual(indptr, indices, data, q, mu, r, u)

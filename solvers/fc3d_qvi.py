@@ -50,8 +50,8 @@ from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import validate_fc3d, verified_fc3d_result
 from contactmp.solvers.fc3d_local import solve_cylinder_local
 from contactmp.solvers.fc3d_nsgs import (
-    _positive_int, _time_limit, bad_diagonal, block_data, csr_residual, csr_velocity, local_q, run_batches,
-    warm_start,
+    _positive_int, _time_limit, bad_diagonal, block_data, csr_residual, csr_velocity, local_q,
+    relaxed_update, run_batches, warm_start,
 )
 from contactmp.solvers.lcp import SolverOptions
 
@@ -148,11 +148,7 @@ def _tresca_sweeps(indptr, indices, data, diag, q, s, r, tol, sweeps, omega):  #
             local_q(indptr, indices, data, diag, q, r, j, ql)
             rp[0], rp[1], rp[2] = r[3 * j], r[3 * j + 1], r[3 * j + 2]
             solve_cylinder_local(diag[j], ql, s[j], rp, rn)
-            if omega == 1.0:
-                r[3 * j], r[3 * j + 1], r[3 * j + 2] = rn[0], rn[1], rn[2]
-            else:
-                for a in range(3):
-                    r[3 * j + a] = omega * rn[a] + (1.0 - omega) * rp[a]
+            relaxed_update(r, j, rn, rp, omega)
         done += 1
         res = _tresca_residual(indptr, indices, data, q, s, r, u)
         if res <= tol or not res < np.inf:

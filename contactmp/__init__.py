@@ -1,4 +1,14 @@
 """contactmp: rigid-body contact as mathematical programs."""
+from pathlib import Path as _Path
+
+# In a source checkout the subpackages live in top-level folders (models/, solvers/, ...) that
+# pyproject.toml's package-dir maps into contactmp when installed. When this file is imported from
+# the checkout itself (``python -m pytest`` puts the checkout first on sys.path), give the package
+# the checkout as a second search path so that contactmp.models -> models/ resolves the same way.
+_CHECKOUT = _Path(__file__).resolve().parent.parent
+if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "solvers" / "__init__.py").is_file():
+    __path__.append(str(_CHECKOUT))  # type: ignore[name-defined]
+
 from contactmp.errors import ContactMPError, InputError, OptionError
 from contactmp.result import Result, Status
 

@@ -83,6 +83,18 @@ class RecordStore:
             os.fsync(fh.fileno())
         self._records[rec["key"]] = rec
 
+    def append_many(self, records: Iterable[dict[str, Any]]) -> None:
+        """Write several records (each with a unique ``key``) with one write and one fsync."""
+        recs = [jsonable(r) for r in records]
+        if not recs:
+            return
+        with self.path.open("a") as fh:
+            fh.write("".join(json.dumps(r) + "\n" for r in recs))
+            fh.flush()
+            os.fsync(fh.fileno())
+        for r in recs:
+            self._records[r["key"]] = r
+
     def records(self) -> list[dict[str, Any]]:
         """All records, in first-written order."""
         return list(self._records.values())

@@ -1,0 +1,752 @@
+"""Multistart: how many solutions does a contact problem have, and how often is each one found?
+
+A problem is solved by a local method from many seeded starting points; the verified answers are
+clustered into distinct solutions, each one checked again independently, counted, and reported
+with the share of starts that reached it. Four kinds of problem:
+
+``"lcp"``  LCP(q, M) (``(M, q)``): find ``z >= 0``, ``w = M z + q >= 0``, ``z^T w = 0``. Local
+    method: the semismooth Newton method (:mod:`contactmp.solvers.newton`, ``restart=False`` so
+    that the answer depends on the start) from ``z0``. A *structured* start guesses the
+    complementary index set ``alpha`` (``z_i`` basic for ``i`` in ``alpha``, ``z_i = 0``
+    elsewhere): it solves ``M_aa z_a = -q_a`` directly and keeps that point when it verifies,
+    else runs Newton from ``z0 = s 1_alpha``. Enumerating all ``2^n`` sets finds every solution
+    whose basis matrix is nonsingular.
+``"fc3d"`` the Coulomb-cone problem ``(W, q, mu)`` (:mod:`contactmp.solvers.fc3d`). Local method:
+    :mod:`contactmp.solvers.fc3d_newton` from ``r0``. A structured start guesses each contact's
+    mode, separated (``r_j = 0``), sticking (``r_jT = 0``, ``r_jn = s``) or sliding
+    (``||r_jT|| = mu_j r_jn``, ``r_jn = s``, a seeded direction): ``3^nc`` patterns.
+``"program"`` a :class:`~contactmp.program.Program` (an MPCC), solved by
+    :func:`~contactmp.solvers.nlp.solve_program` from a seeded initial guess. A structured start
+    guesses, per pair ``0 <= a_j _|_ b_j >= 0``, which side vanishes: that side's variable is set
+    to 0 in the guess and the other side's variable (when it is positive-free) to ``s``; a side
+    that is an expression rather than one variable is left as drawn. ``2^n_comp`` patterns.
+``"trajectory"`` a :class:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO`: the
+    distinct local optima of the whole transcription. A random start ``i`` is the transcription's
+    own start ``i`` (``to.solve(start_indices=[i], seed=seed)`` when the transcription offers it,
+    else the same guess, ``to.initial_guess(default_rng([seed, i]), scale)`` with no noise for
+    ``i = 0``); a structured start applies a mode pattern, as for a Program, to that guess.
+
+Starts. Start ``i`` draws everything from ``numpy.random.default_rng([seed, i])``. Starts
+``0 .. S-1`` are structured, the rest random, with ``S`` set by ``structured``: ``True`` gives all
+the patterns when there are at most ``starts`` of them (complete enumeration; pattern ``i`` is
+``i`` written in base 2 or 3, digit ``j`` for pair/contact ``j``), else ``starts // 2`` patterns
+drawn at random; an integer ``k`` gives ``min(k, starts, #patterns)``; ``False`` gives none. A
+random LCP start is ``z0_i = s E_i B_i`` (``E_i`` exponential, ``B_i`` Bernoulli(1/2): random
+faces of the orthant); a random fc3d start puts each ``r_j`` in its cone (``r_jn = s E_j`` with
+probability 0.8, else 0; ``r_jT`` uniform in the disk of radius ``mu_j r_jn``); a random Program
+start is ``x0 + scale max(1, |x0|) N(0, 1)`` clipped to the bounds. ``s = scale ||q||_inf /
+max_i |M_ii|`` (the size of a one-variable solution ``-q_i / M_ii``; 1 when undefined).
+
+Clusters. The verified answers are grouped in start order (leader clustering): an answer joins
+the nearest cluster whose first member ``y`` satisfies ``||x - y||_inf <= tol_cluster *
+max(1, ||y||_inf)`` (and, for programs and trajectories, ``|f(x) - f(y)| <= tol_cluster *
+max(1, |f(y)|)``), else it starts a new one. ``x`` is ``z`` (LCP), ``r`` (fc3d), the whole
+variable vector (program) or the states and inputs ``q_k, v_k, u_k`` (trajectory: impulses are
+not compared, since rank-deficient contact Jacobians leave them non-unique along one
+trajectory). The default ``tol_cluster`` is 1e-6 (LCP, fc3d: their answers are exact to about
+1e-8) and 1e-4 (programs and trajectories: IPOPT's answers are exact to its tolerances). Each
+cluster's representative is its member of least residual, checked again here: LCP
+``||min(z, Mz + q)||_inf <= tol``, fc3d the natural-map residual ``<= tol`` and the dual-cone
+violation ``<= sqrt(tol)``, programs :meth:`Program.residuals` against ``feas_tol`` and
+``comp_tol`` of the NLP options. A problem with a continuum of solutions (a rank-deficient
+contact LCP) gives as many clusters as distinct points the starts happened to reach.
+
+Every start's outcome is one JSON-able record (start, structured, pattern, method, status,
+residual, iterations, time, ``x``, objective, mode) written through
+:func:`contactmp.parallel.run_tasks`, so a multistart runs in this process (``workers=0``, the
+default here), on a local Dask cluster (``workers=N``) or on an existing one (``scheduler=``),
+streams its records to ``store_path`` and resumes there. Record keys carry a fingerprint of the
+problem and of every setting that changes a start's outcome, so a store is never reused for a
+different problem. Programs and transcriptions hold CasADi symbols that do not pickle: to run
+them on Dask workers, pass a zero-argument function that builds the problem (each worker builds
+it once) instead of the problem itself.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import math
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from contactmp.errors import InputError, OptionError
+from contactmp.result import Status, jsonable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from distributed import Client
+
+    from contactmp.case_studies._study import RecordStore
+
+__all__ = ["multistart", "MultistartResult", "Cluster", "KINDS", "cluster_points"]
+
+#: kinds of problem multistart takes
+KINDS = ("lcp", "fc3d", "program", "trajectory")
+
+#: default clustering tolerance per kind
+DEFAULT_TOL_CLUSTER = {"lcp": 1e-6, "fc3d": 1e-6, "program": 1e-4, "trajectory": 1e-4}
+
+#: default ``scale`` of the random starts per kind (the transcription's own default noise is 0.1)
+DEFAULT_SCALE = {"lcp": 1.0, "fc3d": 1.0, "program": 1.0, "trajectory": 0.1}
+
+#: bump when a start's outcome would change for the same settings (part of every record key)
+_FORMAT = "ms1"
+
+
+# ------------------------------------------------------------------------------------------------
+# Results
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class Cluster:
+    """One distinct solution found by the multistart.
+
+    ``x`` is the representative (the member of least residual), ``residual`` its independent
+    residual recomputed here and ``verified`` whether it passes; ``count`` starts reached it
+    (``starts`` lists them), ``share = count / n_run``; ``objective`` for programs and
+    trajectories; ``mode`` the representative's contact mode (LCP: ``'1'`` where ``z_i > w_i``;
+    fc3d: ``'0'`` separated, ``'1'`` sticking, ``'2'`` sliding, per contact).
+    """
+
+    index: int
+    x: np.ndarray
+    residual: float
+    verified: bool
+    count: int
+    share: float
+    starts: list[int]
+    objective: float | None = None
+    mode: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return jsonable({"index": self.index, "x": self.x, "residual": self.residual,
+                         "verified": self.verified, "count": self.count, "share": self.share,
+                         "starts": self.starts, "objective": self.objective, "mode": self.mode})
+
+
+@dataclass
+class MultistartResult:
+    """The outcome of :func:`multistart`.
+
+    ``clusters`` are sorted by decreasing ``count`` (ties: first reached first); ``starts`` holds
+    every start's record (start order) with ``"cluster"`` added (-1: the start did not end
+    ``solved``). ``n_starts`` starts were asked for, ``n_run`` have a record (fewer only when the
+    run was stopped early), ``n_structured`` of them are structured. ``time_s`` is the wall time of
+    this call; ``time_per_start_s`` that of the computing part divided by the starts computed by
+    this call (``n_computed``; the rest came from the store). ``workers`` is 0 for an in-process
+    run, else the number of Dask workers.
+    """
+
+    kind: str
+    clusters: list[Cluster]
+    starts: list[dict[str, Any]]
+    n_starts: int
+    n_run: int
+    n_structured: int
+    seed: int
+    tol_cluster: float
+    key_prefix: str
+    time_s: float
+    time_per_start_s: float
+    n_computed: int
+    workers: int
+    store_path: str | None = None
+    complete: bool = True
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_solved(self) -> int:
+        """Starts that ended ``solved``."""
+        return sum(1 for r in self.starts if r["status"] == Status.SOLVED.value)
+
+    @property
+    def n_distinct(self) -> int:
+        """Number of distinct verified solutions."""
+        return sum(1 for c in self.clusters if c.verified)
+
+    def to_dict(self, with_starts: bool = False) -> dict[str, Any]:
+        """A JSON-ready summary (the start records only with ``with_starts``)."""
+        out = {
+            "kind": self.kind, "n_starts": self.n_starts, "n_run": self.n_run,
+            "n_structured": self.n_structured, "n_solved": self.n_solved, "n_distinct": self.n_distinct,
+            "seed": self.seed, "tol_cluster": self.tol_cluster, "key_prefix": self.key_prefix,
+            "time_s": self.time_s, "time_per_start_s": self.time_per_start_s,
+            "n_computed": self.n_computed, "workers": self.workers, "store_path": self.store_path,
+            "complete": self.complete, "clusters": [c.to_dict() for c in self.clusters],
+            "extras": self.extras,
+        }
+        if with_starts:
+            out["starts"] = self.starts
+        return jsonable(out)
+
+
+# ------------------------------------------------------------------------------------------------
+# What a worker needs to run start i (picklable)
+# ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Spec:
+    kind: str
+    token: str
+    data: tuple[np.ndarray, ...] | None     # (M, q) or (W, q, mu); None for programs/transcriptions
+    factory: Callable[[], Any] | None       # builds the program / transcription in a worker
+    seed: int
+    n_structured: int
+    enumerate_all: bool                     # pattern i = digits of i (all patterns are tried)
+    scale: float
+    options: tuple[tuple[str, Any], ...]    # solver overrides
+    backend: str = "casadi"
+    strategy: str = "scholtes"
+
+
+@dataclass
+class _Prepared:
+    """A problem and what its starts need, built once per process."""
+
+    kind: str
+    problem: Any
+    size: float = 1.0                       # s / scale
+    pair_vars: tuple[list[int | None], list[int | None]] = field(default_factory=lambda: ([], []))
+    traj_index: np.ndarray | None = None
+
+
+#: token -> prepared problem, in this process (a worker keeps the few last ones)
+_CACHE: dict[str, _Prepared] = {}
+_CACHE_SIZE = 4
+
+
+def _prepared(spec: _Spec) -> _Prepared:
+    prep = _CACHE.get(spec.token)
+    if prep is None:
+        if spec.data is not None:
+            problem: Any = spec.data
+        elif spec.factory is not None:
+            problem = spec.factory()
+        else:  # pragma: no cover - multistart always fills the cache or sends a factory
+            raise RuntimeError("multistart: problem not available in this process")
+        prep = _prepare(spec.kind, problem)
+        while len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[spec.token] = prep
+    return prep
+
+
+def _prepare(kind: str, problem: Any) -> _Prepared:
+    if kind in ("lcp", "fc3d"):
+        A, q = problem[0], problem[1]
+        d = float(np.max(np.abs(np.diag(A)))) if A.size else 0.0
+        qn = float(np.max(np.abs(q))) if q.size else 0.0
+        size = qn / d if d > 0 and qn > 0 else 1.0
+        return _Prepared(kind, problem, size=size)
+    prog = problem if kind == "program" else problem.program
+    a, b = prog.comp_a, prog.comp_b
+    pa = [prog.variable_index(a[j]) for j in range(prog.n_comp)]
+    pb = [prog.variable_index(b[j]) for j in range(prog.n_comp)]
+    traj = None
+    if kind == "trajectory":
+        idx = [np.arange(h.index.start, h.index.stop) for h in (*problem.q, *problem.v, *problem.u)]
+        traj = np.concatenate(idx) if idx else np.zeros(0, dtype=int)
+    return _Prepared(kind, problem, pair_vars=(pa, pb), traj_index=traj)
+
+
+def _pattern(spec: _Spec, i: int, rng: np.random.Generator, base: int, m: int) -> np.ndarray:
+    """Digit j of start i's mode pattern (base 2 or 3, m digits)."""
+    if spec.enumerate_all:
+        return np.array([(i // base ** j) % base for j in range(m)], dtype=int)
+    return rng.integers(0, base, size=m)
+
+
+def _run_start(spec: _Spec, i: int) -> dict[str, Any]:
+    """The record of start ``i`` (module-level, so Dask can ship it)."""
+    prep = _prepared(spec)
+    rng = np.random.default_rng([spec.seed, int(i)])
+    structured = i < spec.n_structured
+    t0 = time.perf_counter()
+    if spec.kind == "lcp":
+        rec = _lcp_start(spec, prep, i, rng, structured)
+    elif spec.kind == "fc3d":
+        rec = _fc3d_start(spec, prep, i, rng, structured)
+    else:
+        rec = _program_start(spec, prep, i, rng, structured)
+    rec.update(start=int(i), structured=bool(structured), time_s=time.perf_counter() - t0)
+    return rec
+
+
+# -- LCP ----------------------------------------------------------------------------------------
+def _basis_point(M: np.ndarray, q: np.ndarray, alpha: np.ndarray) -> np.ndarray | None:
+    """``z`` with ``M_aa z_a = -q_a`` and ``z_i = 0`` off ``alpha`` (None when M_aa is singular)."""
+    z = np.zeros_like(q)
+    if alpha.any():
+        try:
+            za = np.linalg.solve(M[np.ix_(alpha, alpha)], -q[alpha])
+        except np.linalg.LinAlgError:
+            return None
+        if not np.isfinite(za).all():
+            return None
+        z[alpha] = za
+    return z
+
+
+def _lcp_start(spec: _Spec, prep: _Prepared, i: int, rng: np.random.Generator, structured: bool) -> dict[str, Any]:
+    from contactmp.solvers import newton
+    from contactmp.solvers.lcp import lcp_residual
+
+    M, q = prep.problem
+    n = q.shape[0]
+    opts = {"restart": False, **dict(spec.options)}
+    tol = float(opts.get("tol", newton.Options.tol))
+    s = spec.scale * prep.size
+    pattern = None
+    if structured:
+        pat = _pattern(spec, i, rng, 2, n)
+        pattern = "".join(map(str, pat))
+        alpha = pat.astype(bool)
+        z = _basis_point(M, q, alpha)
+        if z is not None:
+            if np.min(z) >= -1e-12 * max(1.0, float(np.max(np.abs(z)))):
+                z = np.maximum(z, 0.0)  # round-off below zero; a truly negative z_a fails the check
+            res = lcp_residual(M, q, z)
+            if res <= tol:
+                return _lcp_record(M, q, z, "basis", Status.SOLVED, res, 0, pattern)
+        z0 = s * alpha.astype(float)
+    else:
+        z0 = s * rng.exponential(size=n) * (rng.random(n) < 0.5)
+    out = newton.solve(M, q, z0=z0, **opts)
+    return _lcp_record(M, q, out.x, "newton", out.status, out.residual, out.iterations, pattern)
+
+
+def _lcp_record(M: np.ndarray, q: np.ndarray, z: np.ndarray, method: str, status: Status,
+                residual: float, iterations: int, pattern: str | None) -> dict[str, Any]:
+    w = M @ z + q if np.isfinite(z).all() else np.full_like(q, np.nan)
+    return {"method": method, "status": status.value, "residual": float(residual),
+            "iterations": int(iterations), "pattern": pattern, "x": z,
+            "mode": "".join("1" if a > b else "0" for a, b in zip(z, w))}
+
+
+# -- fc3d ---------------------------------------------------------------------------------------
+def _fc3d_start(spec: _Spec, prep: _Prepared, i: int, rng: np.random.Generator, structured: bool) -> dict[str, Any]:
+    from contactmp.solvers import fc3d_newton
+
+    W, q, mu = prep.problem
+    nc = mu.shape[0]
+    s = spec.scale * prep.size
+    r0 = np.zeros(3 * nc)
+    pattern = None
+    if structured:
+        pat = _pattern(spec, i, rng, 3, nc)
+        pattern = "".join(map(str, pat))
+        rn = np.where(pat > 0, s, 0.0)
+        rad = np.where(pat == 2, mu * rn, 0.0)
+    else:
+        rn = s * rng.exponential(size=nc) * (rng.random(nc) < 0.8)
+        rad = mu * rn * np.sqrt(rng.random(nc))
+    theta = 2 * math.pi * rng.random(nc)
+    r0[0::3], r0[1::3], r0[2::3] = rn, rad * np.cos(theta), rad * np.sin(theta)
+    out = fc3d_newton.solve(W, q, mu, r0=r0, **dict(spec.options))
+    return {"method": "newton", "status": out.status.value, "residual": float(out.residual),
+            "iterations": int(out.iterations), "pattern": pattern, "x": out.x,
+            "mode": _fc3d_mode(W, q, out.x)}
+
+
+def _fc3d_mode(W: np.ndarray, q: np.ndarray, r: np.ndarray) -> str | None:
+    """Per contact: '0' separated (``r_n`` ~ 0), '2' sliding (``||u_T||`` > 0), else '1' sticking."""
+    if not np.isfinite(r).all():
+        return None
+    u = W @ r + q
+    rs = 1e-9 * max(1.0, float(np.max(np.abs(r))))
+    us = 1e-7 * max(1.0, float(np.max(np.abs(u))))
+    out = []
+    for j in range(r.shape[0] // 3):
+        if r[3 * j] <= rs:
+            out.append("0")
+        elif math.hypot(u[3 * j + 1], u[3 * j + 2]) > us:
+            out.append("2")
+        else:
+            out.append("1")
+    return "".join(out)
+
+
+# -- programs and transcriptions ----------------------------------------------------------------
+def _program_guess(spec: _Spec, prep: _Prepared, i: int, rng: np.random.Generator, structured: bool,
+                   x: np.ndarray | None) -> tuple[np.ndarray | None, str | None]:
+    """Start i's initial guess (None: let the transcription draw its own start i) and pattern."""
+    prog = prep.problem if prep.kind == "program" else prep.problem.program
+    lbx, ubx = prog.lbx, prog.ubx
+    pattern = None
+    pat = _pattern(spec, i, rng, 2, prog.n_comp) if structured else None
+    if x is None:
+        x0 = prog.x0
+        x = x0 + spec.scale * np.maximum(1.0, np.abs(x0)) * rng.standard_normal(x0.size)
+    x = np.clip(x, lbx, ubx)
+    if pat is not None:
+        pattern = "".join(map(str, pat))
+        pa, pb = prep.pair_vars
+        for j, bit in enumerate(pat):
+            zero, pos = (pb[j], pa[j]) if bit else (pa[j], pb[j])
+            if zero is not None:
+                x[zero] = min(max(0.0, lbx[zero]), ubx[zero])
+            if pos is not None and x[pos] <= 0.0:
+                x[pos] = min(max(spec.scale, lbx[pos]), ubx[pos])
+    return x, pattern
+
+
+def _program_start(spec: _Spec, prep: _Prepared, i: int, rng: np.random.Generator, structured: bool) -> dict[str, Any]:
+    from contactmp.solvers.nlp import solve_program
+
+    opts = dict(spec.options)
+    if prep.kind == "trajectory":
+        to = prep.problem
+        if not structured and "start_indices" in inspect.signature(to.solve).parameters:
+            tor = to.solve(backend=spec.backend, strategy=spec.strategy, seed=spec.seed,
+                           start_indices=[int(i)], scale=spec.scale, **opts)
+            return _program_record(to.program, tor.result, None, "to.solve")
+        # the transcription's own start i, drawn the same way
+        noise = rng if structured or i > 0 else None
+        base = to.initial_guess(noise, spec.scale)
+        x0, pattern = _program_guess(spec, prep, i, rng, structured, base)
+        prog = to.program
+    else:
+        prog = prep.problem
+        x0, pattern = _program_guess(spec, prep, i, rng, structured, None)
+    handles = prog.variables
+    saved = [h.init.copy() for h in handles]
+    try:
+        for h in handles:
+            h.init = x0[h.index].copy()
+        res = solve_program(prog, backend=spec.backend, strategy=spec.strategy, **opts)
+    finally:
+        for h, init in zip(handles, saved):
+            h.init = init
+    return _program_record(prog, res, pattern, "solve_program")
+
+
+def _program_record(prog: Any, res: Any, pattern: str | None, method: str) -> dict[str, Any]:
+    r = res.residuals
+    return {"method": method, "status": res.status.value, "residual": max(r["bound"], r["constraint"], r["comp_min"]),
+            "iterations": int(res.iterations), "pattern": pattern, "x": res.x,
+            "objective": float(res.objective), "backend_status": res.backend_status,
+            "mode": None}
+
+
+# ------------------------------------------------------------------------------------------------
+# Clustering and verification
+# ------------------------------------------------------------------------------------------------
+def cluster_points(points: list[np.ndarray], tol: float, objectives: list[float] | None = None) -> list[int]:
+    """Leader clustering in the given order: the cluster index of each point.
+
+    A point joins the cluster, among those whose leader (first member) ``y`` has
+    ``||x - y||_inf <= tol max(1, ||y||_inf)`` (and ``|f - f_y| <= tol max(1, |f_y|)`` when
+    ``objectives`` are given), with the nearest leader; otherwise it leads a new cluster.
+    """
+    labels: list[int] = []
+    leaders: list[np.ndarray] = []
+    lead_f: list[float] = []
+    for k, x in enumerate(points):
+        best, best_d = -1, math.inf
+        if leaders:
+            L = np.asarray(leaders)
+            d = np.max(np.abs(L - x), axis=1) if L.shape[1] else np.zeros(len(leaders))
+            thr = tol * np.maximum(1.0, np.max(np.abs(L), axis=1, initial=0.0))
+            ok = d <= thr
+            if objectives is not None:
+                F = np.asarray(lead_f)
+                ok &= np.abs(F - objectives[k]) <= tol * np.maximum(1.0, np.abs(F))
+            if ok.any():
+                best = int(np.argmin(np.where(ok, d, np.inf)))
+                best_d = float(d[best])
+        if best < 0 or not math.isfinite(best_d):
+            leaders.append(np.asarray(x, dtype=float))
+            if objectives is not None:
+                lead_f.append(float(objectives[k]))
+            best = len(leaders) - 1
+        labels.append(best)
+    return labels
+
+
+def _verify(kind: str, prep: _Prepared, x: np.ndarray, options: dict[str, Any]) -> tuple[float, bool]:
+    """The independent residual of ``x`` and whether it passes (see the module docstring)."""
+    if kind == "lcp":
+        from contactmp.solvers import newton
+        from contactmp.solvers.lcp import lcp_residual
+
+        M, q = prep.problem
+        res = lcp_residual(M, q, x)
+        return res, bool(res <= float(options.get("tol", newton.Options.tol)))
+    if kind == "fc3d":
+        from contactmp.solvers import fc3d_newton
+        from contactmp.solvers.fc3d import dual_violation, fc3d_residual
+
+        W, q, mu = prep.problem
+        tol = float(options.get("tol", fc3d_newton.Options.tol))
+        res = fc3d_residual(W, q, mu, x)
+        u = W @ x + q
+        return res, bool(res <= tol and dual_violation(q, mu, u) <= math.sqrt(tol))
+    from contactmp.solvers.nlp import NLPOptions
+
+    prog = prep.problem if kind == "program" else prep.problem.program
+    o = NLPOptions.build(None, **{k: v for k, v in options.items() if k in ("feas_tol", "comp_tol", "sign_constraints")})
+    r = prog.residuals(x)
+    comp = r["comp_min"] if o.sign_constraints else r["comp_prod"]
+    res = max(r["bound"], r["constraint"], comp)
+    return res, bool(r["bound"] <= o.feas_tol and r["constraint"] <= o.feas_tol and comp <= o.comp_tol)
+
+
+# ------------------------------------------------------------------------------------------------
+# The front door
+# ------------------------------------------------------------------------------------------------
+def _classify(problem: Any, kind: str) -> tuple[str, Any, Callable[[], Any] | None]:
+    """(kind, problem object, factory or None); arrays validated."""
+    from contactmp.program import Program
+
+    factory = None
+    if callable(problem) and not isinstance(problem, (Program, tuple, list, dict)) and not hasattr(problem, "program"):
+        factory = problem
+        problem = factory()
+    if isinstance(problem, dict):
+        problem = tuple(problem[k] for k in (("W", "q", "mu") if "W" in problem else ("M", "q")))
+    found: str
+    if isinstance(problem, Program):
+        found = "program"
+    elif type(problem).__name__ == "ContactImplicitTO" and hasattr(problem, "program"):
+        found = "trajectory"
+    elif isinstance(problem, (tuple, list)) and len(problem) in (2, 3):
+        found = "lcp" if len(problem) == 2 else "fc3d"
+    else:
+        raise InputError("problem", "must be (M, q), (W, q, mu), a Program, a ContactImplicitTO or a "
+                                    f"zero-argument function building one; got {type(problem).__name__}")
+    if kind != "auto":
+        if kind not in KINDS:
+            raise OptionError(f"kind must be 'auto' or one of {KINDS}, got {kind!r}")
+        if kind != found:
+            raise InputError("problem", f"is a {found} problem but kind={kind!r}")
+    if found == "lcp":
+        from contactmp.solvers.lcp import validate_lcp
+
+        problem = validate_lcp(*problem)
+    elif found == "fc3d":
+        from contactmp.solvers.fc3d import validate_fc3d
+
+        problem = validate_fc3d(*problem)
+    return found, problem, factory
+
+
+def _n_modes(kind: str, problem: Any) -> tuple[int, int]:
+    """(base, digits) of the mode patterns."""
+    if kind == "lcp":
+        return 2, problem[1].shape[0]
+    if kind == "fc3d":
+        return 3, problem[2].shape[0]
+    prog = problem if kind == "program" else problem.program
+    return 2, prog.n_comp
+
+
+def _fingerprint(kind: str, problem: Any, settings: tuple[Any, ...]) -> str:
+    h = hashlib.sha256(repr((_FORMAT, kind, settings)).encode())
+    if kind in ("lcp", "fc3d"):
+        for a in problem:
+            h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+            h.update(repr(a.shape).encode())
+    else:
+        prog = problem if kind == "program" else problem.program
+        for e in (prog.f, prog.g, prog.comp_a, prog.comp_b):
+            h.update(str(e).encode())
+        for a in (prog.lbx, prog.ubx, prog.lbg, prog.ubg, prog.x0, prog.p0):
+            h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+        if kind == "trajectory":
+            h.update(repr((type(problem).__name__, problem.N, problem.h)).encode())
+    return h.hexdigest()[:16]
+
+
+def multistart(
+    problem: Any,
+    *,
+    starts: int = 100,
+    seed: int = 0,
+    kind: str = "auto",
+    structured: bool | int = True,
+    tol_cluster: float | None = None,
+    scale: float | None = None,
+    solver_options: dict[str, Any] | None = None,
+    backend: str = "casadi",
+    strategy: str = "scholtes",
+    workers: int = 0,
+    scheduler: str | None = None,
+    client: "Client | None" = None,
+    store_path: str | Path | "RecordStore | None" = None,
+    batch_size: int | None = None,
+    progress: bool = False,
+    max_results: int | None = None,
+    callback: Callable[[str, dict[str, Any]], None] | None = None,
+) -> MultistartResult:
+    """Solve ``problem`` from ``starts`` seeded starting points and cluster the verified answers.
+
+    Parameters
+    ----------
+    problem : ``(M, q)`` (LCP), ``(W, q, mu)`` (fc3d), a :class:`~contactmp.program.Program`, a
+        :class:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO`, a dict with those
+        arrays, or a zero-argument function returning one of these (needed to run programs and
+        transcriptions on Dask workers).
+    starts, seed : start ``i`` (``0 <= i < starts``) draws from ``default_rng([seed, i])``.
+    kind : ``"auto"`` (from the type of ``problem``) or one of :data:`KINDS`, checked.
+    structured : the number of structured (mode-guessing) starts (see the module docstring).
+    tol_cluster : clustering tolerance (default :data:`DEFAULT_TOL_CLUSTER`).
+    scale : size of the random starts (default :data:`DEFAULT_SCALE`).
+    solver_options : overrides for the local solver (``newton.Options``, ``fc3d_newton.Options``
+        or ``NLPOptions``; strict). Their ``tol`` (LCP, fc3d) and ``feas_tol``/``comp_tol``
+        (programs) are also the verification tolerances.
+    backend, strategy : of :func:`~contactmp.solvers.nlp.solve_program` (programs, trajectories).
+    workers, scheduler, client : where to run (:func:`contactmp.parallel.run_tasks`); the default
+        ``workers=0`` runs in this process.
+    store_path : JSONL of the start records (resumable); None: a temporary file.
+    batch_size : starts per Dask task (default: about 20 tasks per worker and 20 ms per task).
+    progress : a rich progress bar on stderr.
+    max_results, callback : passed to :func:`~contactmp.parallel.run_tasks` (stop after that many
+        new records; a function called with each record).
+
+    Returns a :class:`MultistartResult`. Never raises on non-convergence (unsolved starts are
+    counted, not clustered); raises :class:`InputError` / :class:`OptionError` on bad input.
+    """
+    from contactmp import parallel
+
+    t0 = time.perf_counter()
+    found, prob, factory = _classify(problem, kind)
+    if isinstance(starts, bool) or not isinstance(starts, (int, np.integer)) or starts < 1:
+        raise InputError("starts", f"must be an integer >= 1, got {starts!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError("seed", f"must be an integer >= 0, got {seed!r}")
+    starts, seed = int(starts), int(seed)
+    tol_c = DEFAULT_TOL_CLUSTER[found] if tol_cluster is None else tol_cluster
+    if isinstance(tol_c, bool) or not isinstance(tol_c, (int, float)) or not (0 < tol_c < math.inf):
+        raise OptionError(f"tol_cluster must be a positive finite number, got {tol_cluster!r}")
+    sc = DEFAULT_SCALE[found] if scale is None else scale
+    if isinstance(sc, bool) or not isinstance(sc, (int, float)) or not (0 < sc < math.inf):
+        raise OptionError(f"scale must be a positive finite number, got {scale!r}")
+    opts = dict(solver_options or {})
+    _check_solver_options(found, opts)
+    base, m = _n_modes(found, prob)
+    n_patterns = base ** m if m * math.log2(base) < 62 else math.inf
+    if isinstance(structured, bool):
+        n_struct = (n_patterns if n_patterns <= starts else starts // 2) if structured else 0
+    elif isinstance(structured, (int, np.integer)) and structured >= 0:
+        n_struct = min(int(structured), starts, n_patterns)
+    else:
+        raise OptionError(f"structured must be True, False or an integer >= 0, got {structured!r}")
+    n_struct = int(n_struct) if m > 0 else 0
+    enumerate_all = n_struct > 0 and n_struct == n_patterns
+    settings = (seed, n_struct, enumerate_all, float(sc), tuple(sorted((k, repr(v)) for k, v in opts.items())),
+                backend if found in ("program", "trajectory") else None,
+                strategy if found in ("program", "trajectory") else None)
+    token = _fingerprint(found, prob, settings)
+    distributed = not (client is None and scheduler is None and workers == 0)
+    if distributed and found in ("program", "trajectory") and factory is None:
+        raise InputError("problem", f"a {type(prob).__name__} holds CasADi symbols that cannot be sent to "
+                                    "Dask workers; pass a zero-argument function that builds it (or workers=0)")
+    spec = _Spec(kind=found, token=token, data=prob if found in ("lcp", "fc3d") else None,
+                 factory=factory, seed=seed, n_structured=n_struct, enumerate_all=enumerate_all,
+                 scale=float(sc), options=tuple(opts.items()), backend=backend, strategy=strategy)
+    prep = _prepare(found, prob)
+    prefix = f"multistart-{found}-{token}"
+    keys = [f"{prefix}/{i}" for i in range(starts)]
+    if batch_size is None:  # in process too: one fsync per batch, not per start
+        per = 1e-3 if found in ("lcp", "fc3d") else 0.05
+        n_w = workers if (workers and client is None and scheduler is None) else (2 if distributed else 1)
+        batch_size = parallel.default_batch_size(starts, n_w, per)
+    tmp = None
+    if store_path is None:
+        tmp = tempfile.TemporaryDirectory(prefix="contactmp-multistart-")
+        store_path = Path(tmp.name) / "starts.jsonl"
+    had = spec.token in _CACHE
+    _CACHE[spec.token] = prep  # the in-process runs use the caller's object itself
+    try:
+        report = parallel.run_tasks(
+            functools.partial(_run_start, spec), list(range(starts)), keys=keys, store_path=store_path,
+            workers=workers, scheduler=scheduler, client=client, batch_size=batch_size,
+            progress=progress, description=f"multistart ({found})", max_results=max_results,
+            callback=callback, raise_on_error=True,
+        )
+        records = [dict(r) for r in report.records()]
+        result = _summarize(found, prep, records, opts, tol_c, starts, n_struct, seed, prefix, report)
+    finally:
+        if not had:
+            _CACHE.pop(spec.token, None)
+        if tmp is not None:
+            tmp.cleanup()
+    result.time_s = time.perf_counter() - t0
+    result.store_path = None if tmp is not None else str(report.store.path)
+    return result
+
+
+def _check_solver_options(kind: str, opts: dict[str, Any]) -> None:
+    """Reject unknown or ill-typed local-solver options now, not in every start."""
+    if kind == "lcp":
+        from contactmp.solvers import newton
+
+        if "z0" in opts:
+            raise OptionError("z0 is set by each start; it cannot be a solver option of multistart")
+        newton.Options.build(None, **opts)
+    elif kind == "fc3d":
+        from contactmp.solvers import fc3d_newton
+
+        if "r0" in opts:
+            raise OptionError("r0 is set by each start; it cannot be a solver option of multistart")
+        fc3d_newton.Options.build(None, **opts)
+    else:
+        from contactmp.solvers.nlp import NLPOptions
+
+        NLPOptions.build(None, **opts)
+
+
+def _summarize(kind: str, prep: _Prepared, records: list[dict[str, Any]], opts: dict[str, Any],
+               tol_c: float, starts: int, n_struct: int, seed: int, prefix: str, report: Any) -> MultistartResult:
+    records.sort(key=lambda r: r["start"])
+    solved = [r for r in records if r["status"] == Status.SOLVED.value and _finite(r["x"])]
+    points = [np.asarray(r["x"], dtype=float) for r in solved]
+    if kind == "trajectory" and prep.traj_index is not None:
+        points = [p[prep.traj_index] for p in points]
+    objectives = [float(r["objective"]) for r in solved] if kind in ("program", "trajectory") else None
+    labels = cluster_points(points, tol_c, objectives)
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for lab, r in zip(labels, solved):
+        groups.setdefault(lab, []).append(r)
+    n_run = len(records)
+    order = sorted(groups, key=lambda g: (-len(groups[g]), groups[g][0]["start"]))
+    clusters: list[Cluster] = []
+    cluster_of: dict[int, int] = {}
+    for new, g in enumerate(order):
+        members = groups[g]
+        rep = min(members, key=lambda r: (_float(r["residual"]), r["start"]))
+        x = np.asarray(rep["x"], dtype=float)
+        res, ok = _verify(kind, prep, x, opts)
+        clusters.append(Cluster(index=new, x=x, residual=float(res), verified=ok, count=len(members),
+                                share=len(members) / n_run, starts=[r["start"] for r in members],
+                                objective=rep.get("objective"), mode=rep.get("mode")))
+        for r in members:
+            cluster_of[r["start"]] = new
+    for r in records:
+        r["cluster"] = cluster_of.get(r["start"], -1)
+    return MultistartResult(
+        kind=kind, clusters=clusters, starts=records, n_starts=starts, n_run=n_run, n_structured=n_struct,
+        seed=seed, tol_cluster=float(tol_c), key_prefix=prefix, time_s=0.0,
+        time_per_start_s=report.time_s / max(1, report.done), n_computed=report.done, workers=report.workers,
+        complete=report.complete,
+        extras={"resumed": report.skipped, "solver_time_s": float(sum(_float(r.get("time_s", 0.0)) for r in records))},
+    )
+
+
+def _float(v: Any) -> float:
+    """JSON floats come back as strings when not finite ("inf", "nan")."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.inf
+
+
+def _finite(x: Any) -> bool:
+    try:
+        return bool(np.isfinite(np.asarray(x, dtype=float)).all())
+    except (TypeError, ValueError):
+        return False

@@ -30,9 +30,7 @@ its batch is kept.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
-import os
 import time
 import traceback
 import uuid

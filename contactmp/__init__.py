@@ -18,7 +18,7 @@ from contactmp import pyomo_ipopt as _pyomo_ipopt  # noqa: F401
 __version__ = "0.1.0"
 __all__ = [
     "ContactMPError", "InputError", "OptionError", "Result", "Status", "__version__",
-    "Program", "solve_lcp", "solve_fc3d", "solve_program", "PyramidLCP", "ConeNCP",
+    "Program", "solve_lcp", "solve_fc3d", "solve_program", "PyramidLCP", "ConeNCP", "multistart",
 ]
 
 _LAZY = {  # heavier entry points, imported on first use (CasADi, numba)
@@ -28,6 +28,7 @@ _LAZY = {  # heavier entry points, imported on first use (CasADi, numba)
     "ConeNCP": "contactmp.formulations.cone_ncp",
     "solve_program": "contactmp.solvers.nlp",
     "PyramidLCP": "contactmp.formulations.pyramid_lcp",
+    "multistart": "contactmp.solvers.multistart",
 }
 
 

@@ -1,4 +1,4 @@
-"""The command line: ``contactmp solve FILE``, ``contactmp study NAME``, ``contactmp list``."""
+"""The command line: ``contactmp solve FILE``, ``contactmp multistart FILE``, ``contactmp study NAME``, ``contactmp list``."""
 from __future__ import annotations
 
 import json
@@ -124,15 +124,69 @@ def _solve_nosbench(file: Path, as_json: bool) -> None:
 
 
 @app.command()
+def multistart(
+    file: Path = typer.Argument(..., exists=True, dir_okay=False,
+                                help="LCP or fc3d problem file (as for `contactmp solve`)."),
+    starts: int = typer.Option(100, min=1, help="Number of starts (structured mode guesses first)."),
+    seed: int = typer.Option(0, min=0, help="Start i draws from numpy.random.default_rng([seed, i])."),
+    structured: bool = typer.Option(True, help="Include the structured starts (contact modes guessed)."),
+    tol_cluster: Optional[float] = typer.Option(None, help="Clustering tolerance (relative, inf-norm)."),
+    workers: int = typer.Option(0, min=0, help="Dask local-cluster workers (0: run in this process)."),
+    scheduler: Optional[str] = typer.Option(None, help="Address of an existing Dask scheduler, tcp://HOST:PORT."),
+    out: Optional[Path] = typer.Option(None, help="Output folder (default: results/multistart-FILE)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
+) -> None:
+    """Solve one LCP or fc3d problem from many starts and count its distinct verified solutions.
+
+    Every start is appended to OUT/starts.jsonl as it finishes (rerun the same command to resume);
+    OUT/summary.json lists the distinct solutions with the share of starts that reached each.
+    """
+    from contactmp.errors import ContactMPError
+    from contactmp.io import load_problem
+    from contactmp.result import jsonable
+    from contactmp.solvers.multistart import multistart as run_multistart
+
+    out = out or Path("results") / f"multistart-{file.stem}"
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        _, arrays = load_problem(file)
+        res = run_multistart(tuple(arrays), starts=starts, seed=seed, structured=structured,
+                             tol_cluster=tol_cluster, workers=workers, scheduler=scheduler,
+                             store_path=out / "starts.jsonl", progress=not as_json)
+    except ContactMPError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    summary = jsonable(res.to_dict())
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if as_json:
+        sys.stdout.write(json.dumps(summary) + "\n")
+        raise typer.Exit(0)
+    t = Table(title=f"{file.name}: {res.n_distinct} distinct verified solution(s) from {starts} starts")
+    for col in ("#", "solution (first 6 entries)", "starts reaching it", "share", "residual", "verified"):
+        t.add_column(col)
+    for i, c in enumerate(res.clusters):
+        x = ", ".join(f"{v:.4g}" for v in c.x[:6]) + (", ..." if len(c.x) > 6 else "")
+        t.add_row(str(i), x, str(c.count), f"{c.share:.3f}", f"{c.residual:.1e}", str(c.verified))
+    Console().print(t)
+    Console().print(f"time per start {1e3 * res.time_per_start_s:.3f} ms; wrote {out}/starts.jsonl, summary.json")
+
+
+@app.command()
 def study(
     name: str = typer.Argument(..., help="Study name (see `contactmp list`)."),
     quick: bool = typer.Option(False, "--quick", help="A small, fast version of the study."),
     out: Optional[Path] = typer.Option(None, help="Output folder (default: results/NAME[-quick])."),
     seed: int = typer.Option(0, min=0, help="Seed of every random choice in the study (>= 0)."),
+    workers: Optional[int] = typer.Option(
+        None, min=0, help="Dask local-cluster workers for studies that run in parallel (default 2; 0: "
+        "in this process)."),
+    scheduler: Optional[str] = typer.Option(None, help="Existing Dask scheduler, tcp://HOST:PORT."),
 ) -> None:
     """Run a case study; writes summary.json, records.jsonl, table.md and PNG figures into OUT.
 
-    An interrupted run resumes where it stopped when started again with the same OUT.
+    An interrupted run resumes where it stopped when started again with the same OUT. Studies whose
+    work items are independent (the trajectory-optimization and uniqueness studies) run them through
+    Dask (--workers, --scheduler); the others run in this process and say so if given those options.
     """
     from contactmp.case_studies import study_module
     from contactmp.errors import ContactMPError
@@ -143,7 +197,13 @@ def study(
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     out = out or Path("results") / (name + ("-quick" if quick else ""))
-    summary = mod.run(out=out, quick=quick, seed=seed)
+    import inspect
+
+    parallel = "workers" in inspect.signature(mod.run).parameters
+    if not parallel and (workers is not None or scheduler is not None):
+        err.print(f"[yellow]note:[/yellow] study '{name}' runs in this process; --workers/--scheduler ignored")
+    kwargs = {"workers": workers, "scheduler": scheduler} if parallel else {}
+    summary = mod.run(out=out, quick=quick, seed=seed, **kwargs)
     Console().print((out / "table.md").read_text())
     Console().print(f"[green]wrote[/green] {out}/summary.json, records.jsonl, table.md, *.png")
     headline = summary.get("headline")

@@ -92,3 +92,25 @@ def test_quick_study_writes_its_files_and_resumes(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     again = [json.loads(x) for x in (out_dir / "records.jsonl").read_text().splitlines() if x.endswith("}")]
     assert sorted(r["key"] for r in again) == sorted(json.loads(x)["key"] for x in lines)
+
+
+def test_cli_multistart_counts_three_solutions(tmp_path) -> None:
+    """M = [[1, 2], [2, 1]], q = (-1, -1) has exactly three solutions: (1, 0), (0, 1), (1/3, 1/3)."""
+    import json as _json
+
+    import numpy as _np
+    from typer.testing import CliRunner as _Runner
+
+    from contactmp.cli import app as _app
+
+    f = tmp_path / "three.npz"
+    _np.savez(f, M=_np.array([[1.0, 2.0], [2.0, 1.0]]), q=_np.array([-1.0, -1.0]))
+    out = tmp_path / "ms"
+    res = _Runner().invoke(_app, ["multistart", str(f), "--starts", "40", "--out", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    summary = _json.loads(res.stdout.strip().splitlines()[-1])
+    assert summary["n_distinct"] == 3
+    sols = sorted(tuple(round(v, 9) for v in c["x"]) for c in summary["clusters"])
+    assert sols == [(0.0, 1.0), (round(1 / 3, 9), round(1 / 3, 9)), (1.0, 0.0)]
+    assert sum(c["count"] for c in summary["clusters"]) == 40
+    assert len((out / "starts.jsonl").read_text().splitlines()) == 40

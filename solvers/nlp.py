@@ -14,10 +14,33 @@ relies on, so they are handled by a named MPCC strategy (:data:`STRATEGIES`):
 ``"elastic_l1"``
     The l1 penalty: ``a >= 0``, ``b >= 0`` and ``rho * sum_i a_i b_i`` added to the objective,
     for ``rho = rho0, rho0 * rho_factor, ...`` up to ``rho_max``, warm-started, with the same stop.
+``"fischer_burmeister"``
+    Smoothing: ``a >= 0``, ``b >= 0`` and, per pair, the equation
+    ``phi_eps(a_i, b_i) = a_i + b_i - sqrt(a_i^2 + b_i^2 + 2 eps^2) = 0``, whose solutions are
+    exactly ``a_i, b_i > 0`` with ``a_i b_i = eps^2`` (at ``eps = 0``: complementarity), for
+    ``eps = eps0, eps0 * eps_factor, ...`` down to ``eps_min`` (defaults 1, 0.1, 1e-10),
+    warm-started, with the same stop. The row is ``phi_eps / eps`` (unit size at every ``eps``),
+    evaluated without cancellation (see :func:`fischer_burmeister`). ``eps_min``: a degenerate pair
+    (``a_i = b_i = 0`` in the limit) sits at ``a_i = b_i = eps``, so ``min(a_i, b_i) <= comp_tol
+    = 1e-8`` needs ``eps <= 1e-8``, and one more step leaves room; judged by the product
+    (NOSBENCH, ``<= 1e-7``) ``eps = 1e-4`` already passes, and the homotopy stops at the first
+    verified NLP. Unlike Scholtes' relaxed sets, the curves ``a_i b_i = eps^2`` are disjoint for
+    different ``eps``: an infeasible NLP does not end the homotopy, and the next NLP starts from
+    the last NLP that was solved (else ``x0``). An NLP counts as solved only when IPOPT succeeded
+    and its answer lies on the curves (``|a_i b_i - eps^2| <= feas_tol``): ``phi_eps(a, 0)``
+    tends to 0 as ``a`` grows, so far out on an axis IPOPT can meet its tolerance off the curve.
+    Smoothing needs points with ``a_i, b_i > 0``: when the constraints pin a side to 0 (the last
+    contact of a trajectory with a fixed final state), every smoothed NLP is infeasible by
+    ``O(eps^2)`` and only NLPs with ``eps^2`` below IPOPT's tolerance can succeed; use
+    ``"scholtes"`` for such programs.
 
 With ``sign_constraints=False`` the constraints ``a >= 0``, ``b >= 0`` are not added (the signs
 must then come from the variable bounds, NOSBENCH's convention) and complementarity is judged by
-the signed residual ``max_i a_i b_i``.
+the signed residual ``max_i a_i b_i``. Since ``phi_eps = 0`` forces ``a_i, b_i > 0``,
+``"fischer_burmeister"`` then smooths only the pairs whose two sides are affine in ``x`` and
+nonnegative on the whole box ``lbx <= x <= ubx``; any other pair (a sign-indefinite one, such as
+NOSBENCH's ``(Lambda, L)``, ``(Lambda, -L)`` with ``L`` free) keeps the product form
+``a_i b_i <= eps^2``, so the limit problem is the same as the other strategies'.
 
 Whatever the backend says, a :class:`ProgramResult` is ``solved`` only when the independent
 checks of :meth:`Program.residuals` pass: scaled bound and constraint violations ``<= feas_tol``
@@ -41,23 +64,51 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import casadi as ca
 import numpy as np
 
 from contactmp.errors import InputError, OptionError
-from contactmp.program import Program, Variables
+from contactmp.program import Program, Variables, _scaled_violation
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import SolverOptions
 
-__all__ = ["solve_program", "ProgramResult", "NLPOptions", "STRATEGIES", "BACKENDS", "ipopt_option_types"]
+__all__ = ["solve_program", "ProgramResult", "NLPOptions", "STRATEGIES", "BACKENDS", "ipopt_option_types",
+           "fischer_burmeister"]
 
 #: MPCC strategy name -> one-line description
 STRATEGIES: dict[str, str] = {
     "direct": "one NLP with a >= 0, b >= 0, a_i b_i <= 0",
     "scholtes": "relaxation a_i b_i <= sigma, sigma0 -> sigma_min geometrically, warm-started",
     "elastic_l1": "penalty rho * sum a_i b_i in the objective, rho0 -> rho_max geometrically",
+    "fischer_burmeister": "smoothing a_i + b_i - sqrt(a_i^2 + b_i^2 + 2 eps^2) = 0, eps0 -> eps_min geometrically",
+}
+
+
+class _Homotopy(NamedTuple):
+    """The parameter sequence of one strategy: ``start, start * factor, ...`` until ``stop``.
+
+    The fields name :class:`NLPOptions` attributes; ``param`` names the parameter in
+    ``extras["homotopy"]``; ``shrinks`` says whether the sequence falls (factor in (0, 1)) or
+    grows (factor > 1); ``nested`` says whether each NLP's feasible set contains the next one's
+    (then an NLP that is locally infeasible ends the homotopy).
+    """
+
+    param: str
+    start: str
+    factor: str
+    stop: str
+    shrinks: bool
+    nested: bool = True
+
+
+#: strategy -> its homotopy ("direct" is one NLP at parameter 0)
+_HOMOTOPY: dict[str, _Homotopy] = {
+    "scholtes": _Homotopy("sigma", "sigma0", "sigma_factor", "sigma_min", shrinks=True),
+    "elastic_l1": _Homotopy("rho", "rho0", "rho_factor", "rho_max", shrinks=False),
+    # {a_i b_i = eps^2} are disjoint for different eps: an infeasible NLP says nothing of the next
+    "fischer_burmeister": _Homotopy("eps", "eps0", "eps_factor", "eps_min", shrinks=True, nested=False),
 }
 
 #: backend name -> how IPOPT is called
@@ -202,6 +253,7 @@ class NLPOptions(SolverOptions):
     max_iter : IPOPT iterations per NLP.
     sigma0, sigma_factor, sigma_min : the Scholtes homotopy ``sigma <- sigma_factor * sigma``.
     rho0, rho_factor, rho_max : the elastic_l1 penalty sequence ``rho <- rho_factor * rho``.
+    eps0, eps_factor, eps_min : the Fischer-Burmeister smoothing ``eps <- eps_factor * eps``.
     sign_constraints : add ``a >= 0`` and ``b >= 0`` (False: rely on variable bounds; judge
         complementarity by ``max_i a_i b_i``).
     time_limit : wall-clock seconds for the whole solve (checked between NLPs, and each NLP gets
@@ -219,6 +271,9 @@ class NLPOptions(SolverOptions):
     rho0: float = 1.0
     rho_factor: float = 10.0
     rho_max: float = 1e8
+    eps0: float = 1.0
+    eps_factor: float = 0.1
+    eps_min: float = 1e-10
     sign_constraints: bool = True
     time_limit: float = math.inf
     ipopt: dict[str, Any] = field(default_factory=dict)
@@ -226,18 +281,16 @@ class NLPOptions(SolverOptions):
     def check(self) -> None:
         """Reject ill-typed values; copy and type-check the IPOPT options."""
         super().check()
-        for name in ("feas_tol", "comp_tol", "sigma0", "sigma_min", "rho0", "rho_max"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 and math.isfinite(v)):
-                raise OptionError(f"{name} must be a positive finite number, got {v!r}")
-        if not (isinstance(self.sigma_factor, (int, float)) and 0 < self.sigma_factor < 1):
-            raise OptionError(f"sigma_factor must be in (0, 1), got {self.sigma_factor!r}")
-        if not (isinstance(self.rho_factor, (int, float)) and self.rho_factor > 1 and math.isfinite(self.rho_factor)):
-            raise OptionError(f"rho_factor must be a finite number > 1, got {self.rho_factor!r}")
-        if self.sigma_min > self.sigma0:
-            raise OptionError(f"sigma_min ({self.sigma_min}) must not exceed sigma0 ({self.sigma0})")
-        if self.rho_max < self.rho0:
-            raise OptionError(f"rho_max ({self.rho_max}) must not be below rho0 ({self.rho0})")
+        for name in ("feas_tol", "comp_tol"):
+            _positive_finite(self, name)
+        for h in _HOMOTOPY.values():
+            _positive_finite(self, h.start)
+            _positive_finite(self, h.stop)
+            f, s0, s1 = getattr(self, h.factor), getattr(self, h.start), getattr(self, h.stop)
+            if isinstance(f, bool) or not isinstance(f, (int, float)) or not (0 < f < 1 if h.shrinks else 1 < f < math.inf):
+                raise OptionError(f"{h.factor} must be {'in (0, 1)' if h.shrinks else 'a finite number > 1'}, got {f!r}")
+            if (s1 > s0) if h.shrinks else (s1 < s0):
+                raise OptionError(f"{h.stop} ({s1}) must not {'exceed' if h.shrinks else 'be below'} {h.start} ({s0})")
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 0:
             raise OptionError(f"max_iter must be a nonnegative integer, got {self.max_iter!r}")
         if not isinstance(self.sign_constraints, bool):
@@ -245,6 +298,12 @@ class NLPOptions(SolverOptions):
         if isinstance(self.time_limit, bool) or not isinstance(self.time_limit, (int, float)) or not self.time_limit > 0:
             raise OptionError(f"time_limit must be a positive number of seconds, got {self.time_limit!r}")
         self.ipopt = _check_ipopt_options(self.ipopt)
+
+
+def _positive_finite(o: NLPOptions, name: str) -> None:
+    v = getattr(o, name)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 and math.isfinite(v)):
+        raise OptionError(f"{name} must be a positive finite number, got {v!r}")
 
 
 @dataclass
@@ -255,7 +314,9 @@ class ProgramResult:
     ``residuals`` holds them (``bound``, ``constraint``, ``comp_min`` = ``max |min(a, b)|``,
     ``comp_prod`` = ``max a_i b_i``, ``objective``). ``iterations`` sums IPOPT's iterations over
     the homotopy; ``backend_status`` is IPOPT's text for the last NLP solved;
-    ``extras["homotopy"]`` lists every NLP (parameter, status, iterations, residuals).
+    ``extras["homotopy"]`` lists every NLP (parameter, status, iterations, residuals);
+    ``extras["smoothed_pairs"]`` (fischer_burmeister only) counts the pairs written as
+    ``phi_eps(a_i, b_i) = 0`` (the rest keep ``a_i b_i <= eps^2``, see the module docstring).
     """
 
     status: Status
@@ -301,7 +362,12 @@ class ProgramResult:
 class _RelaxedNLP:
     """The NLP ``min f s.t. lbx <= x <= ubx, lbg <= g(x, [p; t]) <= ubg`` of one strategy.
 
-    ``t`` is the homotopy parameter (sigma or rho), appended to the program's parameters.
+    ``t`` is the homotopy parameter (sigma, rho or eps), appended to the program's parameters.
+    ``n_smoothed`` counts the pairs written as Fischer-Burmeister equations. ``g_check`` is ``g``
+    with each such row ``phi_eps(a_i, b_i)`` replaced by ``a_i b_i - eps^2`` (same zero set):
+    :meth:`violation` measures the smoothing in product units, because ``phi_eps(a, 0) ~ -eps^2 / a``
+    tends to 0 as ``a`` grows, so a point far out on an axis meets ``|phi_eps| <= tol`` without
+    being anywhere near the curve ``a b = eps^2``.
     """
 
     x: ca.SX
@@ -312,6 +378,42 @@ class _RelaxedNLP:
     ubx: np.ndarray
     lbg: np.ndarray
     ubg: np.ndarray
+    g_check: ca.SX
+    n_smoothed: int = 0
+    _g_fun: ca.Function | None = field(default=None, repr=False)
+
+    def violation(self, x: np.ndarray, p: np.ndarray) -> float:
+        """The scaled violation of this NLP's own bounds and rows (``g_check``) at ``x``.
+
+        ``p`` includes ``t``. Scaled as in :meth:`Program.residuals`: a violation of bound ``c``
+        is divided by ``max(1, |c|)``; the MPCC rows have bounds 0, 0 or -inf, so theirs is absolute.
+        """
+        if not np.isfinite(x).all():
+            return math.inf
+        if self._g_fun is None:
+            self._g_fun = ca.Function("relaxed_g", [self.x, self.p], [self.g_check])
+        g = np.asarray(self._g_fun(x, p), dtype=float).ravel()
+        return max(_scaled_violation(x, self.lbx, self.ubx), _scaled_violation(g, self.lbg, self.ubg))
+
+
+def fischer_burmeister(a: Any, b: Any, eps: Any = 0.0) -> Any:
+    """The smoothed Fischer-Burmeister function ``phi_eps(a, b) = a + b - sqrt(a^2 + b^2 + 2 eps^2)``.
+
+    ``phi_eps(a, b) = 0`` exactly when ``a, b > 0`` and ``a b = eps^2`` (``eps != 0``), and, at
+    ``eps = 0``, exactly when ``0 <= a _|_ b >= 0``. Elementwise on numbers, numpy arrays and
+    CasADi expressions. Where ``a + b > 0`` it is evaluated as ``2 (a b - eps^2) / (a + b +
+    sqrt(...))`` (the same number, without the cancellation of ``a + b - sqrt(...)``), so it keeps
+    its relative accuracy when ``a b = eps^2`` is far below ``(a + b)`` times machine precision.
+    """
+    symbolic = any(isinstance(v, (ca.SX, ca.MX, ca.DM)) for v in (a, b, eps))
+    if symbolic:
+        s, r = a + b, ca.sqrt(a * a + b * b + 2 * eps * eps)
+        return ca.if_else(s > 0, 2 * (a * b - eps * eps) / ca.if_else(s > 0, s + r, 1.0), s - r)
+    a, b, eps = (np.asarray(v, dtype=float) for v in (a, b, eps))
+    s, r = a + b, np.sqrt(a * a + b * b + 2 * eps * eps)
+    pos = s > 0
+    out = np.where(pos, 2 * (a * b - eps * eps) / np.where(pos, s + r, 1.0), s - r)
+    return float(out) if out.ndim == 0 else out
 
 
 def _relaxed_nlp(prog: Program, strategy: str, sign_constraints: bool) -> _RelaxedNLP:
@@ -323,27 +425,47 @@ def _relaxed_nlp(prog: Program, strategy: str, sign_constraints: bool) -> _Relax
     lbg = [prog.lbg]
     ubg = [prog.ubg]
     f = prog.f
+    n_smoothed = 0
+    check = [prog.g]  # parts, with each smoothing row in product units
+
+    def add_rows(expr: ca.SX, lo: float, hi: float, checked_as: ca.SX | None = None) -> None:
+        if expr.shape[0]:
+            parts.append(expr)
+            check.append(expr if checked_as is None else checked_as)
+            lbg.append(np.full(expr.shape[0], lo))
+            ubg.append(np.full(expr.shape[0], hi))
+
     if prog.n_comp:
         if sign_constraints:
             for side in (a, b):
                 # a side that is a variable with lb >= 0 is already nonnegative by its bound
                 keep = [i for i in range(side.shape[0]) if not _nonneg_variable(prog, side[i], lbx)]
-                if keep:
-                    parts.append(side[keep])
-                    lbg.append(np.zeros(len(keep)))
-                    ubg.append(np.full(len(keep), np.inf))
+                add_rows(side[keep, 0], 0.0, np.inf)
         prod = a * b
         if strategy in ("direct", "scholtes"):
-            parts.append(prod - t)
-            lbg.append(np.full(prog.n_comp, -np.inf))
-            ubg.append(np.zeros(prog.n_comp))
+            add_rows(prod - t, -np.inf, 0.0)
         elif strategy == "elastic_l1":
             f = f + t * ca.sum1(prod)
+        elif strategy == "fischer_burmeister":
+            # phi_eps = 0 forces a, b > 0: without sign constraints only pairs whose signs the
+            # bounds already fix are smoothed; the others keep the product form a_i b_i <= eps^2
+            if sign_constraints:
+                fb = np.ones(prog.n_comp, dtype=bool)
+            else:
+                fb = _nonneg_on_box(prog, a) & _nonneg_on_box(prog, b)
+            smooth, rest = [int(i) for i in np.flatnonzero(fb)], [int(i) for i in np.flatnonzero(~fb)]
+            # phi_eps(a, b) = eps phi_1(a / eps, b / eps): the row phi_eps / eps has unit size at every
+            # eps, so IPOPT's tolerance on it is relative to eps (t >= eps_min > 0)
+            add_rows(fischer_burmeister(a[smooth, 0], b[smooth, 0], t) / t, 0.0, 0.0,
+                     checked_as=prod[smooth, 0] - t * t)
+            add_rows(prod[rest, 0] - t * t, -np.inf, 0.0)
+            n_smoothed = len(smooth)
         else:  # pragma: no cover - checked by solve_program
             raise AssertionError(strategy)
     g = ca.vertcat(*parts) if any(e.shape[0] for e in parts) else ca.SX(0, 1)
-    return _RelaxedNLP(x=x, p=ca.vertcat(p, t), f=f, g=g, lbx=lbx, ubx=ubx,
-                       lbg=np.concatenate(lbg), ubg=np.concatenate(ubg))
+    g_check = ca.vertcat(*check) if any(e.shape[0] for e in check) else ca.SX(0, 1)
+    return _RelaxedNLP(x=x, p=ca.vertcat(p, t), f=f, g=g, lbx=lbx, ubx=ubx, lbg=np.concatenate(lbg),
+                       ubg=np.concatenate(ubg), g_check=g_check, n_smoothed=n_smoothed)
 
 
 def _nonneg_variable(prog: Program, e: ca.SX, lbx: np.ndarray) -> bool:
@@ -351,22 +473,34 @@ def _nonneg_variable(prog: Program, e: ca.SX, lbx: np.ndarray) -> bool:
     return j is not None and lbx[j] >= 0.0
 
 
-def _violates_relaxed(res: dict[str, float], t: float, strategy: str, o: NLPOptions) -> bool:
-    """True when a point violates the relaxed NLP's constraints (for parameter ``t``) by > feas_tol."""
-    if res["bound"] > o.feas_tol or res["constraint"] > o.feas_tol:
-        return True
-    if o.sign_constraints and res["comp_sign"] > o.feas_tol:
-        return True
-    return strategy != "elastic_l1" and res["comp_prod"] > t + o.feas_tol
+def _nonneg_on_box(prog: Program, side: ca.SX) -> np.ndarray:
+    """Which rows of ``side`` are affine in ``x`` and ``>= 0`` on the whole box ``lbx <= x <= ubx``.
+
+    For an affine row ``c + sum_j A_j x_j`` (``c``, ``A`` at the parameters ``p0``) the least
+    value on the box is ``c + sum_j min(A_j lbx_j, A_j ubx_j)``; a row that is nonlinear in ``x``
+    counts as not known to be nonnegative.
+    """
+    n = side.shape[0]
+    affine = ~np.asarray(ca.which_depends(side, prog.x, 2, True), dtype=bool).reshape(n)
+    jac = ca.jacobian(side, prog.x)
+    vals = ca.Function("affine_part", [prog.x, prog.p], [side, jac])
+    with np.errstate(all="ignore"):
+        c_dm, a_dm = vals(np.zeros(prog.n_x), prog.p0)
+        low = np.asarray(c_dm, dtype=float).reshape(n).copy()
+        rows, cols = (np.asarray(v, dtype=int) for v in a_dm.sparsity().get_triplet())
+        coef = np.asarray(a_dm.nonzeros(), dtype=float)
+        used = coef != 0.0
+        rows, cols, coef = rows[used], cols[used], coef[used]
+        least = np.where(coef > 0, coef * prog.lbx[cols], coef * prog.ubx[cols])
+        np.add.at(low, rows, least)
+    return affine & (low >= 0.0)
 
 
 def _homotopy(strategy: str, o: NLPOptions) -> list[float]:
     if strategy == "direct":
         return [0.0]
-    if strategy == "scholtes":
-        start, factor, stop, down = o.sigma0, o.sigma_factor, o.sigma_min, True
-    else:
-        start, factor, stop, down = o.rho0, o.rho_factor, o.rho_max, False
+    h = _HOMOTOPY[strategy]
+    start, factor, stop, down = getattr(o, h.start), getattr(o, h.factor), getattr(o, h.stop), h.shrinks
     vals = [float(start)]
     while (vals[-1] > stop * (1 + 1e-9)) if down else (vals[-1] < stop * (1 - 1e-9)):
         nxt = vals[-1] * factor
@@ -556,7 +690,9 @@ def solve_program(
     x = np.clip(prog.x0, nlp.lbx, nlp.ubx)
     history: list[dict[str, Any]] = []
     iterations = 0
-    param_name = "rho" if strategy == "elastic_l1" else "sigma"
+    hom = _HOMOTOPY.get(strategy)  # None for "direct": one NLP at sigma = 0
+    param_name = hom.param if hom is not None else "sigma"
+    nested = hom is None or hom.nested
     last: _Candidate | None = None      # the answer of the last NLP
     last_ok: _Candidate | None = None   # the answer of the last NLP IPOPT solved
     found: _Candidate | None = None     # a verified answer (ends the homotopy)
@@ -565,12 +701,22 @@ def solve_program(
         if time.perf_counter() - t0 > o.time_limit:
             stop_reason = "time_limit"
             break
-        ans = solver.solve(x, np.concatenate([p0, [t]]))
+        pt = np.concatenate([p0, [t]])
+        ans = solver.solve(x, pt)
         iterations += ans.iterations
-        cand = _Candidate(ans.x, ans.status_text, ans.ok, prog.residuals(ans.x, p0))
-        history.append({param_name: t, "status": ans.status_text, "iterations": ans.iterations, **cand.res})
+        ok = ans.ok
+        extra: dict[str, float] = {}
+        if nlp.n_smoothed:
+            # IPOPT's |phi_eps| <= tol also holds far out on an axis: count the NLP as solved only
+            # when its answer is on the curves a_i b_i = eps^2 (and the rest of the NLP) to feas_tol
+            extra["smoothing_violation"] = nlp.violation(ans.x, pt)
+            ok = ok and extra["smoothing_violation"] <= o.feas_tol
+        cand = _Candidate(ans.x, ans.status_text, ok, prog.residuals(ans.x, p0))
+        history.append({param_name: t, "status": ans.status_text, "iterations": ans.iterations, **cand.res,
+                        **extra})
         last = cand
-        if np.isfinite(ans.x).all():
+        if np.isfinite(ans.x).all() and (nested or ok):
+            # (a failed NLP of a non-nested homotopy says nothing of the next: keep the last start)
             x = ans.x
         if cand.ok:
             last_ok = cand
@@ -586,7 +732,7 @@ def solve_program(
                     if verified(rep.res):
                         found = rep
                         break
-        if ans.status_text == "Infeasible_Problem_Detected" and _violates_relaxed(cand.res, t, strategy, o):
+        if ans.status_text == "Infeasible_Problem_Detected" and nested and nlp.violation(ans.x, pt) > o.feas_tol:
             # IPOPT's answer violates the relaxed NLP itself; the next relaxations are tighter
             stop_reason = "the relaxed NLP is locally infeasible"
             break
@@ -627,7 +773,8 @@ def solve_program(
         backend_status=backend_status,
         residuals=chosen.res,
         message="; ".join(messages),
-        extras={"homotopy": history, "ipopt_options": ipopt},
+        extras={"homotopy": history, "ipopt_options": ipopt,
+                **({"smoothed_pairs": nlp.n_smoothed} if strategy == "fischer_burmeister" else {})},
         program=prog,
     )
 

@@ -696,6 +696,7 @@ def solve_program(
     last: _Candidate | None = None      # the answer of the last NLP
     last_ok: _Candidate | None = None   # the answer of the last NLP IPOPT solved
     found: _Candidate | None = None     # a verified answer (ends the homotopy)
+    checked: _Candidate | None = None   # the last answer that passes the checks although IPOPT failed
     stop_reason = "homotopy exhausted"
     for t in (_homotopy(strategy, o) if prog.n_comp else [0.0]):  # no pairs: one NLP
         if time.perf_counter() - t0 > o.time_limit:
@@ -718,6 +719,8 @@ def solve_program(
         if np.isfinite(ans.x).all() and (nested or ok):
             # (a failed NLP of a non-nested homotopy says nothing of the next: keep the last start)
             x = ans.x
+        if not cand.ok and verified(cand.res):
+            checked = cand
         if cand.ok:
             last_ok = cand
             if verified(cand.res):
@@ -745,6 +748,12 @@ def solve_program(
     else:
         # the last NLP's answer, unless it failed and an earlier NLP succeeded
         chosen = last if (last is not None and (last.ok or last_ok is None)) else last_ok
+        if checked is not None and (chosen is None or not verified(chosen.res)):
+            # an NLP IPOPT did not finish left a point that passes the independent checks (feasible
+            # and complementary): return it rather than a worse one; with an objective its status
+            # stays unsolved (IPOPT certified no stationarity), without one it is a solution
+            chosen = checked
+            messages.append(f"returning a point that passes the checks although IPOPT ended {checked.status}")
         if chosen is None:  # time limit before the first NLP
             chosen = _Candidate(x, "not started", False, prog.residuals(x, p0))
         elif chosen is not last:

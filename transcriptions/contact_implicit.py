@@ -5,20 +5,29 @@ The decision variables are the states ``q_k`` (k = 0..N), ``v_k`` (k = 0..N), th
 :class:`~contactmp.transcriptions.time_stepping.TimeStepping` with every quantity evaluated at the
 step's own variables ``q_k``:
 
-    M(q_k) (v_{k+1} - v_k) = h (B(q_k) u_k - h(q_k, v_k)) + Jn(q_k)^T p_n + D(q_k)^T beta
+    M(q_k) (v_{k+1} - v_k) = h (B(q_k) u_k - h(q_k, v_k)) + Jn(q_k)^T p_n + (friction impulses)
     0 <= p_n   _|_  phi(q_k) / h + Jn(q_k) v_{k+1} >= 0
-    0 <= beta  _|_  lambda + D(q_k) v_{k+1}       >= 0
-    0 <= lambda _|_ mu p_n - sum beta             >= 0
+    (friction law of the formulation, at the velocity v_{k+1})
     q_{k+1} = q_k + h qdot(q_k, v_{k+1})
 
-(the block is :func:`~contactmp.formulations.velocity_pyramid.add_velocity_pyramid_step`, fed with
-the system's CasADi expressions after substituting ``q, v, u`` by the step's variables; its
-``v_next`` variables *are* ``v_{k+1}``). Every contact enters every step (TimeStepping with
-``active_gap = inf``; for contacts with ``phi <= active_gap`` the two coincide). The quaternion
-renormalization of TimeStepping's 3-D bodies is not part of the transcription.
+with one of two friction laws (``formulation``):
+
+* ``"pyramid"``: :func:`~contactmp.formulations.velocity_pyramid.add_velocity_pyramid_step`, the
+  friction impulse ``D(q_k)^T beta`` with ``0 <= beta _|_ lambda + D(q_k) v_{k+1} >= 0`` and
+  ``0 <= lambda _|_ mu p_n - sum beta >= 0`` (a k-gon circumscribing Coulomb's disk);
+* ``"cone"``: :func:`~contactmp.formulations.velocity_cone.add_velocity_cone_step`, Coulomb's
+  disk ``(p_t, p_o) = mu p_n w``, ``(Jt v_{k+1}, Jo v_{k+1}) + gamma w = 0``,
+  ``0 <= 1 - |w|^2 _|_ gamma >= 0`` (the ``t`` direction only for planar systems, where the cone
+  and the even-facet pyramid are the same segment ``|p_t| <= mu p_n``).
+
+Either block is fed with the system's CasADi expressions after substituting ``q, v, u`` by the
+step's variables; its ``v_next`` variables *are* ``v_{k+1}``. Every contact enters every step
+(TimeStepping with ``active_gap = inf``; for contacts with ``phi <= active_gap`` the two coincide).
+The quaternion renormalization of TimeStepping's 3-D bodies is not part of the transcription.
 
 The whole program is a :class:`~contactmp.program.Program` (``.program``), solved with
-:func:`~contactmp.solvers.nlp.solve_program` from one or several seeded initial guesses.
+:func:`~contactmp.solvers.nlp.solve_program` from one or several seeded initial guesses; its Pyomo
+twin is :meth:`ContactImplicitTO.to_pyomo`.
 """
 from __future__ import annotations
 
@@ -31,6 +40,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, OptionError
+from contactmp.formulations.velocity_cone import VelocityConeStep, add_velocity_cone_step
 from contactmp.formulations.velocity_pyramid import (
     VelocityPyramidStep,
     add_velocity_pyramid_step,
@@ -40,7 +50,13 @@ from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Program, Variables
 from contactmp.result import Status
 
-__all__ = ["ContactImplicitTO", "TOResult"]
+__all__ = ["ContactImplicitTO", "FORMULATIONS", "TOResult"]
+
+#: formulation name -> the step block it stacks
+FORMULATIONS: dict[str, str] = {
+    "pyramid": "velocity-level k-facet friction pyramid (add_velocity_pyramid_step)",
+    "cone": "velocity-level Coulomb cone, disk form (add_velocity_cone_step)",
+}
 
 
 @dataclass
@@ -48,7 +64,8 @@ class TOResult:
     """The outcome of :meth:`ContactImplicitTO.solve` (the best start's trajectory).
 
     ``t`` (N+1), ``q`` (N+1, n_q), ``v`` (N+1, n_v), ``u`` (N, n_u), impulses ``p_n``, ``p_t``,
-    ``p_o`` (N, n_c); ``status`` and ``objective`` of the best start; ``comp_violation`` is
+    ``p_o`` (N, n_c; ``p_o = 0`` for planar systems), for either formulation;
+    ``status`` and ``objective`` of the best start; ``comp_violation`` is
     ``max |min(a_i, b_i)|`` over every complementarity pair, ``constraint_violation`` the scaled
     violation of the equality/inequality rows (both from :meth:`Program.residuals`). ``starts``
     records every start (index, status, objective, violations, IPOPT iterations, time);
@@ -89,12 +106,14 @@ class ContactImplicitTO:
     system : ContactSystem
     N : number of steps (>= 1).
     h : step length (s), > 0.
-    formulation : ``"pyramid"`` (the only one so far).
-    facets : pyramid facets (>= 3; even for planar systems).
+    formulation : ``"pyramid"`` or ``"cone"`` (see the module docstring and :data:`FORMULATIONS`).
+    facets : pyramid facets (>= 3; even for planar systems); not used by ``"cone"``.
 
-    Handles: ``q[k]``, ``v[k]`` (k = 0..N), ``u[k]`` and ``steps[k]`` (k = 0..N-1, the pyramid
-    blocks with ``p_n``, ``beta``, ``lam``) are :class:`~contactmp.program.Variables` of
-    ``.program``.
+    Handles: ``q[k]``, ``v[k]`` (k = 0..N) and ``u[k]`` (k = 0..N-1) are
+    :class:`~contactmp.program.Variables` of ``.program``; ``steps[k]`` (k = 0..N-1) the step
+    blocks: :class:`~contactmp.formulations.velocity_pyramid.VelocityPyramidStep` (``p_n``,
+    ``beta``, ``lam``) or :class:`~contactmp.formulations.velocity_cone.VelocityConeStep`
+    (``p_n``, ``p_t``, ``p_o``, ``w``, ``gamma``).
     """
 
     def __init__(self, system: ContactSystem, N: int, h: float, formulation: str = "pyramid",
@@ -105,18 +124,21 @@ class ContactImplicitTO:
             raise InputError("N", f"must be an integer >= 1, got {N!r}")
         if not (isinstance(h, (int, float)) and not isinstance(h, bool) and math.isfinite(h) and h > 0):
             raise InputError("h", f"must be a positive finite step, got {h!r}")
-        if formulation != "pyramid":
-            raise OptionError(f"formulation must be 'pyramid' (the only one implemented), got {formulation!r}")
-        pyramid_generators(facets)  # validates facets
-        if system.planar and facets % 2:
-            raise InputError("facets", "must be even for a planar system")
+        if not isinstance(formulation, str) or formulation not in FORMULATIONS:
+            raise OptionError(f"formulation must be one of {', '.join(map(repr, FORMULATIONS))}, "
+                              f"got {formulation!r}")
+        if formulation == "pyramid":
+            pyramid_generators(facets)  # validates facets
+            if system.planar and facets % 2:
+                raise InputError("facets", "must be even for a planar system")
         self.system, self.N, self.h = system, int(N), float(h)
-        self.formulation, self.facets = formulation, int(facets)
+        self.formulation = formulation
+        self.facets = int(facets) if formulation == "pyramid" else facets
         self.program = Program("contact_implicit_to")
         self.q: list[Variables] = []
         self.v: list[Variables] = []
         self.u: list[Variables] = []
-        self.steps: list[VelocityPyramidStep] = []
+        self.steps: list[VelocityPyramidStep | VelocityConeStep] = []
         self._q0: np.ndarray | None = None
         self._v0: np.ndarray | None = None
         self._qf: np.ndarray | None = None
@@ -130,6 +152,8 @@ class ContactImplicitTO:
         fn = ca.Function("step_data", [s.q, s.v, s.u],
                          [s.M, s.B @ s.u - s.h, s.Jn, s.Jt, s.Jo, s.phi])
         qdot = ca.Function("qdot", [s.q, s.v], [s.qdot])
+        self._qdot_jac = ca.Function("qdot_jac", [s.q], [ca.jacobian(s.qdot, s.v)])  # qdot is linear in v
+        self._tangents = ca.Function("tangents", [s.q], [s.Jt, s.Jo])
         self.q.append(prog.add_variables("q0", nq, init=s.q_nominal, block="state0"))
         self.v.append(prog.add_variables("v0", nv, block="state0"))
         for k in range(self.N):
@@ -137,14 +161,35 @@ class ContactImplicitTO:
             uk = prog.add_variables(f"u{k}", nu, block=f"input{k}")
             self.u.append(uk)
             M, f, Jn, Jt, Jo, phi = fn(qk, vk, uk.sym)
-            blk = add_velocity_pyramid_step(prog, M=M, f=f, v=vk, Jn=Jn, Jt=Jt, Jo=Jo, mu=s.mu,
-                                            phi=phi, h=hs, facets=self.facets, prefix=f"step{k}")
+            if self.formulation == "pyramid":
+                blk = add_velocity_pyramid_step(prog, M=M, f=f, v=vk, Jn=Jn, Jt=Jt, Jo=Jo, mu=s.mu,
+                                                phi=phi, h=hs, facets=self.facets, prefix=f"step{k}")
+            else:
+                blk = add_velocity_cone_step(prog, M=M, f=f, v=vk, Jn=Jn, Jt=Jt, Jo=Jo, mu=s.mu,
+                                             phi=phi, h=hs, prefix=f"step{k}", planar=s.planar)
             self.steps.append(blk)
             self.v.append(blk.v_next)
             q_next = prog.add_variables(f"q{k + 1}", nq, init=s.q_nominal, block=f"state{k + 1}")
             self.q.append(q_next)
             prog.add_constraint(q_next.sym - qk - hs * qdot(qk, blk.v_next.sym), 0.0, 0.0,
                                 name=f"kinematics{k}", block=f"step{k}")
+
+    def to_pyomo(self) -> Any:
+        """The Pyomo twin of the whole transcription: ``self.program.to_pyomo()``, a
+        ``pyomo.environ.ConcreteModel`` with one indexed ``Var`` per handle (``q0``, ``v0``, ``u0``,
+        ``step0/p_n``, ...; bounds and the stored initial guess), the objective, one indexed
+        ``Constraint`` per row group (dynamics, kinematics, friction law, boundary conditions) and
+        one ``pyomo.mpec`` ``Complementarity`` per pair group; ``model.contactmp_names`` maps handle
+        names to component names. Built from the current program, so call it after setting the
+        boundary conditions and costs; solve it with ``pyomo.mpec`` transformations and IPOPT
+        (``SolverFactory("contactmp_ipopt")`` when no ``ipopt`` executable exists)."""
+        return self.program.to_pyomo()
+
+    def _friction_impulse(self, blk: VelocityPyramidStep | VelocityConeStep, x: np.ndarray) -> np.ndarray:
+        """(n_c, 2) impulses ``(p_t, p_o)`` of one step block at the program vector ``x``."""
+        if isinstance(blk, VelocityConeStep):
+            return blk.friction_impulse(x)
+        return blk.friction_impulse(self.program.value(blk.beta, x))
 
     def _state(self, field_name: str, x: ArrayLike, n: int) -> np.ndarray:
         return self.system._vec(field_name, x, n)
@@ -157,10 +202,31 @@ class ContactImplicitTO:
             self._v0 = self._state("v0", v0, self.system.n_v)
             self.program.add_constraint(self.v[0].sym, self._v0, self._v0, name="initial_v", block="boundary")
 
-    def set_final_state(self, qf: ArrayLike, vf: ArrayLike | None = None) -> None:
-        """Constrain ``q_N = qf`` and, when given, ``v_N = vf``."""
-        self._qf = self._state("qf", qf, self.system.n_q)
-        self.program.add_constraint(self.q[-1].sym, self._qf, self._qf, name="final_q", block="boundary")
+    def set_final_state(self, qf: ArrayLike, vf: ArrayLike | None = None, *,
+                        q_indices: ArrayLike | None = None) -> None:
+        """Constrain ``q_N = qf`` (only the entries ``q_indices`` when given) and, when given,
+        ``v_N = vf``. ``qf`` always has all ``n_q`` entries (the free ones still shape
+        :meth:`initial_guess`).
+
+        Constrain only what the contact rows leave free: for a body resting on the ground the
+        height and tilt at ``q_N`` already follow from the last step's non-penetration rows, and
+        the four quaternion entries of a 3-D body carry three degrees of freedom, so fixing all of
+        ``q_N`` gives dependent equality rows (a rank-deficient constraint Jacobian), which IPOPT
+        handles badly. Likewise ``v_N = vf`` fixes every contact velocity of the last step, which
+        makes the cone block's rows ``u_T + gamma w = 0`` dependent at sticking contacts.
+        """
+        nq = self.system.n_q
+        self._qf = self._state("qf", qf, nq)
+        if q_indices is None:
+            idx = list(range(nq))
+        else:
+            arr = np.asarray(q_indices)
+            if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer) \
+                    or arr.min() < 0 or arr.max() >= nq or np.unique(arr).size != arr.size:
+                raise InputError("q_indices", f"must be distinct integers in [0, {nq}), got {q_indices!r}")
+            idx = [int(i) for i in arr]
+        target = self._qf[idx]
+        self.program.add_constraint(self.q[-1].sym[idx], target, target, name="final_q", block="boundary")
         if vf is not None:
             self._vf = self._state("vf", vf, self.system.n_v)
             self.program.add_constraint(self.v[-1].sym, self._vf, self._vf, name="final_v", block="boundary")
@@ -209,17 +275,35 @@ class ContactImplicitTO:
     # ------------------------------------------------------------------------------- solving
     def initial_guess(self, rng: np.random.Generator | None = None, scale: float = 0.1) -> np.ndarray:
         """An initial guess ``x``: ``q_k`` interpolated linearly from the initial to the final
-        configuration (or ``q_nominal``), ``v_k`` the matching constant velocity (zero at the ends
-        when fixed), inputs and impulses zero; with ``rng`` every entry gets ``scale * N(0, 1)``
-        noise (then clipped to the bounds)."""
+        configuration (or ``q_nominal``), ``v_{k+1}`` the least-squares solution of the
+        kinematics ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})`` along it (the constant velocity when
+        ``qdot = v``; ``v_0 = v_1``), both ends' velocities replaced by the fixed ones; for the cone
+        blocks the sliding speeds ``gamma`` and directions ``w = -u_T / |u_T|`` of that motion
+        (``u_T`` its tangential contact velocities at ``(q_k, v_{k+1})``), so that the rows
+        ``u_T + gamma w = 0`` hold and do not start at their degenerate point ``gamma = w = 0``;
+        inputs and impulses at their stored initial values (zero). With ``rng`` every entry gets
+        ``scale * N(0, 1)`` noise (then clipped to the bounds)."""
         prog, s = self.program, self.system
         x = prog.x0.copy()
         qa = self._q0 if self._q0 is not None else s.q_nominal
         qb = self._qf if self._qf is not None else qa
-        vel = (qb - qa) / (self.N * self.h) if s.n_q == s.n_v else np.zeros(s.n_v)
+        qs = [qa + (qb - qa) * k / self.N for k in range(self.N + 1)]
         for k in range(self.N + 1):
-            x[self.q[k].index] = qa + (qb - qa) * k / self.N
-            x[self.v[k].index] = vel
+            x[self.q[k].index] = qs[k]
+        for k in range(self.N):
+            G = np.asarray(self._qdot_jac(qs[k]), dtype=float)
+            vel = np.linalg.lstsq(G, (qs[k + 1] - qs[k]) / self.h, rcond=None)[0]
+            x[self.v[k + 1].index] = vel
+            if k == 0:
+                x[self.v[0].index] = vel
+            blk = self.steps[k]
+            if isinstance(blk, VelocityConeStep):  # sliding speed and direction of the guessed motion
+                Jt, Jo = (np.asarray(J, dtype=float) for J in self._tangents(qs[k]))
+                ut, uo = Jt @ vel, (np.zeros(s.n_c) if blk.planar else Jo @ vel)
+                gamma = np.hypot(ut, uo)
+                scale_ = np.where(gamma > 0, 1.0 / np.where(gamma > 0, gamma, 1.0), 0.0)
+                x[blk.gamma.index] = gamma
+                x[blk.w.index] = -ut * scale_ if blk.planar else np.concatenate([-ut * scale_, -uo * scale_])
         if self._v0 is not None:
             x[self.v[0].index] = self._v0
         if self._vf is not None:
@@ -229,26 +313,37 @@ class ContactImplicitTO:
         return np.clip(x, prog.lbx, prog.ubx)
 
     def solve(self, backend: str = "casadi", strategy: str = "scholtes", starts: int = 1, seed: int = 0,
-              *, scale: float = 0.1, options: Any = None, **overrides: Any) -> TOResult:
+              *, scale: float = 0.1, start_indices: ArrayLike | None = None, options: Any = None,
+              **overrides: Any) -> TOResult:
         """Solve the transcription from ``starts`` initial guesses and return the best.
 
         Start 0 is :meth:`initial_guess` without noise; start i >= 1 adds ``scale * N(0, 1)``
-        noise from ``numpy.random.default_rng([seed, i])``. Every start's outcome is recorded in
+        noise from ``numpy.random.default_rng([seed, i])``. ``start_indices`` (distinct integers
+        >= 0) runs exactly those starts instead of ``0 .. starts-1`` (so start ``i`` can be run on
+        its own, for example by a parallel multistart). Every start's outcome is recorded in
         ``TOResult.starts``; the best is the solved start of least objective, else the start of
         least ``max(constraint, comp_min)`` violation. ``options`` / ``overrides`` go to
         :func:`~contactmp.solvers.nlp.solve_program`. Never raises on non-convergence.
         """
         from contactmp.solvers.nlp import solve_program
 
-        if not isinstance(starts, (int, np.integer)) or isinstance(starts, bool) or starts < 1:
-            raise InputError("starts", f"must be an integer >= 1, got {starts!r}")
+        if start_indices is None:
+            if not isinstance(starts, (int, np.integer)) or isinstance(starts, bool) or starts < 1:
+                raise InputError("starts", f"must be an integer >= 1, got {starts!r}")
+            indices = list(range(int(starts)))
+        else:
+            arr = np.asarray(start_indices)
+            if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0 \
+                    or np.unique(arr).size != arr.size:
+                raise InputError("start_indices", f"must be distinct integers >= 0, got {start_indices!r}")
+            indices = [int(i) for i in arr]
         prog = self.program
         handles = prog.variables
         saved = [h.init.copy() for h in handles]
         records: list[dict[str, Any]] = []
         results = []
         try:
-            for i in range(int(starts)):
+            for i in indices:
                 rng = None if i == 0 else np.random.default_rng([int(seed), i])
                 x0 = self.initial_guess(rng, scale)
                 for h in handles:
@@ -264,7 +359,7 @@ class ContactImplicitTO:
             for h, init in zip(handles, saved):
                 h.init = init
         best = _best(records)
-        return self._trajectory(results[best], records, best)
+        return self._trajectory(results[indices.index(best)], records, best)
 
     def _trajectory(self, res: Any, records: list[dict[str, Any]], best: int) -> TOResult:
         x = res.x
@@ -273,7 +368,9 @@ class ContactImplicitTO:
         v = np.array([prog.value(h, x) for h in self.v])
         u = np.array([prog.value(h, x) for h in self.u]).reshape(self.N, self.system.n_u)
         pn = np.array([prog.value(b.p_n, x) for b in self.steps])
-        pto = np.array([b.friction_impulse(prog.value(b.beta, x)) for b in self.steps])
+        pto = np.array([self._friction_impulse(b, x) for b in self.steps])
+        if self.system.planar:  # Jo = 0: an o impulse (pyramid generators' o part) exerts no force
+            pto[:, :, 1] = 0.0
         return TOResult(t=self.h * np.arange(self.N + 1), q=q, v=v, u=u, p_n=pn, p_t=pto[:, :, 0],
                         p_o=pto[:, :, 1], status=res.status, objective=float(res.objective),
                         comp_violation=float(res.residuals["comp_min"]),

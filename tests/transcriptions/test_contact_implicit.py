@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from contactmp.errors import InputError, OptionError
-from contactmp.models.systems import point_mass_2d
+from contactmp.models.systems import box_3d, point_mass_2d
 from contactmp.result import Status
 from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 from contactmp.transcriptions.time_stepping import TimeStepping
@@ -81,8 +81,9 @@ def test_input_validation() -> None:
         ContactImplicitTO(sys_, 5, -1.0)
     with pytest.raises(InputError):
         ContactImplicitTO(sys_, 5, 0.05, facets=3)
-    with pytest.raises(OptionError):
-        ContactImplicitTO(sys_, 5, 0.05, formulation="cone")
+    with pytest.raises(OptionError, match="formulation"):
+        ContactImplicitTO(sys_, 5, 0.05, formulation="polygon")
+    ContactImplicitTO(sys_, 5, 0.05, formulation="cone", facets=3)  # facets: pyramid only
     to = ContactImplicitTO(sys_, 5, 0.05)
     with pytest.raises(InputError):
         to.set_initial_state([0.0, 0.0, 0.0])
@@ -90,6 +91,10 @@ def test_input_validation() -> None:
         to.add_quadratic_cost(Q=-np.eye(2))
     with pytest.raises(InputError):
         to.solve(starts=0)
+    with pytest.raises(InputError, match="q_indices"):
+        to.set_final_state([0.5, 0.0], q_indices=[0, 2])
+    with pytest.raises(InputError, match="q_indices"):
+        to.set_final_state([0.5, 0.0], q_indices=[0, 0])
 
 
 def test_quadratic_cost_matches_effort_cost(push) -> None:
@@ -105,3 +110,128 @@ def test_quadratic_cost_matches_effort_cost(push) -> None:
     assert re.success and rq.success
     assert rq.objective == pytest.approx(re.objective, rel=1e-6)
     assert rq.objective == pytest.approx(H * np.sum(rq.u**2), rel=1e-12)
+
+
+# ------------------------------------------------------------------------ the Coulomb-cone blocks
+def _cone_push() -> tuple[ContactImplicitTO, object]:
+    sys_ = point_mass_2d(m=M_, mu=MU, g=G)
+    to = ContactImplicitTO(sys_, N, H, formulation="cone")
+    to.set_initial_state([0.0, 0.0], [0.0, 0.0])
+    to.set_final_state([0.5, 0.0], [0.0, 0.0])
+    to.bound_inputs([-20.0, 0.0], [20.0, 0.0])
+    to.minimize_effort(1.0)
+    return to, sys_
+
+
+def test_cone_push_point_mass_equals_pyramid(push) -> None:
+    """Planar: Coulomb's cone is the segment |p_t| <= mu p_n, which the even pyramid is too, so the
+    two transcriptions have the same optimum (measured 25.076208 for both)."""
+    to_p, _ = push
+    to_c, sys_ = _cone_push()
+    assert all(b.planar and b.p_o is None for b in to_c.steps)
+    rp = to_p.solve(strategy="elastic_l1")
+    rc = to_c.solve(strategy="elastic_l1")
+    assert rp.success and rc.success
+    assert rc.comp_violation <= 1e-8 and rc.constraint_violation <= 1e-6
+    assert abs(rc.objective - rp.objective) <= 1e-4
+    np.testing.assert_allclose(rc.q, rp.q, atol=1e-4)
+    np.testing.assert_allclose(rc.u, rp.u, atol=1e-2)
+    np.testing.assert_allclose(rc.p_n, rp.p_n, atol=1e-6)
+    np.testing.assert_allclose(rc.p_t, rp.p_t, atol=1e-4)
+    assert np.abs(rc.p_o).max() == 0.0 and np.abs(rp.p_o).max() == 0.0
+    # Coulomb on the cone's trajectory: inside the segment, opposite to the new velocity
+    pt, vx = rc.p_t[:, 0], rc.v[1:, 0]
+    assert np.all(np.abs(pt) <= MU * rc.p_n[:, 0] + 1e-8)
+    sliding = np.abs(vx) > 1e-4
+    np.testing.assert_allclose(pt[sliding], -MU * rc.p_n[sliding, 0] * np.sign(vx[sliding]), atol=1e-7)
+    traj = TimeStepping(sys_, H, formulation="cone").simulate([0.0, 0.0], [0.0, 0.0], rc.u, N)
+    assert traj.n_failed == 0
+    np.testing.assert_allclose(traj.q, rc.q, atol=1e-5)
+
+
+BOX_N, BOX_H = 10, 0.05
+
+
+def test_cone_box_3d_push_is_coulomb_and_replays() -> None:
+    """A 3D box pushed from rest by a horizontal force at its center toward (0.3, 0.15) in 0.5 s
+    (final velocity free). The optimized trajectory has every friction impulse in Coulomb's cone,
+    exactly opposite to the sliding velocity at sliding corners, and TimeStepping with the cone
+    (fc3d per step) replays it from the optimized inputs."""
+    box = box_3d(m=1.0, size=0.5, mu=0.5)
+    q0 = np.array(box.q_nominal)
+    qf = q0.copy()
+    qf[:2] = [0.3, 0.15]
+    to = ContactImplicitTO(box, BOX_N, BOX_H, formulation="cone")
+    to.set_initial_state(q0, np.zeros(6))
+    to.set_final_state(qf, q_indices=[0, 1])  # height and tilt follow from the contacts
+    to.bound_inputs([-20.0, -20.0, 0.0, 0.0, 0.0, 0.0], [20.0, 20.0, 0.0, 0.0, 0.0, 0.0])
+    to.minimize_effort(1.0)
+    r = to.solve(strategy="direct")
+    assert r.status is Status.SOLVED
+    assert r.comp_violation <= 1e-6 and r.constraint_violation <= 1e-6
+    np.testing.assert_allclose(r.q[-1, :2], [0.3, 0.15], atol=1e-8)
+    # the box slides flat: four bottom corners carry the weight, no tilt or spin
+    np.testing.assert_allclose(r.q[:, 2], 0.25, atol=1e-7)
+    np.testing.assert_allclose(r.q[:, 3:], np.tile([1.0, 0, 0, 0], (BOX_N + 1, 1)), atol=1e-7)
+    np.testing.assert_allclose(r.p_n.sum(axis=1), G * BOX_H, atol=1e-7)
+    # Coulomb's cone at every corner and step
+    pT = np.hypot(r.p_t, r.p_o)
+    assert np.all(pT <= box.mu * r.p_n + 1e-6)
+    n_sliding = 0
+    for k in range(BOX_N):
+        _, Jt, Jo = box.eval_J(r.q[k])
+        u = np.c_[Jt @ r.v[k + 1], Jo @ r.v[k + 1]]
+        for j in np.flatnonzero((r.p_n[k] > 1e-6) & (np.linalg.norm(u, axis=1) > 1e-6)):
+            n_sliding += 1
+            want = -box.mu[j] * r.p_n[k, j] * u[j] / np.linalg.norm(u[j])
+            np.testing.assert_allclose([r.p_t[k, j], r.p_o[k, j]], want, atol=1e-8)
+    assert n_sliding >= 4 * 8  # the box slides most of the way
+    # the motion is diagonal: a pyramid's friction would be up to 45 degrees off here
+    heading = np.degrees(np.arctan2(r.v[1:, 1], r.v[1:, 0]))[np.hypot(r.v[1:, 0], r.v[1:, 1]) > 1e-3]
+    assert np.all(np.abs(heading - np.degrees(np.arctan2(0.15, 0.3))) < 1.0)
+    traj = TimeStepping(box, BOX_H, formulation="cone", active_gap=np.inf).simulate(q0, np.zeros(6), r.u, BOX_N)
+    assert traj.n_failed == 0
+    np.testing.assert_allclose(traj.q, r.q, atol=1e-5)
+    np.testing.assert_allclose(traj.v, r.v, atol=1e-5)
+
+
+def test_to_pyomo_is_the_program_twin() -> None:
+    """``to_pyomo()`` holds the same variables, bounds and rows: at a CasADi solution its
+    constraints hold and its objective is the program's."""
+    import pyomo.environ as pyo
+    from pyomo.mpec import Complementarity
+
+    from contactmp.pyomo_bridge import set_program_x
+
+    sys_ = point_mass_2d(m=M_, mu=MU, g=G)
+    to = ContactImplicitTO(sys_, 4, H, formulation="cone")
+    to.set_initial_state([0.0, 0.0], [0.0, 0.0])
+    to.set_final_state([0.05, 0.0])
+    to.bound_inputs([-20.0, 0.0], [20.0, 0.0])
+    to.minimize_effort(1.0)
+    r = to.solve(strategy="elastic_l1")
+    assert r.success
+    model = to.to_pyomo()
+    assert sum(len(v) for v in model.component_objects(pyo.Var, descend_into=False)) == to.program.n_x
+    assert len(list(model.component_data_objects(Complementarity))) == to.program.n_comp
+    set_program_x(model, to.program, r.result.x)
+    assert pyo.value(model.objective) == pytest.approx(r.objective, rel=1e-12)
+    worst = 0.0
+    for c in model.component_data_objects(pyo.Constraint, active=True):
+        body = pyo.value(c.body)
+        lo = -np.inf if c.lower is None else pyo.value(c.lower)
+        hi = np.inf if c.upper is None else pyo.value(c.upper)
+        worst = max(worst, lo - body, body - hi)
+    assert worst <= 1e-8
+
+
+def test_start_indices_run_single_starts(push) -> None:
+    """``start_indices=[i]`` runs start i alone: the same answer as start i within a multistart."""
+    to, _ = push
+    both = to.solve(strategy="elastic_l1", starts=2, seed=5)
+    one = to.solve(strategy="elastic_l1", seed=5, start_indices=[1])
+    assert [s["start"] for s in one.starts] == [1] and one.best == 1
+    for key in ("objective", "iterations", "comp_violation"):
+        assert one.starts[0][key] == both.starts[1][key]
+    with pytest.raises(InputError, match="start_indices"):
+        to.solve(start_indices=[1, 1])

@@ -1,0 +1,221 @@
+"""The velocity-level time-stepping form of Coulomb's friction cone, as a Program block.
+
+One step of length ``h`` of the Stewart-Trinkle / Anitescu-Potra scheme in impulses, the same step
+as :func:`~contactmp.formulations.velocity_pyramid.add_velocity_pyramid_step` (same dynamics row,
+same non-penetration pair) with Coulomb's disk in place of the k-gon:
+
+    M (v+ - v) = h f + J_n^T p_n + J_t^T p_t + J_o^T p_o               (dynamics, v+ free)
+    0 <= p_n  _|_  phi / h + J_n v+ >= 0                               (non-penetration)
+    (p_t, p_o) = mu p_n w                                              (friction in the disk)
+    (J_t v+, J_o v+) + gamma w = 0                                     (sliding opposes friction)
+    0 <= 1 - |w|^2  _|_  gamma >= 0                                    (slides only on the boundary)
+
+with ``f = B u - h(q, v)``. The last three rows are the smooth *disk form* of Coulomb's law
+(C) of :mod:`contactmp.formulations.cone_ncp` (Trinkle et al. (10), (13), (31) with De Saxce's
+modified velocity), written by that module's ``_cone_law`` with ``r = p`` and ``u = J v+``:
+per contact, ``gamma = ||u_T||`` is the sliding speed and ``w`` the friction impulse in units of
+``mu p_n``. Sticking: ``gamma = 0``, ``u_T = 0``, ``|p_T| <= mu p_n``; sliding: ``|w| = 1`` and
+``p_T = -mu p_n u_T / ||u_T||``, exactly opposite to the sliding velocity in every direction
+(the k-gon's maximal dissipation picks a vertex instead: up to ``pi / k`` off, 45 degrees for the
+square pyramid).
+
+Planar systems
+--------------
+A planar :class:`~contactmp.models.symbolic.ContactSystem` has ``J_o = 0`` (nothing moves along
+the out-of-plane tangent). There the block keeps only the ``t`` direction: ``w`` is one number per
+contact, ``p_t = mu p_n w``, ``J_t v+ + gamma w = 0``, ``0 <= 1 - w^2 _|_ gamma >= 0``, and there
+is no ``p_o``. The planar cone is the segment ``|p_t| <= mu p_n`` with the force opposing a
+nonzero sliding velocity, which is exactly what the pyramid with an *even* number of facets gives
+in the plane (its generators' ``t`` components reach ``+-1`` and the polygon's support along
+``t`` is the segment; that is why planar pyramids require even ``facets``). Keeping a ``w_o`` with
+``u_o = 0`` instead would leave ``w_o`` free at every sticking contact and the program degenerate.
+The one-direction law is the disk law with ``w_o = 0``; ``_cone_law`` takes two tangents only, so
+it is written here (:func:`_segment_law`).
+
+Every input may be a number array or a CasADi expression (``v`` may be the previous step's
+variables), so transcriptions can stack one block per step; the program is polynomial, so it
+also goes to Pyomo (``Program.to_pyomo``), and without an objective it is a square MCP
+(``Program.to_mcp``: ``v+, p_t, p_o, w`` pair with the equality rows, ``p_n`` and ``gamma`` with
+their slacks). ``w`` has no bounds (``|w| <= 1`` is the pair's own side; adding ``[-1, 1]``
+bounds made IPOPT slower on the 3-D box transcription, 86 instead of 18 iterations).
+
+Degenerate points
+-----------------
+At a sticking contact (``gamma = 0``) the two rows ``u_T + gamma w = 0`` constrain ``u_T`` only
+through ``J_T v+``; when ``v+`` is fixed by other rows (a boundary condition ``v_N = vf`` of a
+transcription) or when several sticking contacts of one rigid body have dependent rows
+``J_T``, they are linearly dependent (and at ``gamma = w = 0``, e.g. a force-free contact at rest,
+their ``(gamma, w)`` gradient vanishes). IPOPT handles such rank-deficient Jacobians badly: a 3-D
+box pushed from rest *to rest* did not converge, from rest to a free final velocity it did.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import casadi as ca
+import numpy as np
+from numpy.typing import ArrayLike
+
+from contactmp.errors import InputError
+from contactmp.formulations.cone_ncp import _cone_law
+from contactmp.formulations.velocity_pyramid import _matrix
+from contactmp.program import Complementarity, Constraint, Program, Variables
+
+__all__ = ["VelocityConeStep", "add_velocity_cone_step"]
+
+
+@dataclass
+class VelocityConeStep:
+    """Handles of one cone step block (query a solve with ``result.value(handle)``).
+
+    ``w`` holds ``(w_t..., w_o...)`` (``2 n_c``), or ``w_t`` alone (``n_c``) when ``planar``;
+    ``p_o`` is None when ``planar``.
+    """
+
+    v_next: Variables  #: v+, the velocity at the end of the step
+    p_n: Variables  #: normal impulses (n_c, >= 0)
+    p_t: Variables  #: friction impulses along t (n_c)
+    p_o: Variables | None  #: friction impulses along o (n_c); None for planar systems
+    w: Variables  #: friction direction in the unit disk (units of mu p_n)
+    gamma: Variables  #: sliding speeds ||(J_t v+, J_o v+)|| (n_c, >= 0)
+    dynamics: Constraint
+    non_penetration: Complementarity
+    friction: Constraint  #: p_T - mu p_n w = 0
+    direction: Constraint  #: u_T + gamma w = 0
+    disk: Complementarity  #: 0 <= 1 - |w|^2 _|_ gamma >= 0
+    planar: bool
+
+    @property
+    def n_c(self) -> int:
+        """Number of contacts of the block."""
+        return self.p_n.size
+
+    def friction_impulse(self, x: ArrayLike) -> np.ndarray:
+        """(n_c, 2) tangential impulses ``(p_t, p_o)`` read from the program vector ``x``
+        (``p_o = 0`` for planar systems). The pyramid block's accessor of the same name takes its
+        generator weights ``beta`` instead; both return the same ``(t, o)`` layout."""
+        xv = np.asarray(x, dtype=float).ravel()
+        last = max(h.index.stop for h in (self.p_t, self.p_o) if h is not None)
+        if xv.size < last:
+            raise InputError("x", f"has length {xv.size}; the block's variables end at index {last}")
+        out = np.zeros((self.n_c, 2))
+        out[:, 0] = xv[self.p_t.index]
+        if self.p_o is not None:
+            out[:, 1] = xv[self.p_o.index]
+        return out
+
+
+def _structurally_zero(J: Any) -> bool:
+    """True when ``J`` is zero: every entry of a number array, or every stored entry of an SX
+    (an MX is zero only when CasADi can tell structurally)."""
+    if isinstance(J, np.ndarray):
+        return not np.any(J)
+    if isinstance(J, ca.DM):
+        return not np.any(np.asarray(J))
+    if isinstance(J, ca.SX):
+        return all(J.nz[i].is_zero() for i in range(J.nnz()))
+    return J.nnz() == 0 or bool(J.is_zero())
+
+
+def _segment_law(
+    prog: Program, prefix: str, block: str, p_n: Any, p_t: Any, u_t: Any, gamma: Any, w: Variables,
+    mu: Any,
+) -> tuple[Constraint, Constraint, Complementarity]:
+    """The disk law with one tangent (``w_o = 0``): ``p_t = mu p_n w``, ``u_t + gamma w = 0``,
+    ``0 <= 1 - w^2 _|_ gamma >= 0`` (names as in ``_cone_law``)."""
+    wt = w.sym
+    friction = prog.add_constraint(p_t - mu * p_n * wt, 0.0, 0.0, name=f"{prefix}/friction", block=block)
+    direction = prog.add_constraint(u_t + gamma * wt, 0.0, 0.0, name=f"{prefix}/direction", block=block)
+    slack = prog.add_complementarity(1.0 - wt * wt, gamma, name=f"{prefix}/disk_perp_gamma", block=block)
+    return friction, direction, slack
+
+
+def add_velocity_cone_step(
+    prog: Program,
+    *,
+    M: Any,
+    f: Any,
+    v: Any,
+    Jn: Any,
+    Jt: Any,
+    Jo: Any,
+    mu: Any,
+    phi: Any,
+    h: float,
+    prefix: str = "step",
+    gap_stabilization: bool = True,
+    planar: bool | None = None,
+) -> VelocityConeStep:
+    """Add one velocity-level Coulomb-cone step to ``prog`` (block name ``prefix``).
+
+    Shapes as in :func:`~contactmp.formulations.velocity_pyramid.add_velocity_pyramid_step`:
+    ``M`` (n_v x n_v, symmetric positive definite when numeric), ``f`` and ``v`` (n_v), ``Jn``,
+    ``Jt``, ``Jo`` (n_c x n_v), ``mu`` and ``phi`` (n_c; ``mu >= 0``). With ``gap_stabilization``
+    the non-penetration row is ``phi / h + J_n v+ >= 0`` (Anitescu-Potra), otherwise
+    ``J_n v+ >= 0``. ``planar`` keeps only the ``t`` tangent (see the module docstring); None
+    decides from ``Jo``: planar exactly when ``Jo`` is None or zero (numerically, or structurally
+    for a CasADi expression). ``planar=True`` with a nonzero ``Jo`` raises :class:`InputError`.
+
+    Variables (block ``prefix``): ``v_next`` (n_v), ``p_n`` (n_c, >= 0), ``p_t``, ``p_o`` (n_c;
+    no ``p_o`` when planar), ``w`` (2 n_c: ``w_t`` then ``w_o``; n_c when planar), ``gamma``
+    (n_c, >= 0).
+    """
+    if not (isinstance(h, (int, float)) and not isinstance(h, bool) and h > 0 and np.isfinite(h)):
+        raise InputError("h", f"must be a positive finite step, got {h!r}")
+    if planar is not None and not isinstance(planar, (bool, np.bool_)):
+        raise InputError("planar", f"must be True, False or None, got {planar!r}")
+    Jn_ = Jn if isinstance(Jn, (ca.SX, ca.MX, ca.DM)) else np.atleast_2d(np.asarray(Jn, dtype=float))
+    nc, nv = Jn_.shape
+    Jn_ = _matrix(Jn_, (nc, nv), "Jn")
+    Jt_ = _matrix(Jt, (nc, nv), "Jt")
+    Jo_ = None if Jo is None else _matrix(Jo, (nc, nv), "Jo")
+    zero_o = Jo_ is None or _structurally_zero(Jo_)
+    if planar is None:
+        planar = zero_o
+    elif planar and not zero_o:
+        raise InputError("Jo", "must be zero (or None) when planar=True")
+    elif not planar and Jo_ is None:
+        raise InputError("Jo", "is required when planar=False")
+    M_ = _matrix(M, (nv, nv), "M")
+    if isinstance(M_, np.ndarray):
+        if not np.allclose(M_, M_.T, rtol=1e-10, atol=1e-12):
+            raise InputError("M", "mass matrix is not symmetric")
+        try:
+            np.linalg.cholesky(M_)
+        except np.linalg.LinAlgError:
+            raise InputError("M", "mass matrix is not positive definite") from None
+    f_ = _matrix(f, (nv, 1), "f")
+    v_ = _matrix(v, (nv, 1), "v")
+    phi_ = _matrix(phi, (nc, 1), "phi")
+    mu_ = _matrix(mu, (nc, 1), "mu")
+    if isinstance(mu_, np.ndarray):
+        if (mu_ < 0).any():
+            raise InputError("mu", "friction coefficients must be >= 0")
+        mu_ = ca.DM(mu_)
+
+    blk = prefix
+    v_next = prog.add_variables(f"{prefix}/v_next", nv, init=0.0, block=blk)
+    p_n = prog.add_variables(f"{prefix}/p_n", nc, lb=0.0, block=blk)
+    p_t = prog.add_variables(f"{prefix}/p_t", nc, block=blk)
+    p_o = None if planar else prog.add_variables(f"{prefix}/p_o", nc, block=blk)
+    w = prog.add_variables(f"{prefix}/w", nc if planar else 2 * nc, block=blk)
+    gamma = prog.add_variables(f"{prefix}/gamma", nc, lb=0.0, block=blk)
+
+    vp = v_next.sym
+    residual = ca.mtimes(M_, vp - v_) - h * f_ - ca.mtimes(Jn_.T, p_n.sym) - ca.mtimes(Jt_.T, p_t.sym)
+    if p_o is not None:
+        residual = residual - ca.mtimes(Jo_.T, p_o.sym)
+    dynamics = prog.add_constraint(residual, 0.0, 0.0, name=f"{prefix}/dynamics", block=blk)
+    gap_rate = ca.mtimes(Jn_, vp) + (phi_ / h if gap_stabilization else 0)
+    non_pen = prog.add_complementarity(p_n.sym, gap_rate, name=f"{prefix}/non_penetration", block=blk)
+    u_t = ca.mtimes(Jt_, vp)
+    if planar:
+        friction, direction, disk = _segment_law(prog, prefix, blk, p_n.sym, p_t.sym, u_t, gamma.sym, w, mu_)
+    else:
+        law = _cone_law(prog, prefix, blk, "disk", p_n.sym, p_t.sym, p_o.sym, u_t, ca.mtimes(Jo_, vp),
+                        gamma.sym, w, mu_)
+        friction, direction, disk = law.friction, law.direction, law.slack
+    return VelocityConeStep(v_next=v_next, p_n=p_n, p_t=p_t, p_o=p_o, w=w, gamma=gamma, dynamics=dynamics,
+                            non_penetration=non_pen, friction=friction, direction=direction, disk=disk,
+                            planar=bool(planar))

@@ -10,6 +10,9 @@ from typing import Any
 STUDIES: dict[str, str] = {
     "trinkle-table1": "contactmp.case_studies.trinkle_table1",
     "cone-vs-pyramid": "contactmp.case_studies.cone_vs_pyramid",
+    "cito-box": "contactmp.case_studies.cito_box",
+    "cito-hopper": "contactmp.case_studies.cito_hopper",
+    "cito-compare": "contactmp.case_studies.cito_compare",
 }
 
 

@@ -1,0 +1,284 @@
+"""What the contact-implicit trajectory-optimization studies share: the tasks, one recorded start,
+the contact modes of a trajectory, and the trajectory figure.
+
+A *task* builds a :class:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO` for a
+formulation; a *start* is one seeded initial guess solved with one MPCC strategy. Every start is one
+JSONL record (key ``task/formulation/strategy/seed/start``), so an interrupted study resumes at the
+first start it had not finished. A start *converged* when the solve is verified ``solved``
+(bounds, constraints and complementarity independently checked) and its complementarity violation
+``max |min(a_i, b_i)|`` is at most :data:`COMP_TOL`.
+"""
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from contactmp.result import Status
+
+#: a start counts as converged when verified solved and max |min(a_i, b_i)| <= COMP_TOL
+COMP_TOL = 1e-6
+#: noise of the seeded starts: every entry of the base guess plus NOISE_SCALE * N(0, 1)
+NOISE_SCALE = 0.1
+#: contact modes, in the order of their integer codes in the records
+MODES = ("separated", "sticking", "sliding")
+
+
+@dataclass(frozen=True)
+class Task:
+    """A trajectory-optimization task: ``build(formulation, quick)`` returns the transcription."""
+
+    name: str
+    description: str
+    build: Callable[[str, bool], Any]
+
+
+def _box_task(formulation: str, quick: bool) -> Any:
+    """Push a 0.4 m x 0.2 m, 1 kg planar box (mu = 0.5) 1 m along the ground in 1 s, from rest to
+    rest, with a horizontal force at its center, |f_x| <= 10 N; minimize h sum f_x^2."""
+    from contactmp.models.systems import box_2d
+    from contactmp.transcriptions.contact_implicit import ContactImplicitTO
+
+    system = box_2d(m=1.0, width=0.4, height=0.2, mu=0.5)
+    N = 20 if quick else 40
+    to = ContactImplicitTO(system, N, 1.0 / N, formulation=formulation)
+    to.set_initial_state([0.0, 0.1, 0.0], [0.0, 0.0, 0.0])
+    to.set_final_state([1.0, 0.1, 0.0], [0.0, 0.0, 0.0])
+    to.bound_inputs([-10.0, 0.0, 0.0], [10.0, 0.0, 0.0])
+    to.minimize_effort(1.0)
+    return to
+
+
+#: the hopper's configuration limits (x, z, theta, alpha, l): leg length 0.5..1.3 m, body and leg
+#: angles within +-0.6 and +-1.2 rad (keeps the one-legged hopper in its physical range)
+HOPPER_Q_LB = np.array([-np.inf, 0.3, -0.6, -1.2, 0.5])
+HOPPER_Q_UB = np.array([np.inf, 2.0, 0.6, 1.2, 1.3])
+
+
+def _hopper_task(formulation: str, quick: bool) -> Any:
+    """The planar hopper (10 kg body, 1 kg leg, mu = 0.8) stands at x = 0 and must stand at rest at
+    x = d (0.3 m in 1 s quick, 0.5 m in 1.5 s full), |f_leg| <= 300 N, |tau| <= 50 N m; minimize
+    1e-3 h sum |u|^2 + sum theta_k^2 (effort and a level body). With mu = 0.8 sliding the foot is
+    expensive, so the optimizer has to discover a hop (a flight phase)."""
+    from contactmp.models.systems import hopper_2d
+    from contactmp.transcriptions.contact_implicit import ContactImplicitTO
+
+    system = hopper_2d()
+    N, d = (20, 0.3) if quick else (30, 0.5)
+    to = ContactImplicitTO(system, N, 0.05, formulation=formulation)
+    q0 = np.array([0.0, 1.0, 0.0, 0.0, 1.0])
+    qf = q0.copy()
+    qf[0] = d
+    to.set_initial_state(q0, np.zeros(5))
+    to.set_final_state(qf, np.zeros(5))
+    to.bound_inputs([-300.0, -50.0], [300.0, 50.0])
+    for qk in to.q:
+        qk.lb, qk.ub = HOPPER_Q_LB.copy(), HOPPER_Q_UB.copy()
+        qk.init = np.clip(qk.init, qk.lb, qk.ub)
+    to.minimize_effort(1e-3)
+    to.add_quadratic_cost(Q=[0.0, 0.0, 1.0, 0.0, 0.0])
+    return to
+
+
+TASKS: dict[str, Task] = {
+    "box": Task("box", "push a planar box 1 m on a friction surface, rest to rest", _box_task),
+    "hopper": Task("hopper", "planar one-legged hopper moves forward and stands again", _hopper_task),
+}
+
+
+def contact_modes(to: Any, traj: Any, impulse_tol: float = 1e-6, slip_tol: float = 1e-4) -> np.ndarray:
+    """(N, n_c) integer codes into :data:`MODES` of each step's contacts: *separated* when the normal
+    impulse ``p_n <= impulse_tol * max(1, max p_n)``, else *sticking* when the contact point's
+    tangential speed ``||(J_t, J_o)(q_k) v_{k+1}|| <= slip_tol``, else *sliding*."""
+    system = to.system
+    scale = max(1.0, float(np.abs(traj.p_n).max(initial=0.0)))
+    codes = np.zeros(traj.p_n.shape, dtype=int)
+    for k in range(traj.p_n.shape[0]):
+        _, Jt, Jo = system.eval_J(traj.q[k])
+        slip = np.hypot(Jt @ traj.v[k + 1], Jo @ traj.v[k + 1])
+        for j in range(traj.p_n.shape[1]):
+            if traj.p_n[k, j] <= impulse_tol * scale:
+                codes[k, j] = 0
+            else:
+                codes[k, j] = 1 if slip[j] <= slip_tol else 2
+    return codes
+
+
+def run_start(to: Any, strategy: str, seed: int, start: int, backend: str = "casadi") -> tuple[dict[str, Any], Any]:
+    """Solve ``to`` from start ``start`` (0: the deterministic guess; i >= 1: seeded noise
+    ``numpy.random.default_rng([seed, i])``) with ``strategy``; return its record and trajectory."""
+    t0 = time.perf_counter()
+    traj = to.solve(backend=backend, strategy=strategy, start_indices=[start], seed=seed, scale=NOISE_SCALE)
+    wall = time.perf_counter() - t0
+    rec = traj.starts[0]
+    modes = contact_modes(to, traj)
+    converged = bool(traj.status is Status.SOLVED and traj.comp_violation <= COMP_TOL)
+    record = {
+        "status": traj.status.value,
+        "converged": converged,
+        "objective": float(traj.objective),
+        "comp_violation": float(traj.comp_violation),
+        "constraint_violation": float(traj.constraint_violation),
+        "iterations": int(rec["iterations"]),
+        "time_s": float(rec["time_s"]),
+        "wall_s": wall,
+        "backend_status": rec.get("backend_status", ""),
+        "mode_counts": {m: int((modes == i).sum()) for i, m in enumerate(MODES)},
+        "trajectory": {
+            "t": traj.t, "q": traj.q, "v": traj.v, "u": traj.u,
+            "p_n": traj.p_n, "p_t": traj.p_t, "p_o": traj.p_o, "modes": modes,
+        },
+    }
+    return record, traj
+
+
+def spread(values: list[float]) -> dict[str, float | None]:
+    """min / median / max of ``values`` (None when empty)."""
+    if not values:
+        return {"min": None, "median": None, "max": None}
+    a = np.asarray(values, dtype=float)
+    return {"min": float(a.min()), "median": float(np.median(a)), "max": float(a.max())}
+
+
+def plot_trajectory(path: Path, system: Any, traj: dict[str, Any], title: str) -> None:
+    """Three panels over time: the configuration ``q``, the contact forces ``p / h`` (normal solid,
+    tangential dashed) and the contact modes (one row per contact)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+
+    t = np.asarray(traj["t"])
+    q = np.asarray(traj["q"])
+    pn, pt = np.asarray(traj["p_n"]), np.asarray(traj["p_t"])
+    modes = np.asarray(traj["modes"])
+    h = float(t[1] - t[0])
+    used = [j for j in range(pn.shape[1]) if (modes[:, j] > 0).any()] or list(range(pn.shape[1]))
+    fig, axes = plt.subplots(3, 1, figsize=(8, 7.5), sharex=True,
+                             gridspec_kw={"height_ratios": [3, 3, 0.4 + 0.35 * len(used)]})
+    for i, name in enumerate(system.q_names):
+        axes[0].plot(t, q[:, i], label=name)
+    axes[0].set_ylabel("configuration q")
+    axes[0].legend(fontsize=8, ncol=min(5, len(system.q_names)))
+    for n_, j in enumerate(used):
+        name = system.contact_names[j]
+        axes[1].step(t[:-1], pn[:, j] / h, where="post", color=f"C{n_}", label=f"{name}: normal")
+        axes[1].step(t[:-1], pt[:, j] / h, where="post", color=f"C{n_}", ls="--", label=f"{name}: tangential")
+    axes[1].set_ylabel("contact force p / h (N)")
+    axes[1].legend(fontsize=8, ncol=2)
+    cmap = ListedColormap(["#dddddd", "#2c7bb6", "#d7191c"])
+    axes[2].imshow(modes[:, used].T, aspect="auto", cmap=cmap, vmin=0, vmax=2, interpolation="nearest",
+                   extent=(t[0], t[-1], len(used) - 0.5, -0.5))
+    axes[2].set_yticks(range(len(used)), [system.contact_names[j] for j in used], fontsize=8)
+    axes[2].set_xlabel("t (s)")
+    axes[2].set_title("modes: grey separated, blue sticking, red sliding", fontsize=8)
+    for ax in axes[:2]:
+        ax.grid(alpha=0.3)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def record_key(task: str, formulation: str, strategy: str, seed: int, start: int, quick: bool) -> str:
+    """The JSONL key of one start."""
+    return f"{'quick' if quick else 'full'}/{task}/{formulation}/{strategy}/s{seed}/start{start:02d}"
+
+
+@functools.lru_cache(maxsize=8)
+def _transcription(task: str, formulation: str, quick: bool) -> Any:
+    """The task's transcription, built once per process (a Dask worker reuses it for its starts)."""
+    return TASKS[task].build(formulation, quick)
+
+
+def solve_item(item: tuple[str, str, str, int, int, bool, str]) -> dict[str, Any]:
+    """The record of one grid item ``(task, formulation, strategy, seed, start, quick, backend)``
+    (a module-level function of plain arguments, so that Dask can ship it to its workers)."""
+    task, form, strategy, seed, start, quick, backend = item
+    rec, _ = run_start(_transcription(task, form, quick), strategy, seed, start, backend)
+    return {"key": record_key(task, form, strategy, seed, start, quick), "task": task, "formulation": form,
+            "strategy": strategy, "seed": seed, "start": start, "backend": backend, **rec}
+
+
+def run_grid(study: Any, tasks: list[str], formulations: list[str], strategies: list[str], starts: int,
+             backend: str = "casadi", workers: int | None = 0, scheduler: str | None = None) -> list[dict[str, Any]]:
+    """Run every (task, formulation, strategy, start) not yet in ``study.store`` through
+    :func:`contactmp.parallel.run_tasks` (``workers=0``: in this process; None: a local Dask cluster
+    of 2 workers; ``scheduler``: an existing cluster); each record is appended as it finishes.
+    Returns the grid's records in grid order."""
+    from contactmp.parallel import run_tasks
+
+    items = [(t, f, s, study.seed, i, study.quick, backend)
+             for t in tasks for f in formulations for s in strategies for i in range(starts)]
+    report = run_tasks(solve_item, items, keys=[record_key(*it[:5], it[5]) for it in items],
+                       store_path=study.store, workers=workers, scheduler=scheduler, description=study.name)
+    return report.records()
+
+
+def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (task, formulation, strategy): success rate (converged starts / starts), final
+    cost spread over the converged starts, complementarity violation and time per start."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault((r["task"], r["formulation"], r["strategy"]), []).append(r)
+    rows = []
+    for (task, form, strategy), rs in groups.items():
+        conv = [r for r in rs if r["converged"]]
+        best = min(conv, key=lambda r: r["objective"]) if conv else None
+        rows.append({
+            "task": task, "formulation": form, "strategy": strategy, "starts": len(rs),
+            "converged": len(conv), "success_rate": len(conv) / len(rs),
+            "solved": sum(r["status"] == Status.SOLVED.value for r in rs),
+            "cost": spread([r["objective"] for r in conv]),
+            "comp_violation": spread([r["comp_violation"] for r in rs]),
+            "time_s": spread([r["time_s"] for r in rs]),
+            "total_time_s": float(sum(r["time_s"] for r in rs)),
+            "best_start": best["start"] if best else None,
+            "best_modes": best["mode_counts"] if best else None,
+        })
+    return rows
+
+
+def summary_table(rows: list[dict[str, Any]]) -> str:
+    """The markdown table of :func:`summarize`'s rows."""
+    from contactmp.case_studies._study import markdown_table
+
+    def g(x: float | None) -> str:
+        return "-" if x is None else f"{x:.4g}"
+
+    headers = ["task", "formulation", "strategy", "starts", "converged", "success", "cost min",
+               "cost median", "cost max", "comp viol. median", "comp viol. max", "time/start median (s)",
+               "best: sticking/sliding/separated contact-steps"]
+    body = []
+    for r in rows:
+        m = r["best_modes"]
+        body.append([r["task"], r["formulation"], r["strategy"], r["starts"], r["converged"],
+                     f"{100 * r['success_rate']:.0f}%", g(r["cost"]["min"]), g(r["cost"]["median"]),
+                     g(r["cost"]["max"]), g(r["comp_violation"]["median"]), g(r["comp_violation"]["max"]),
+                     g(r["time_s"]["median"]),
+                     "-" if m is None else f"{m['sticking']}/{m['sliding']}/{m['separated']}"])
+    return markdown_table(headers, body)
+
+
+def plot_best_trajectories(study: Any, records: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[str]:
+    """One trajectory PNG per row with a converged start (its best start); returns the file names."""
+    names = []
+    systems: dict[str, Any] = {}
+    for row in rows:
+        if row["best_start"] is None:
+            continue
+        rec = next(r for r in records if (r["task"], r["formulation"], r["strategy"], r["start"])
+                   == (row["task"], row["formulation"], row["strategy"], row["best_start"]))
+        if row["task"] not in systems:
+            systems[row["task"]] = TASKS[row["task"]].build("pyramid", study.quick).system
+        name = f"trajectory_{row['task']}_{row['formulation']}_{row['strategy']}.png"
+        title = (f"{row['task']}: {row['formulation']} / {row['strategy']}, best of {row['starts']} starts "
+                 f"(start {row['best_start']}, cost {rec['objective']:.4g})")
+        plot_trajectory(study.out / name, systems[row["task"]], rec["trajectory"], title)
+        names.append(name)
+    return names

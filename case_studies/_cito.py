@@ -24,6 +24,8 @@ from contactmp.result import Status
 COMP_TOL = 1e-6
 #: noise of the seeded starts: every entry of the base guess plus NOISE_SCALE * N(0, 1)
 NOISE_SCALE = 0.1
+#: wall-clock limit of one start (s): IPOPT's max_wall_time per NLP, checked between the NLPs
+TIME_LIMIT = 60.0
 #: contact modes, in the order of their integer codes in the records
 MODES = ("separated", "sticking", "sliding")
 
@@ -112,7 +114,8 @@ def run_start(to: Any, strategy: str, seed: int, start: int, backend: str = "cas
     """Solve ``to`` from start ``start`` (0: the deterministic guess; i >= 1: seeded noise
     ``numpy.random.default_rng([seed, i])``) with ``strategy``; return its record and trajectory."""
     t0 = time.perf_counter()
-    traj = to.solve(backend=backend, strategy=strategy, start_indices=[start], seed=seed, scale=NOISE_SCALE)
+    traj = to.solve(backend=backend, strategy=strategy, start_indices=[start], seed=seed, scale=NOISE_SCALE,
+                    time_limit=TIME_LIMIT)
     wall = time.perf_counter() - t0
     rec = traj.starts[0]
     modes = contact_modes(to, traj)

@@ -204,7 +204,7 @@ def study(
         err.print(f"[yellow]note:[/yellow] study '{name}' runs in this process; --workers/--scheduler ignored")
     kwargs = {"workers": workers, "scheduler": scheduler} if parallel else {}
     summary = mod.run(out=out, quick=quick, seed=seed, **kwargs)
-    Console().print((out / "table.md").read_text())
+    Console().print((out / "table.md").read_text(), markup=False)
     Console().print(f"[green]wrote[/green] {out}/summary.json, records.jsonl, table.md, *.png")
     headline = summary.get("headline")
     if headline:

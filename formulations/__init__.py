@@ -8,10 +8,12 @@
 * :class:`ConeNCP` -- the instantaneous problem with Coulomb's quadratic cone (29)-(34) / (42) as a
   smooth complementarity Program block (and as fc3d when no contact slides), with the map back to
   physics and its check; :func:`add_fc3d_block` -- the velocity-level cone problem fc3d(W, q, mu)
-  as a Program block.
+  as a Program block; :func:`add_velocity_cone_step` -- one velocity-level time step with Coulomb's
+  disk (the cone counterpart of :func:`add_velocity_pyramid_step`).
 """
 from contactmp.formulations.cone_ncp import ConeNCP, ConeSolution, FC3DBlock, add_fc3d_block
 from contactmp.formulations.pyramid_lcp import PyramidLCP, PyramidSolution, facet_generators, facet_normals
+from contactmp.formulations.velocity_cone import VelocityConeStep, add_velocity_cone_step
 from contactmp.formulations.velocity_pyramid import (
     VelocityPyramidStep,
     add_velocity_pyramid_step,
@@ -21,5 +23,5 @@ from contactmp.formulations.velocity_pyramid import (
 __all__ = [
     "ConeNCP", "ConeSolution", "FC3DBlock", "add_fc3d_block",
     "PyramidLCP", "PyramidSolution", "VelocityPyramidStep", "add_velocity_pyramid_step",
-    "facet_generators", "facet_normals", "pyramid_generators",
+    "facet_generators", "facet_normals", "pyramid_generators", "VelocityConeStep", "add_velocity_cone_step",
 ]

@@ -23,6 +23,8 @@ from contactmp.models.systems import (
     point_mass_2d,
     quaternion_to_rotation,
 )
+from contactmp.models.painleve import RodState, lotstedt_rod, painleve_rod
+from contactmp.models.urdf import example_robot_names, example_robot_urdf, solo12, solo12_standing, urdf_system
 from contactmp.models.rigid_bodies import (
     GRAVITY,
     GROUND,
@@ -41,5 +43,6 @@ __all__ = [
     "STYLES", "SceneStyle", "block_between_jaws", "BodyRef", "Contact", "ContactModel", "DataSet", "GRAVITY", "GROUND", "Manipulator", "RigidBody",
     "TRINKLE_MUS", "TRINKLE_PROBLEMS", "box_inertia", "contact_graph", "link", "obj", "problem_seed",
     "random_problem", "random_pyramid_lcp", "rotation_about", "split_islands", "trinkle_dataset",
-    "box_on_plane", "two_stacks",
+    "box_on_plane", "two_stacks", "RodState", "lotstedt_rod", "painleve_rod",
+    "example_robot_names", "example_robot_urdf", "solo12", "solo12_standing", "urdf_system",
 ]

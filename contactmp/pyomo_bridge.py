@@ -19,6 +19,13 @@ fmin/fmax/sign/comparisons become Pyomo ``Expr_if`` (Pyomo has no min/max); with
 ``minmax="abs"`` fmin/fmax become ``(a + b -+ |a - b|) / 2`` instead (no if-then-else, which
 CasADi's NL importer cannot read, at the price of cancellation when |a| >> |b|). Any other
 operation raises :class:`~contactmp.errors.UnsupportedProgramError` naming it.
+
+The way back: :class:`PyomoToSX` converts Pyomo expressions to CasADi SX, walking Pyomo's
+expression DAG and converting each distinct node once (so a model made by ``translate`` comes back
+as an SX graph of the same size); :func:`contactmp.pyomo_ipopt.pyomo_to_program` uses it to read a
+whole Pyomo model into a Program. For a program and its twin ``program.to_pyomo()``,
+:func:`program_variables`, :func:`program_x` and :func:`set_program_x` map the program's ``x``
+vector to the model's variables and back.
 """
 from __future__ import annotations
 
@@ -29,10 +36,17 @@ from typing import Any, Literal
 import casadi
 import numpy as np
 import pyomo.environ as pyo
+from pyomo.core.expr.numeric_expr import (
+    DivisionExpression,
+    NegationExpression,
+    ProductExpression,
+    SumExpression,
+)
 
 from contactmp.errors import InputError, UnsupportedProgramError
 
-__all__ = ["translate", "is_pure_symbol_column", "shared_expressions", "op_name"]
+__all__ = ["translate", "is_pure_symbol_column", "shared_expressions", "op_name", "PyomoToSX",
+           "program_variables", "program_x", "set_program_x"]
 
 _OP_NAMES: dict[int, str] = {
     getattr(casadi, n): n[3:].lower() for n in dir(casadi) if n.startswith("OP_")
@@ -118,10 +132,40 @@ def _sign(a: Any) -> Any:
     return pyo.Expr_if(IF=a > 0, THEN=1.0, ELSE=pyo.Expr_if(IF=a < 0, THEN=-1.0, ELSE=0.0))
 
 
+# The four arithmetic operations and negation build their Pyomo node directly, one node per CasADi
+# instruction with the same operands in the same order, instead of through Pyomo's operators:
+# those simplify as they build, and some simplifications change the rounding of the operation
+# they stand for (a sum of two sums is flattened: ((a1 + a2) + b1) + b2 for
+# (a1 + a2) + (b1 + b2); a minus is distributed into b's terms; coefficients are folded:
+# (c d) x for c (d x); x / 0.05 becomes 20 x). A difference a - b is the sum a + (-b), which
+# :class:`PyomoToSX` reads back as a - b. So CasADi -> Pyomo -> CasADi gives back the same
+# operations on the same numbers: a program and its Pyomo twin read back evaluate bit for bit
+# alike, and IPOPT takes the same path on both. (Building nodes also skips Pyomo's operator
+# dispatch and the copies of shared n-ary sums, the bulk of the time of ``translate``.)
+def _py_add(a: Any, b: Any) -> Any:
+    return SumExpression([a, b])
+
+
+def _py_sub(a: Any, b: Any) -> Any:
+    return SumExpression([a, NegationExpression((b,))])
+
+
+def _py_mul(a: Any, b: Any) -> Any:
+    return ProductExpression((a, b))
+
+
+def _py_div(a: Any, b: Any) -> Any:
+    return DivisionExpression((a, b))
+
+
+def _py_neg(a: Any) -> Any:
+    return NegationExpression((a,))
+
+
 # code -> (pyomo builder, numpy fold); the builder only ever sees Pyomo operands
 _UNARY: dict[int, tuple[Callable[[Any], Any], Callable[..., Any]]] = {
     casadi.OP_ASSIGN: (lambda a: a, lambda a: a),
-    casadi.OP_NEG: (lambda a: -a, np.negative),
+    casadi.OP_NEG: (_py_neg, np.negative),
     casadi.OP_INV: (lambda a: 1.0 / a, lambda a: 1.0 / a),
     casadi.OP_TWICE: (lambda a: 2.0 * a, lambda a: 2.0 * a),
     casadi.OP_SQ: (lambda a: a**2, lambda a: a * a),
@@ -147,10 +191,10 @@ _UNARY: dict[int, tuple[Callable[[Any], Any], Callable[..., Any]]] = {
 }
 
 _BINARY: dict[int, tuple[Callable[[Any, Any], Any], Callable[..., Any]]] = {
-    casadi.OP_ADD: (lambda a, b: a + b, np.add),
-    casadi.OP_SUB: (lambda a, b: a - b, np.subtract),
-    casadi.OP_MUL: (lambda a, b: a * b, np.multiply),
-    casadi.OP_DIV: (lambda a, b: a / b, np.divide),
+    casadi.OP_ADD: (_py_add, np.add),
+    casadi.OP_SUB: (_py_sub, np.subtract),
+    casadi.OP_MUL: (_py_mul, np.multiply),
+    casadi.OP_DIV: (_py_div, np.divide),
     casadi.OP_POW: (lambda a, b: a**b, np.power),
     casadi.OP_CONSTPOW: (lambda a, b: a**b, np.power),
     casadi.OP_HYPOT: (lambda a, b: pyo.sqrt(a**2 + b**2), np.hypot),
@@ -317,3 +361,263 @@ def _shared_instructions(ops: list[int], ins: list[list[int]], outs: list[list[i
         if op != casadi.OP_OUTPUT:
             producer[outs[k][0]] = -1 if op in skip else k
     return {k for k, c in uses.items() if c >= 2}
+
+
+# ----------------------------------------------------------------------------------------------
+# The way back: Pyomo expressions -> CasADi SX
+# ----------------------------------------------------------------------------------------------
+# Each scalar SX operation goes through casadi.SX.unary / SX.binary with SX operands: about 4 us,
+# against about 25 us for ``a * b`` (whose SWIG overload resolution tries many argument types).
+_SX_UNARY_OPS: dict[str, int] = {
+    "sin": casadi.OP_SIN, "cos": casadi.OP_COS, "tan": casadi.OP_TAN, "asin": casadi.OP_ASIN,
+    "acos": casadi.OP_ACOS, "atan": casadi.OP_ATAN, "sinh": casadi.OP_SINH,
+    "cosh": casadi.OP_COSH, "tanh": casadi.OP_TANH, "asinh": casadi.OP_ASINH,
+    "acosh": casadi.OP_ACOSH, "atanh": casadi.OP_ATANH, "exp": casadi.OP_EXP,
+    "log": casadi.OP_LOG, "sqrt": casadi.OP_SQRT, "ceil": casadi.OP_CEIL,
+    "floor": casadi.OP_FLOOR, "abs": casadi.OP_FABS,
+}
+_SX_UNARY_SLOW: dict[str, Callable[[Any], Any]] = {"log10": casadi.log10}
+
+# node kinds of the walk (per Python class, cached)
+_NUMBER, _CONST, _VAR, _NAMED, _OP = range(5)
+
+
+class PyomoToSX:
+    """Pyomo expressions -> CasADi SX: a walk that converts every distinct Pyomo node once.
+
+    Calling the converter on an expression returns a Python float (the expression has no unfixed
+    variable) or a scalar ``casadi.SX``. Unfixed variables become the SX symbols
+    ``symbols[i]`` for ``variables[i]`` (in the order first met); fixed variables, mutable
+    parameters and every sub-expression without variables become their current values; named
+    expressions (``Expression`` components) are converted once and shared. Pyomo's expressions are
+    walked as the DAG they are (a node shared by many constraints, as :func:`translate` emits
+    them, is converted once), without recursion, so the SX graph has the size of the Pyomo DAG.
+    Operations: sums (linear too), products, division, powers (``x**2`` as CasADi's ``sq``,
+    other constant exponents as ``constpow``), negation, sin ... atanh, exp, log, log10, sqrt,
+    ceil, floor, abs, ``Expr_if`` (``casadi.if_else``), min/max and relations (inside
+    ``Expr_if``). Anything else (external functions, ...) raises
+    :class:`~contactmp.errors.UnsupportedProgramError` naming it; so does a discrete variable.
+    """
+
+    def __init__(self) -> None:
+        self.variables: list[Any] = []
+        self.symbols: list[casadi.SX] = []
+        self._index: dict[int, int] = {}
+        self._memo: dict[int, casadi.SX] = {}
+        self._alive: list[Any] = []  # keeps converted nodes alive, so their id() stays theirs
+        self._consts: dict[float, casadi.SX] = {}
+        self._kinds: dict[type, tuple[int, Any]] = {}
+        self._builders = self._make_builders()
+        from pyomo.common.numeric_types import native_numeric_types, value
+
+        self._native, self._value = native_numeric_types, value
+
+    # -- leaves ----------------------------------------------------------------------------------
+    def symbol(self, var: Any) -> casadi.SX:
+        """The SX symbol of the unfixed variable ``var`` (created on first use)."""
+        i = self._index.get(id(var))
+        if i is None:
+            if not var.is_continuous():
+                raise UnsupportedProgramError(
+                    f"discrete variable {var.name}: an NLP takes continuous variables only")
+            i = len(self.variables)
+            self._index[id(var)] = i
+            self.variables.append(var)
+            self.symbols.append(casadi.SX.sym(f"v{i}"))
+        return self.symbols[i]
+
+    def const(self, v: float) -> casadi.SX:
+        """The SX constant ``v`` (one object per value)."""
+        c = self._consts.get(v)
+        if c is None:
+            c = self._consts[v] = casadi.SX(v)
+        return c
+
+    # -- dispatch --------------------------------------------------------------------------------
+    def _make_builders(self) -> list[tuple[type, Callable[[Any, list[Any]], Any]]]:
+        from pyomo.core.expr import numeric_expr as ne
+        from pyomo.core.expr.relational_expr import (
+            EqualityExpression,
+            InequalityExpression,
+            NotEqualExpression,
+            RangedExpression,
+        )
+
+        B, U = casadi.SX.binary, casadi.SX.unary
+
+        def chain(op: int) -> Callable[[Any, list[Any]], Any]:
+            def build(node: Any, a: list[Any]) -> Any:
+                acc = a[0]
+                for b in a[1:]:
+                    acc = B(op, acc, b)
+                return acc
+
+            return build
+
+        memo, neg = self._memo, ne.NegationExpression
+
+        def add(node: Any, a: list[Any]) -> Any:
+            # a term -b (a NegationExpression) is subtracted: a - b, as CasADi wrote it
+            args = node.args
+            acc = a[0]
+            for k in range(1, len(a)):
+                t = args[k]
+                if type(t) is neg:
+                    acc = B(casadi.OP_SUB, acc, memo[id(t.args[0])])
+                else:
+                    acc = B(casadi.OP_ADD, acc, a[k])
+            return acc
+
+        def power(node: Any, a: list[Any]) -> Any:
+            base, ex = a
+            if ex.is_constant():
+                e = float(ex)
+                return U(casadi.OP_SQ, base) if e == 2.0 else B(casadi.OP_CONSTPOW, base, ex)
+            return B(casadi.OP_POW, base, ex)
+
+        def unary(node: Any, a: list[Any]) -> Any:
+            name = node.getname()
+            op = _SX_UNARY_OPS.get(name)
+            if op is not None:
+                return U(op, a[0])
+            fn = _SX_UNARY_SLOW.get(name)
+            if fn is None:
+                raise UnsupportedProgramError(f"Pyomo function '{name}' has no CasADi translation")
+            return fn(a[0])
+
+        def inequality(node: Any, a: list[Any]) -> Any:
+            return B(casadi.OP_LT if node.strict else casadi.OP_LE, a[0], a[1])
+
+        def ranged(node: Any, a: list[Any]) -> Any:
+            lo, e, hi = a
+            s1, s2 = node.strict
+            return B(casadi.OP_AND, B(casadi.OP_LT if s1 else casadi.OP_LE, lo, e),
+                     B(casadi.OP_LT if s2 else casadi.OP_LE, e, hi))
+
+        return [
+            (ne.MonomialTermExpression, lambda n, a: B(casadi.OP_MUL, a[0], a[1])),
+            (ne.SumExpression, add),
+            (ne.ProductExpression, lambda n, a: B(casadi.OP_MUL, a[0], a[1])),
+            (ne.DivisionExpression, lambda n, a: B(casadi.OP_DIV, a[0], a[1])),
+            (ne.PowExpression, power),
+            (ne.NegationExpression, lambda n, a: U(casadi.OP_NEG, a[0])),
+            (ne.UnaryFunctionExpression, unary),  # AbsExpression included ("abs")
+            (ne.Expr_ifExpression, lambda n, a: casadi.if_else(a[0], a[1], a[2])),
+            (ne.MaxExpression, chain(casadi.OP_FMAX)),
+            (ne.MinExpression, chain(casadi.OP_FMIN)),
+            (InequalityExpression, inequality),
+            (EqualityExpression, lambda n, a: B(casadi.OP_EQ, a[0], a[1])),
+            (NotEqualExpression, lambda n, a: B(casadi.OP_NE, a[0], a[1])),
+            (RangedExpression, ranged),
+        ]
+
+    def _kind(self, cls: type, node: Any) -> tuple[int, Any]:
+        k = self._kinds.get(cls)
+        if k is not None:
+            return k
+        if cls in self._native:
+            k = (_NUMBER, None)
+        elif not hasattr(node, "is_potentially_variable"):
+            raise UnsupportedProgramError(f"{cls.__name__} {node!r} in a Pyomo expression")
+        elif not node.is_potentially_variable():
+            k = (_CONST, None)  # parameters, NPV expressions, numeric constants
+        elif node.is_variable_type():
+            k = (_VAR, None)
+        elif not node.is_expression_type():
+            raise UnsupportedProgramError(f"Pyomo object {cls.__name__} in an expression")
+        elif node.is_named_expression_type():
+            k = (_NAMED, None)
+        else:
+            for base, build in self._builders:
+                if issubclass(cls, base):
+                    k = (_OP, build)
+                    break
+            else:
+                raise UnsupportedProgramError(
+                    f"Pyomo expression {cls.__name__} has no CasADi translation")
+        self._kinds[cls] = k
+        return k
+
+    # -- the walk --------------------------------------------------------------------------------
+    def sx(self, expr: Any) -> casadi.SX:
+        """``expr`` as a scalar SX (constants too)."""
+        value, kinds = self._value, self._kinds
+        memo = self._memo
+        got = memo.get(id(expr))
+        if got is not None:
+            return got
+        alive = self._alive
+        stack = [expr]
+        while stack:
+            node = stack[-1]
+            key = id(node)
+            if key in memo:
+                stack.pop()
+                continue
+            kb = kinds.get(type(node))
+            kind, build = kb if kb is not None else self._kind(type(node), node)
+            if kind == _NUMBER:
+                out = self.const(float(node))
+            elif kind == _CONST:
+                out = self.const(float(value(node)))
+            elif kind == _VAR:
+                out = self.const(float(value(node))) if node.fixed else self.symbol(node)
+            else:
+                args = node.args
+                pending = [a for a in args if id(a) not in memo]
+                if pending:
+                    stack.extend(pending)
+                    continue
+                if kind == _NAMED:
+                    out = memo[id(args[0])]
+                else:
+                    out = build(node, [memo[id(a)] for a in args])
+            stack.pop()
+            memo[key] = out
+            alive.append(node)
+        return memo[id(expr)]
+
+    def __call__(self, expr: Any) -> Any:
+        out = self.sx(expr)
+        return float(out) if out.is_constant() else out
+
+
+# ----------------------------------------------------------------------------------------------
+# A Program and its Pyomo twin (Program.to_pyomo): the program's x vector <-> the model's Vars
+# ----------------------------------------------------------------------------------------------
+def program_variables(model: Any, program: Any) -> list[Any]:
+    """The Pyomo variable of each entry of ``program.x`` in its twin ``model``.
+
+    ``model`` is a model made by :meth:`Program.to_pyomo <contactmp.program.Program.to_pyomo>`
+    (its ``contactmp_names`` maps each Variables handle to its indexed ``Var``); entry ``j`` of
+    the returned list is the ``VarData`` of ``x[j]``. Raises ``InputError`` when ``model`` is not
+    a twin of ``program``.
+    """
+    names = getattr(model, "contactmp_names", None)
+    if not isinstance(names, dict):
+        raise InputError("model", "has no contactmp_names: it was not made by Program.to_pyomo()")
+    out: list[Any] = []
+    for h in program.variables:
+        comp = model.component(names.get(h.name, "")) if h.name in names else None
+        if comp is None or len(comp) != h.size:
+            raise InputError("model", f"has no Var of size {h.size} for the variables '{h.name}' "
+                             f"of program '{program.name}'")
+        out.extend(comp[i] for i in range(h.size))
+    return out
+
+
+def program_x(model: Any, program: Any) -> np.ndarray:
+    """The values of ``program.x`` held by the twin ``model`` (``None`` -> nan); read a Pyomo
+    solve of the twin back into the program's order (``program.value(handle, x)``,
+    ``program.residuals(x)``)."""
+    return np.array([np.nan if v.value is None else float(v.value)
+                     for v in program_variables(model, program)])
+
+
+def set_program_x(model: Any, program: Any, x: Any) -> None:
+    """Set the twin ``model``'s variables to the program vector ``x`` (an initial guess, say)."""
+    xv = np.asarray(x, dtype=float).ravel()
+    if xv.shape != (program.n_x,):
+        raise InputError("x", f"must have length {program.n_x}, got shape {xv.shape}")
+    for v, val in zip(program_variables(model, program), xv.tolist()):
+        v.set_value(val, skip_validation=True)

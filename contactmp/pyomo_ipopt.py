@@ -21,21 +21,50 @@ Options: ``solver.options[k] = v`` (or ``solve(..., options={...})`` / ``options
 IPOPT options (``tol``, ``max_iter``, ``print_level``, ...); keys written ``"casadi.<name>"`` go to
 ``nlpsol`` itself. ``tee=True`` prints IPOPT's log; ``timelimit`` sets IPOPT's ``max_wall_time``.
 
-Models with ``pyomo.mpec`` Complementarity components must be transformed first (for example
-``TransformationFactory("mpec.simple_nonlinear").apply_to(m)``); discrete variables, and the NL
-operators CasADi's importer cannot read (if-then-else ``Expr_if``, asinh, acosh, atanh, ...), raise
-:class:`~contactmp.errors.UnsupportedProgramError`; an unknown IPOPT option raises
-:class:`~contactmp.errors.OptionError`.
+Models with ``pyomo.mpec`` Complementarity components are solved in one of two ways:
+
+* transformed first (for example ``TransformationFactory("mpec.simple_nonlinear").apply_to(m)``,
+  whose rows ``a_i b_i <= mpec_bound = 0`` are the "direct" MPCC form) and solved as an NLP;
+* untransformed, with the solver option ``strategy`` (a name of
+  :data:`contactmp.solvers.nlp.STRATEGIES`: ``"scholtes"``, ``"elastic_l1"``, ``"direct"``, ...).
+  The model becomes a :class:`~contactmp.program.Program` (:func:`pyomo_to_program`: the active
+  objective, rows and complementarity conditions converted to CasADi SX by
+  :class:`~contactmp.pyomo_bridge.PyomoToSX`, a walk over Pyomo's expression DAG that converts
+  each shared node once, so no .nl file and no tree expansion; variables, rows and pairs in the
+  model's declaration order) and is solved by
+  :func:`contactmp.solvers.nlp.solve_program` -- the same homotopy, warm starts, IPOPT defaults
+  (``bound_relax_factor = 0``, adaptive barrier) and independent residual checks as a Program
+  built in CasADi. Options: ``strategy``, ``backend`` (``"casadi"`` or ``"cyipopt"``) and the
+  fields of :class:`~contactmp.solvers.nlp.NLPOptions` (``tol``, ``max_iter``, ``comp_tol``,
+  ``feas_tol``, ``sigma0``, ``sigma_factor``, ``sigma_min``, ``rho0``, ...; note that
+  ``sigma_min`` is the homotopy's, not IPOPT's) are read by the plugin; every other key is an
+  IPOPT option (``"ipopt.<name>"`` forces IPOPT, e.g. ``"ipopt.sigma_min"``). The termination
+  condition is ``optimal`` only when the answer passed the checks (bounds, rows, ``max_i
+  |min(a_i, b_i)|`` <= ``comp_tol``); no ``dual``/``rc`` suffixes are produced. The solver object
+  keeps ``last_result`` (the :class:`~contactmp.solvers.nlp.ProgramResult`, with the homotopy in
+  ``extras["homotopy"]``) and ``last_program`` (the :class:`PyomoProgram`). A pair must be
+  ``complements(e1 >= l1, e2 >= l2)`` (any inequality on each side; an equality side makes the
+  pair that equality, as in Pyomo); the box form ``l <= e1 <= u _|_ e2`` is refused.
+
+Without ``strategy``, an untransformed Complementarity raises
+:class:`~contactmp.errors.UnsupportedProgramError`; so do discrete variables and the NL operators
+CasADi's importer cannot read (if-then-else ``Expr_if``, asinh, acosh, atanh, ...); an unknown
+IPOPT option raises :class:`~contactmp.errors.OptionError`.
 """
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import logging
 import os
 import re
 import shutil
 import tempfile
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 import casadi
 from pyomo.common.collections import Bunch
@@ -52,7 +81,11 @@ from pyomo.opt.base.solvers import OptSolver
 
 from contactmp.errors import OptionError, UnsupportedProgramError
 
-__all__ = ["NAME", "CasadiIpopt", "IPOPT_STATUS", "SUFFIXES"]
+if TYPE_CHECKING:  # pragma: no cover
+    from contactmp.program import Program, Variables
+    from contactmp.solvers.nlp import ProgramResult
+
+__all__ = ["NAME", "CasadiIpopt", "IPOPT_STATUS", "SUFFIXES", "PyomoProgram", "pyomo_to_program"]
 
 NAME = "contactmp_ipopt"
 logger = logging.getLogger("contactmp.pyomo_ipopt")
@@ -97,6 +130,9 @@ class CasadiIpopt(OptSolver):
         self._capabilities = Bunch(linear=True, quadratic_objective=True,
                                    quadratic_constraint=True, integer=False, sos1=False,
                                    sos2=False)
+        #: the ProgramResult / PyomoProgram of the last solve with a ``strategy`` (else None)
+        self.last_result: ProgramResult | None = None
+        self.last_program: PyomoProgram | None = None
 
     def available(self, exception_flag: bool = True) -> bool:
         """True if CasADi was built with its IPOPT plugin."""
@@ -131,6 +167,13 @@ class CasadiIpopt(OptSolver):
         kwds.pop("logfile", None)
         if kwds:
             raise ValueError(f"Solver={NAME} passed unrecognized keywords: {sorted(kwds)}")
+        self.last_result = self.last_program = None
+        if options.get("strategy") is not None:
+            results, self.last_result, self.last_program = _solve_mpcc(
+                model, options, tee=tee, load=load, timelimit=timelimit, keepfiles=keepfiles,
+                suffixes=suffixes, report_timing=report_timing)
+            return results
+        options.pop("strategy", None)
         return _solve(model, options, tee=tee, load=load, timelimit=timelimit,
                       keepfiles=keepfiles, suffixes=suffixes, report_timing=report_timing)
 
@@ -142,7 +185,8 @@ def _check_model(model: Any) -> None:
     if left:
         raise UnsupportedProgramError(
             f"{NAME}: untransformed Complementarity components {left[:5]}; apply "
-            "TransformationFactory('mpec.simple_nonlinear') (or another mpec transformation) first"
+            "TransformationFactory('mpec.simple_nonlinear') (or another mpec transformation) first, "
+            "or pass the solver option strategy='scholtes' (or another MPCC strategy)"
         )
 
 
@@ -204,6 +248,18 @@ def _set_status(results: SolverResults, status: str, detail: str = "") -> tuple:
         f": {detail}" if detail else "")
     results.solver.return_code = 0
     return tc, ss, sol
+
+
+def _trivially_infeasible(model: Any, err: Exception) -> SolverResults:
+    """The results of a model with a violated row that has no variables (strategy path)."""
+    results = SolverResults()
+    results.problem.name = model.name
+    results.solver.name = NAME
+    results.solver.status = SolverStatus.warning
+    results.solver.termination_condition = TerminationCondition.infeasible
+    results.solver.message = "trivially infeasible (a violated row without variables)"
+    results.solver.termination_message = str(err)
+    return results
 
 
 def _solve(model: Any, options: dict[str, Any], *, tee: bool, load: bool,
@@ -377,3 +433,368 @@ def _load(info: Any, xs: list[float], values: dict[str, tuple[str, list[float]]]
             for obj, val in zip(info.variables if kind == "var" else info.constraints, vals):
                 suffix[obj] = val
     StaleFlagManager.mark_all_as_stale(delayed=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# Complementarity models solved with an MPCC strategy (the model read into a Program)
+# ----------------------------------------------------------------------------------------------
+#: solver options read by the strategy path itself (besides the fields of NLPOptions)
+_PLUGIN_KEYS = ("strategy", "backend")
+
+
+def _program_status_table() -> dict[Any, tuple[TerminationCondition, SolverStatus, SolutionStatus]]:
+    from contactmp.result import Status
+
+    return {
+        Status.SOLVED: (_TC.optimal, _SS.ok, _SOL.optimal),
+        Status.MAX_ITER: (_TC.maxIterations, _SS.warning, _SOL.stoppedByLimit),
+        Status.TIME_LIMIT: (_TC.maxTimeLimit, _SS.warning, _SOL.stoppedByLimit),
+        Status.INFEASIBLE: (_TC.infeasible, _SS.warning, _SOL.infeasible),
+        Status.NUMERICAL_ERROR: (_TC.other, _SS.warning, _SOL.other),
+        Status.NOT_SOLVED: (_TC.other, _SS.warning, _SOL.other),
+    }
+
+
+@dataclass(eq=False)
+class PyomoProgram:
+    """A :class:`~contactmp.program.Program` read from a Pyomo model, with the maps back to it.
+
+    ``program`` has one Variables handle ``x`` (``program["x"]``): ``x[j]`` is the Pyomo variable
+    ``variables[j]`` (the unfixed variables met in the active objective, rows and complementarity
+    conditions, in the model's declaration order, so a model made by
+    :meth:`Program.to_pyomo <contactmp.program.Program.to_pyomo>` keeps its program's order when
+    every variable is used). Its rows (constraint ``"g"``) come from ``constraints``: the
+    active rows with a bound in declaration order, then the conditions with an equality side
+    (a row ``lhs - rhs = 0``); its pairs (complementarity ``"pairs"``) are the other active
+    ``Complementarity`` conditions ``pairs`` in declaration order, as ``0 <= a _|_ b >= 0`` with
+    ``a = rhs - lhs`` for a side ``lhs <= rhs``. The objective is ``sense * (model objective)``,
+    minimized (``sense = -1`` for a maximization).
+    """
+
+    program: Program
+    variables: list[Any]
+    constraints: list[Any]
+    pairs: list[Any]
+    sense: int
+
+    @property
+    def x(self) -> Variables:
+        """The Variables handle of all columns."""
+        return self.program["x"]  # type: ignore[return-value]
+
+    def values(self) -> np.ndarray:
+        """The model's current values of :attr:`variables` (``None`` -> nan), in program order."""
+        return np.array([np.nan if v.value is None else float(v.value) for v in self.variables])
+
+    def load(self, x: Any) -> None:
+        """Set the model's variables to the program vector ``x`` (Pyomo stale flags updated)."""
+        from pyomo.core.staleflag import StaleFlagManager
+
+        xv = np.asarray(x, dtype=float).ravel()
+        if xv.shape != (len(self.variables),):
+            from contactmp.errors import InputError
+
+            raise InputError("x", f"must have length {len(self.variables)}, got shape {xv.shape}")
+        StaleFlagManager.mark_all_as_stale()
+        for v, val in zip(self.variables, xv.tolist()):
+            v.set_value(val, skip_validation=True)
+        StaleFlagManager.mark_all_as_stale(delayed=True)
+
+
+def _relation_side(conv: Any, cdata: Any, arg: Any) -> tuple[str, Any]:
+    """("ge", s) for an inequality ``lhs <= rhs`` (``s = rhs - lhs >= 0`` as SX or float), or
+    ("eq", (lhs, rhs)) converted, for an equality."""
+    from pyomo.core.expr.relational_expr import (
+        EqualityExpression,
+        InequalityExpression,
+        RangedExpression,
+    )
+
+    if isinstance(arg, InequalityExpression):
+        lhs, rhs = (conv(e) for e in arg.args)
+        if type(lhs) is float and lhs == 0.0:
+            return "ge", rhs
+        if type(rhs) is float and rhs == 0.0:
+            return "ge", -lhs
+        return "ge", rhs - lhs
+    if isinstance(arg, EqualityExpression):
+        return "eq", tuple(conv(e) for e in arg.args)
+    what = ("a range l <= e <= u" if isinstance(arg, RangedExpression)
+            else f"{type(arg).__name__} {arg!r} (no relation)")
+    raise UnsupportedProgramError(
+        f"{NAME}: complementarity {cdata.name} has {what} as a side; the strategy option takes "
+        "complements(e1 >= l1, e2 >= l2) (one inequality per side); transform the model with "
+        "mpec.simple_nonlinear and solve it without strategy instead"
+    )
+
+
+@dataclass(eq=False)
+class _Read:
+    """A Pyomo model read into SX (placeholder symbols), before it becomes a Program."""
+
+    variables: list[Any]      # declaration order
+    symbols: casadi.SX        # placeholder symbols of ``variables``
+    lbx: np.ndarray
+    ubx: np.ndarray
+    x0: np.ndarray
+    f: Any                    # SX or float (minimized: sense * objective), None without objective
+    sense: int
+    objectives: list[Any]     # the active objective (at most one)
+    rows: list[Any]
+    g: list[Any]
+    lbg: list[float]
+    ubg: list[float]
+    pairs: list[Any]
+    a: list[Any]
+    b: list[Any]
+
+
+_CONSTANT_ROW_TOL = 1e-8  # a row without variables is kept out; violated by more: infeasible
+
+
+def _read_model(model: Any) -> _Read:
+    """Convert the active objective, rows and complementarity conditions of ``model`` to SX.
+
+    Raises Pyomo's ``InfeasibleConstraintException`` for a violated row without variables and
+    :class:`UnsupportedProgramError` for more than one objective, discrete variables, a model
+    without variables or what :class:`~contactmp.pyomo_bridge.PyomoToSX` cannot translate.
+    """
+    import pyomo.environ as pyo
+    from pyomo.common.errors import InfeasibleConstraintException
+    from pyomo.mpec import Complementarity
+
+    from contactmp.pyomo_bridge import PyomoToSX
+
+    conv = PyomoToSX()
+    objectives = list(model.component_data_objects(pyo.Objective, active=True, descend_into=True))
+    if len(objectives) > 1:
+        raise UnsupportedProgramError(
+            f"{NAME}: {len(objectives)} active objectives ({objectives[0].name}, "
+            f"{objectives[1].name}, ...); deactivate all but one")
+    f, sense = None, 1
+    if objectives:
+        sense = -1 if objectives[0].sense == pyo.maximize else 1
+        f = conv(objectives[0].expr)
+        f = -f if sense < 0 else f
+    rows: list[Any] = []
+    g: list[Any] = []
+    lbg: list[float] = []
+    ubg: list[float] = []
+
+    def add_row(owner: Any, e: Any, lo: float | None, hi: float | None) -> None:
+        lo = -np.inf if lo is None else float(lo)
+        hi = np.inf if hi is None else float(hi)
+        if type(e) is float:
+            if e < lo - _CONSTANT_ROW_TOL or e > hi + _CONSTANT_ROW_TOL:
+                raise InfeasibleConstraintException(
+                    f"row {owner.name} has no variables and is violated: {lo} <= {e} <= {hi}")
+            return
+        rows.append(owner)
+        g.append(e)
+        lbg.append(lo)
+        ubg.append(hi)
+
+    for c in model.component_data_objects(pyo.Constraint, active=True, descend_into=True):
+        if c.lb is None and c.ub is None:
+            continue
+        add_row(c, conv(c.body), c.lb, c.ub)
+    pairs: list[Any] = []
+    a: list[Any] = []
+    b: list[Any] = []
+    for cdata in model.component_data_objects(Complementarity, active=True, descend_into=True):
+        if len(cdata._args) != 2:
+            raise UnsupportedProgramError(f"{NAME}: complementarity {cdata.name} has no two sides")
+        sides = []
+        for arg in cdata._args:
+            kind, val = _relation_side(conv, cdata, arg)
+            if kind == "eq":  # as in Pyomo: an equality side makes the condition that equality
+                lhs, rhs = val
+                add_row(cdata, lhs - rhs, 0.0, 0.0)
+                break
+            sides.append(val)
+        else:
+            pairs.append(cdata)
+            a.append(sides[0])
+            b.append(sides[1])
+
+    if not conv.variables:
+        raise UnsupportedProgramError(
+            f"{NAME}: no unfixed variable appears in the active constraints or objective")
+    seen = {id(v): i for i, v in enumerate(conv.variables)}
+    order = [seen[id(v)] for v in model.component_data_objects(pyo.Var, descend_into=True)
+             if id(v) in seen]
+    if len(order) < len(seen):  # variables of other blocks, used in this model
+        have = set(order)
+        order += [i for i in range(len(seen)) if i not in have]
+    variables = [conv.variables[i] for i in order]
+    bounds = [(v.lb, v.ub) for v in variables]
+    return _Read(
+        variables=variables,
+        symbols=casadi.vertcat(*[conv.symbols[i] for i in order]),
+        lbx=np.array([-np.inf if lo is None else float(lo) for lo, _ in bounds]),
+        ubx=np.array([np.inf if hi is None else float(hi) for _, hi in bounds]),
+        x0=np.array([0.0 if v.value is None else float(v.value) for v in variables]),
+        f=f, sense=sense, objectives=objectives, rows=rows, g=g, lbg=lbg, ubg=ubg, pairs=pairs,
+        a=a, b=b,
+    )
+
+
+def _program(read: _Read, name: str) -> PyomoProgram:
+    """The Program of a read model (see :class:`PyomoProgram`)."""
+    from contactmp.program import Program
+
+    prog = Program(name)
+    xh = prog.add_variables("x", len(read.variables), lb=read.lbx, ub=read.ubx, init=read.x0)
+    parts = [casadi.SX(e) if type(e) is float else e
+             for e in ([read.f] if read.f is not None else []) + read.g + read.a + read.b]
+    # one substitution of the placeholders by the program's symbols (keeps the DAG)
+    parts = casadi.substitute(parts, [read.symbols], [xh.sym])
+    k = 1 if read.f is not None else 0
+    n_g, n_c = len(read.g), len(read.a)
+    if read.f is not None and not parts[0].is_constant():
+        prog.add_cost(parts[0])
+    if n_g:
+        prog.add_constraint(casadi.vertcat(*parts[k:k + n_g]), read.lbg, read.ubg, name="g")
+    if n_c:
+        prog.add_complementarity(casadi.vertcat(*parts[k + n_g:k + n_g + n_c]),
+                                 casadi.vertcat(*parts[k + n_g + n_c:]), name="pairs")
+    return PyomoProgram(program=prog, variables=read.variables, constraints=read.rows,
+                        pairs=read.pairs, sense=read.sense)
+
+
+def pyomo_to_program(model: Any) -> PyomoProgram:
+    """The :class:`~contactmp.program.Program` of a Pyomo model with ``pyomo.mpec`` pairs.
+
+    ``min sense * objective s.t. l <= x <= u, lbg <= g(x) <= ubg, 0 <= a(x) _|_ b(x) >= 0``
+    read from the model's active components by :class:`~contactmp.pyomo_bridge.PyomoToSX`
+    (fixed variables and mutable parameters at their current values); the initial guess is the
+    variables' current values (``None`` -> 0). See :class:`PyomoProgram` for the orders. The model
+    is not changed. Raises :class:`UnsupportedProgramError` (discrete variables, several
+    objectives, a box-form complementarity, an expression without CasADi form) and Pyomo's
+    ``InfeasibleConstraintException`` (a violated row without variables).
+    """
+    if hasattr(model, "is_constructed") and not model.is_constructed():
+        raise RuntimeError(f"{NAME}: model {model.name} has unconstructed components")
+    read = _read_model(model)
+    bad = np.flatnonzero(read.lbx > read.ubx)
+    if bad.size:
+        from contactmp.errors import InputError
+
+        v = read.variables[int(bad[0])]
+        raise InputError("model", f"variable {v.name} has lower bound {v.lb} > upper bound {v.ub}")
+    return _program(read, _program_name(model))
+
+
+def _program_name(model: Any) -> str:
+    name = str(getattr(model, "name", "") or "").strip()
+    return name or "pyomo_model"
+
+
+def _mpcc_options(options: dict[str, Any], tee: bool,
+                  timelimit: float | None) -> tuple[str, str, dict[str, Any]]:
+    """``(strategy, backend, solve_program keyword options)`` from the plugin's options."""
+    from contactmp.solvers.nlp import NLPOptions, ipopt_option_types
+
+    fields = {f.name for f in dataclasses.fields(NLPOptions)} - {"ipopt"}
+    table = ipopt_option_types()
+    strategy = options.get("strategy")
+    backend = options.get("backend", "casadi")
+    kw: dict[str, Any] = {}
+    ipopt: dict[str, Any] = {"print_level": 5} if tee else {}
+    for key, val in options.items():
+        if key in _PLUGIN_KEYS:
+            continue
+        if key.startswith("casadi."):
+            raise OptionError(f"{NAME}: '{key}' (an nlpsol option) is not available with "
+                              "strategy=...; pass IPOPT options instead")
+        if key.startswith("ipopt."):
+            ipopt[key[len("ipopt."):]] = val
+        elif key in fields:
+            kw[key] = val
+        elif key == "ipopt":
+            if not isinstance(val, dict):
+                raise OptionError(f"{NAME}: option 'ipopt' must be a dict of IPOPT options")
+            ipopt.update(val)
+        else:
+            if table and key not in table:
+                close = difflib.get_close_matches(key, [*_PLUGIN_KEYS, *fields, *table], n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                raise OptionError(f"{NAME}: unknown option '{key}' (neither an MPCC option nor an "
+                                  f"IPOPT option){hint}")
+            ipopt[key] = val
+    if timelimit is not None:
+        kw.setdefault("time_limit", float(timelimit))
+    kw["ipopt"] = ipopt
+    return str(strategy), str(backend), kw
+
+
+def _solve_mpcc(model: Any, options: dict[str, Any], *, tee: bool, load: bool,
+                timelimit: float | None, keepfiles: bool, suffixes: list[str],
+                report_timing: bool) -> tuple[SolverResults, Any, PyomoProgram | None]:
+    """Solve ``model`` (Complementarity components untransformed) with an MPCC strategy of
+    :func:`contactmp.solvers.nlp.solve_program` on :func:`pyomo_to_program`'s Program."""
+    from types import SimpleNamespace
+
+    from pyomo.common.errors import InfeasibleConstraintException
+    from pyomo.core.base.suffix import active_import_suffix_generator
+
+    from contactmp.solvers.nlp import solve_program
+
+    del keepfiles  # no file is written on this path
+    t0 = time.perf_counter()
+    strategy, backend, kw = _mpcc_options(options, tee, timelimit)
+    import_suffixes = dict(active_import_suffix_generator(model))
+    wanted = set(suffixes) | set(import_suffixes)
+    if wanted:
+        logger.warning("%s: strategy=%r provides no solution suffixes (asked for %s)", NAME,
+                       strategy, sorted(wanted))
+    try:
+        read = _read_model(model)
+    except InfeasibleConstraintException as err:
+        return _trivially_infeasible(model, err), None, None
+    view = SimpleNamespace(variables=read.variables, constraints=read.rows,
+                           objectives=read.objectives)
+    results = _make_results(model, view, read.sense)
+    results.solver.name = f"{NAME} (strategy {strategy}, IPOPT via {backend})"
+    if (read.lbx > read.ubx).any():
+        _set_status(results, "Infeasible_Problem_Detected", "a lower bound exceeds its upper bound")
+        return results, None, None
+    pp = _program(read, _program_name(model))
+    t_build = time.perf_counter()
+    res = solve_program(pp.program, backend=backend, strategy=strategy, **kw)
+    t_solve = time.perf_counter()
+    tc, ss, sol_status = _program_status_table().get(res.status, _ERROR)
+    results.problem.number_of_constraints = pp.program.n_g + pp.program.n_comp
+    results.solver.status = ss
+    results.solver.termination_condition = tc
+    results.solver.message = res.backend_status
+    results.solver.termination_message = f"{res.status.value}: {res.message}"
+    results.solver.return_code = 0
+    results.solver.iterations = int(res.iterations)
+    results.solver.wallclock_time = t_solve - t0
+    results.solver.time = t_solve - t_build
+    if report_timing:
+        print(f"      {t_build - t0:6.3f} s Pyomo -> Program, {t_solve - t_build:6.3f} s {strategy} "
+              f"({len(res.extras.get('homotopy', []))} NLPs)")
+    if not np.isfinite(res.x).all():
+        if load:
+            logger.warning("%s: no finite point to load (%s)", NAME, res.status.value)
+        return results, res, pp
+    objective = read.sense * float(res.objective)
+    if read.objectives and tc == TerminationCondition.optimal:
+        if read.sense > 0:
+            results.problem.upper_bound = objective
+        else:
+            results.problem.lower_bound = objective
+    if load:
+        if ss != SolverStatus.ok:
+            logger.warning("%s: loading a solution with status %s into model %r: %s", NAME,
+                           res.status.value, model.name, res.message)
+        pp.load(res.x)
+    else:
+        soln, smap = _solution(view, [float(v) for v in res.x], {}, objective, sol_status,
+                               res.backend_status)
+        results.solution.insert(soln)
+        results._smap = smap
+        results._smap_id = None
+    return results, res, pp

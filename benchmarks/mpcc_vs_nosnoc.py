@@ -515,8 +515,14 @@ def guarded(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
                 "traceback": traceback.format_exc(limit=4), "time_s": time.perf_counter() - t0}
 
 
-def run_jobs(jobs: list[tuple[str, str, Callable[[], dict[str, Any]]]], records: Records) -> dict[str, dict[str, Any]]:
-    """Run ``(key, config, fn)`` jobs with a rich progress bar, skipping finished records."""
+def run_jobs(jobs: list[tuple[str, str, Callable[[], dict[str, Any]]]], records: Records,
+             workers: int = 0, scheduler: str | None = None) -> dict[str, dict[str, Any]]:
+    """Run ``(key, config, fn)`` jobs with a rich progress bar, skipping finished records.
+
+    ``workers = 0`` and no ``scheduler``: one after the other in this process (the default: timings
+    are not shared with other jobs). Otherwise the jobs go to a Dask cluster (a local one of
+    ``workers`` processes, or the one at ``scheduler``) and each record is written as it comes back
+    (a lost worker's jobs are re-run by Dask; an interrupted run resumes from the JSONL)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -534,6 +540,20 @@ def run_jobs(jobs: list[tuple[str, str, Callable[[], dict[str, Any]]]], records:
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=False) as progress:
         bar = progress.add_task("", total=len(todo))
+        if todo and (workers or scheduler):
+            from distributed import as_completed
+
+            from contactmp.parallel import dask_client
+
+            with dask_client(workers or None, scheduler) as client:
+                futures = {client.submit(guarded, fn, key=f"job-{i}-{key}", pure=False, retries=2): (key, config)
+                           for i, (key, config, fn) in enumerate(todo)}
+                for fut in as_completed(futures):
+                    key, config = futures[fut]
+                    progress.update(bar, description=key)
+                    out[key] = records.add(key, config, fut.result())
+                    progress.advance(bar)
+            return out
         for key, config, fn in todo:
             progress.update(bar, description=key)
             out[key] = records.add(key, config, guarded(fn))
@@ -635,6 +655,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--strategies", default=None,
                     help="comma-separated MPCC strategies (default: every one in STRATEGIES)")
     ap.add_argument("--seed", type=int, default=0, help="recorded only: every start here is deterministic")
+    ap.add_argument("--workers", type=int, default=0,
+                    help="Dask local-cluster workers (default 0: one job at a time in this process, so that "
+                    "timings do not share the cores)")
+    ap.add_argument("--scheduler", default=None, help="an existing Dask scheduler, tcp://HOST:PORT")
     args = ap.parse_args(argv)
     if args.time_limit is None:
         args.time_limit = 30.0 if args.quick else 60.0
@@ -698,7 +722,7 @@ def main(argv: list[str] | None = None) -> int:
                 what = "FESD Stewart, Filippov friction" if task == "block" else "FESD Stewart, time-freezing"
                 labels[task].append((key, f"nosnoc {NOSNOC_VERSION} ({what})"))
                 jobs.append((key, cfg, lambda t=task, r=reps: run_nosnoc_task(py, t, args.task_time_limit, r)))
-        recs = run_jobs(jobs, records)
+        recs = run_jobs(jobs, records, args.workers, args.scheduler)
         opt, tau = block_optimum(BLOCK["m"], BLOCK["mu"], BLOCK["g"], BLOCK["d"], BLOCK["T"])
         hdr = ("contactmp: Stewart-Trinkle/Anitescu-Potra velocity time stepping, semi-implicit Euler, "
                "one step per control interval (h = T/N); nosnoc: FESD Radau IIA, n_s = 2 stages, "
@@ -746,7 +770,7 @@ def main(argv: list[str] | None = None) -> int:
                 jobs.append((f"B/{f.stem}/{s}", cfg_b, lambda f=f, s=s: ours_nosbench(f, s, args.time_limit)))
         if any(records.get(key, cfg) is None for key, cfg, _ in jobs):
             warm_up_b(files[0], strategies)
-        recs = run_jobs(jobs, records)
+        recs = run_jobs(jobs, records, args.workers, args.scheduler)
         problems = [f.stem for f in files]
         cols = ["problem", "n_w", "n_comp"] + [c for m in methods for c in (m, "time")]
         rows = []

@@ -197,8 +197,16 @@ def _figure(data: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def run(out: Path, quick: bool = False, seed: int = 0) -> dict[str, Any]:
-    """Run the study into ``out``; resumes from ``out/records.jsonl`` when it exists."""
+def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = None,
+        scheduler: str | None = None) -> dict[str, Any]:
+    """Run the study into ``out``; resumes from ``out/records.jsonl`` when it exists.
+
+    The data sets take milliseconds each, so they run in this process unless ``workers`` (a local
+    Dask cluster) or ``scheduler`` (an existing one) is given."""
+    import functools
+
+    from contactmp.parallel import run_tasks
+
     from contactmp.models.random_problems import trinkle_dataset
 
     study = StudyRun("trinkle-table1", Path(out), quick, seed)
@@ -213,9 +221,8 @@ def run(out: Path, quick: bool = False, seed: int = 0) -> dict[str, Any]:
                 chosen.append(ds)
         datasets = chosen
     keys = [_key(ds, seed) for ds in datasets]
-    todo = [ds for ds, key in zip(datasets, keys) if key not in study.store]
-    for ds in study.progress(todo, len(todo), "trinkle-table1"):
-        study.store.append(_solve_one(ds, seed))
+    run_tasks(functools.partial(_solve_one, seed=seed), datasets, keys=keys, store_path=study.store,
+              workers=workers or 0, scheduler=scheduler, description="trinkle-table1")
     # only this run's selection (a folder may also hold another seed's or mode's records)
     records = [study.store[key] for key in keys]
     table, data = _table(records)

@@ -9,8 +9,11 @@
   smooth complementarity Program block (and as fc3d when no contact slides), with the map back to
   physics and its check; :func:`add_fc3d_block` -- the velocity-level cone problem fc3d(W, q, mu)
   as a Program block; :func:`add_velocity_cone_step` -- one velocity-level time step with Coulomb's
-  disk (the cone counterpart of :func:`add_velocity_pyramid_step`).
+  disk (the cone counterpart of :func:`add_velocity_pyramid_step`);
+* :class:`CompliantQP` -- Drumwright's compliant constraint step (bilateral: one linear solve;
+  unilateral: a strictly convex QP / symmetric positive-definite LCP), also as a Program block.
 """
+from contactmp.formulations.compliant_qp import CompliantQP, CompliantStepResult, as_program_block, compliant_step
 from contactmp.formulations.cone_ncp import ConeNCP, ConeSolution, FC3DBlock, add_fc3d_block
 from contactmp.formulations.pyramid_lcp import PyramidLCP, PyramidSolution, facet_generators, facet_normals
 from contactmp.formulations.velocity_cone import VelocityConeStep, add_velocity_cone_step
@@ -24,4 +27,5 @@ __all__ = [
     "ConeNCP", "ConeSolution", "FC3DBlock", "add_fc3d_block",
     "PyramidLCP", "PyramidSolution", "VelocityPyramidStep", "add_velocity_pyramid_step",
     "facet_generators", "facet_normals", "pyramid_generators", "VelocityConeStep", "add_velocity_cone_step",
+    "CompliantQP", "CompliantStepResult", "as_program_block", "compliant_step",
 ]

@@ -1,0 +1,570 @@
+"""Compliant constraints solved implicitly: Drumwright's first-order scheme (arXiv 1905.10828).
+
+Constraints are virtual spring-dampers, ``lambda = -K phi - B phidot`` (equation (23), the
+``M^ Gdot v`` term dropped, see below), with per-row stiffness ``K`` [N/m] and damping ``B``
+[N s/m]. One step of length ``h`` (equations (36)-(39), (73)-(77)) is implicit in the constraint
+state and semi-explicit in the multibody state::
+
+    v1      = v0 + h M^-1 (f + G^T lambda)            (37)  (then q1 = q0 + h N v1, (36))
+    phidot1 = G v1                                     (39) with phidot0 = G v0
+    phi1    = phi0 + h phidot1                         (38)
+    lambda  = -K phi1 - B phidot1                      bilateral rows
+    lambda  = max(0, -K phi1 - B phidot1)              unilateral rows (68)
+
+Eliminating ``v1`` (write ``W = G M^-1 G^T``, ``a = v0 + h M^-1 f``, ``S = h (h K + B)``) gives,
+for bilateral rows, the linear system of the paper's (53)-(63)::
+
+    Y lambda = r,    Y = I + diag(S) W,    r = -K phi0 - (h K + B) G a.
+
+``Y`` is not symmetric, but it is always nonsingular: its eigenvalues are those of
+``I + S^1/2 W S^1/2`` (similar matrices when ``S > 0``; by Sylvester's determinant identity
+``det Y = det(I + S^1/2 W S^1/2) >= 1`` always), so redundant rows of ``G`` (singular ``W``) share the
+load with no regularization. On rows with ``h K + B > 0`` we multiply by ``D = (h K + B)^-1``::
+
+    A lambda + c = 0,    A = D + h W  (symmetric positive definite),    c = D K phi0 + G a,
+
+(rows with ``h K + B = 0`` carry no force: ``lambda_i = 0``). Unilateral rows turn the same data
+into the symmetric positive-definite LCP
+
+    0 <= lambda  _|_  w = A lambda + c >= 0,
+
+i.e. the strictly convex QP ``min 1/2 lambda^T A lambda + c^T lambda s.t. lambda >= 0`` (mixed
+rows: bilateral components free, ``w_i = 0``). Note: the paper's (69)-(76) state the objective as
+``1/2 lambda^T lambda`` over the same feasible set; that min-norm point equals the LCP answer for
+one constraint (or decoupled ones) but not in general (it can leave ``lambda_i > 0`` with
+``w_i > 0``), so we solve the LCP / its QP, which is what ``lambda = max(0, ...)`` means.
+
+Not yet here: the ``M^ Gdot v`` term of (23)/(74) (it needs ``M^ = W^-1``, undefined for redundant
+rows), configuration-dependent ``K, B`` inside one step (they are inputs evaluated at ``q0``),
+friction (the cone QP), and the contact models (Hertz, elastic foundation).
+"""
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import casadi as ca
+import numpy as np
+
+from contactmp.errors import InputError, OptionError
+from contactmp.program import Complementarity, Constraint, Program, Variables
+from contactmp.result import Status, jsonable
+
+__all__ = [
+    "CompliantQP", "CompliantStepResult", "CompliantBlock", "compliant_step", "as_program_block",
+    "CONIC_PLUGINS", "available_conic_plugins",
+]
+
+#: CasADi conic plugins this module drives, with options that make them solve to ~1e-12.
+CONIC_PLUGINS: dict[str, dict[str, Any]] = {
+    "qpoases": {"printLevel": "none"},
+    "osqp": {"osqp": {"verbose": False, "eps_abs": 1e-12, "eps_rel": 1e-12, "polish": True,
+                      "max_iter": 200000}},
+    "highs": {"highs": {"output_flag": False, "primal_feasibility_tolerance": 1e-10,
+                        "dual_feasibility_tolerance": 1e-10, "optimality_tolerance": 1e-10}},
+    "daqp": {},
+    "proxqp": {"proxqp": {"eps_abs": 1e-12, "max_iter": 100000}},
+    "qrqp": {"print_iter": False, "print_header": False, "print_info": False},
+}
+DIRECT_SOLVERS = ("cholesky", "lu-Y", "active-set")
+KINDS = ("bilateral", "unilateral")
+
+
+def available_conic_plugins() -> tuple[str, ...]:
+    """The plugins of :data:`CONIC_PLUGINS` that this CasADi build can load (``casadi.has_conic``)."""
+    return tuple(p for p in CONIC_PLUGINS if ca.has_conic(p))
+
+
+@functools.lru_cache(maxsize=64)
+def _conic(plugin: str, m: int) -> ca.Function:
+    """A dense m-variable, bound-constrained conic solver (built once per plugin and size)."""
+    opts = {**CONIC_PLUGINS[plugin], "error_on_fail": False}
+    return ca.conic(f"compliant_{plugin}_{m}", plugin,
+                    {"h": ca.Sparsity.dense(m, m), "a": ca.Sparsity(0, m)}, opts)
+
+
+# ------------------------------------------------------------------------------------ validation
+def _vec(x: Any, n: int, name: str) -> np.ndarray:
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(name, f"cannot be read as a float vector ({exc})") from None
+    if a.ndim == 0:
+        a = np.full(n, float(a))
+    a = a.ravel() if a.ndim == 2 and 1 in a.shape else a
+    if a.shape != (n,):
+        raise InputError(name, f"must have length {n}, got shape {a.shape}")
+    if not np.isfinite(a).all():
+        raise InputError(name, "contains NaN or inf")
+    return a
+
+
+def _kinds(kind: str | Sequence[str], m: int) -> np.ndarray:
+    """Boolean mask, True for unilateral rows."""
+    if isinstance(kind, str):
+        if kind not in KINDS:
+            raise InputError("kind", f"must be one of {KINDS} (or one per row), got {kind!r}")
+        return np.full(m, kind == "unilateral")
+    ks = list(kind)
+    if len(ks) != m or any(k not in KINDS for k in ks):
+        raise InputError("kind", f"must be one of {KINDS} or a sequence of {m} of them, got {kind!r}")
+    return np.array([k == "unilateral" for k in ks], dtype=bool)
+
+
+# -------------------------------------------------------------------------------------- results
+@dataclass
+class CompliantStepResult:
+    """One compliant step: the constraint forces ``lam`` [N] and the velocity ``v1`` they give.
+
+    ``status`` is ``SOLVED`` only when the independent residual ``residual`` (see
+    :meth:`CompliantQP.residual`) is ``<= tol`` (relative to the force scale). ``solver`` names what
+    produced ``lam``: ``"cholesky"`` / ``"lu-Y"`` (bilateral linear solve), ``"active-set"`` (dense
+    solve on a guessed active set, verified), a conic plugin name, or ``"<plugin>+active-set"`` when
+    the plugin's answer was polished by the dense solve on its active set. ``kkt`` holds the
+    separate checks (``natural_map``, ``sign``, ``dynamics``), ``extras`` the attempts.
+    """
+
+    status: Status
+    lam: np.ndarray
+    v1: np.ndarray
+    solver: str
+    residual: float
+    tol: float
+    kkt: dict[str, float]
+    active: np.ndarray
+    iterations: int = 0
+    time_s: float = 0.0
+    message: str = ""
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        """True exactly when ``status`` is ``SOLVED``."""
+        return self.status is Status.SOLVED
+
+    def q1(self, q0: Any, h: float, N: Any = None) -> np.ndarray:
+        """The semi-explicit configuration update (36): ``q1 = q0 + h N v1`` (``N = I`` by default)."""
+        q0 = np.asarray(q0, dtype=float)
+        return q0 + h * (self.v1 if N is None else np.asarray(N, dtype=float) @ self.v1)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return jsonable({
+            "status": self.status, "lam": self.lam, "v1": self.v1, "solver": self.solver,
+            "residual": self.residual, "tol": self.tol, "kkt": self.kkt, "active": self.active,
+            "iterations": self.iterations, "time_s": self.time_s, "message": self.message,
+            "extras": self.extras,
+        })
+
+
+# -------------------------------------------------------------------------------------- problem
+@dataclass
+class CompliantQP:
+    """One step of the compliant-constraint scheme with numeric data evaluated at ``(q0, v0)``.
+
+    ``M`` (n x n SPD), ``f`` (n, all non-constraint forces), ``v0`` (n), ``G`` (m x n, ``dphi/dq N``),
+    ``phi0`` (m), ``K``, ``B`` (m, >= 0; scalars broadcast), ``h > 0``, ``kind`` ``"bilateral"``,
+    ``"unilateral"`` or one per row. See the module docstring for ``Y``, ``r``, ``A``, ``c``.
+    """
+
+    M: Any
+    f: Any
+    v0: Any
+    G: Any
+    phi0: Any
+    K: Any
+    B: Any
+    h: float
+    kind: str | Sequence[str] = "bilateral"
+
+    def __post_init__(self) -> None:
+        try:
+            M = np.atleast_2d(np.asarray(self.M, dtype=float))
+        except (TypeError, ValueError) as exc:
+            raise InputError("M", f"cannot be read as a float matrix ({exc})") from None
+        if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] == 0:
+            raise InputError("M", f"must be a non-empty square matrix, got shape {M.shape}")
+        if not np.isfinite(M).all():
+            raise InputError("M", "contains NaN or inf")
+        if not np.allclose(M, M.T, rtol=1e-12, atol=0.0):
+            raise InputError("M", "mass matrix is not symmetric")
+        try:
+            self._Lm = np.linalg.cholesky(M)
+        except np.linalg.LinAlgError:
+            raise InputError("M", "mass matrix is not positive definite") from None
+        n = M.shape[0]
+        try:
+            G = np.atleast_2d(np.asarray(self.G, dtype=float))
+        except (TypeError, ValueError) as exc:
+            raise InputError("G", f"cannot be read as a float matrix ({exc})") from None
+        if G.ndim != 2 or G.shape[1] != n or G.shape[0] == 0:
+            raise InputError("G", f"must be m x {n} with m >= 1, got shape {G.shape}")
+        if not np.isfinite(G).all():
+            raise InputError("G", "contains NaN or inf")
+        m = G.shape[0]
+        if not (isinstance(self.h, (int, float, np.floating)) and np.isfinite(self.h) and self.h > 0):
+            raise InputError("h", f"must be a positive finite step, got {self.h!r}")
+        self.M, self.G, self.h = M, G, float(self.h)
+        self.f, self.v0 = _vec(self.f, n, "f"), _vec(self.v0, n, "v0")
+        self.phi0 = _vec(self.phi0, m, "phi0")
+        self.K, self.B = _vec(self.K, m, "K"), _vec(self.B, m, "B")
+        if (self.K < 0).any():
+            raise InputError("K", "stiffnesses must be >= 0")
+        if (self.B < 0).any():
+            raise InputError("B", "damping coefficients must be >= 0")
+        self.unilateral = _kinds(self.kind, m)
+        # derived data (all at q0, v0)
+        MinvGT = self._minv(G.T)
+        self.W = G @ MinvGT
+        self.W = 0.5 * (self.W + self.W.T)
+        self.a = self.v0 + self.h * self._minv(self.f)  # the unconstrained velocity v0 + h M^-1 f
+        self.rate = self.h * self.K + self.B  # h K + B  [N s/m]
+        self.loaded = self.rate > 0  # rows that can carry force
+        idx = np.flatnonzero(self.loaded)
+        D = 1.0 / self.rate[idx]
+        self._idx = idx
+        self.A = np.diag(D) + self.h * self.W[np.ix_(idx, idx)]
+        self.c = D * self.K[idx] * self.phi0[idx] + (G @ self.a)[idx]
+
+    # -- the paper's quantities --------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Number of generalized velocities."""
+        return self.M.shape[0]
+
+    @property
+    def m(self) -> int:
+        """Number of constraint rows."""
+        return self.G.shape[0]
+
+    def _minv(self, x: np.ndarray) -> np.ndarray:
+        """``M^-1 x`` through the Cholesky factor."""
+        y = np.linalg.solve(self._Lm, x)
+        return np.linalg.solve(self._Lm.T, y)
+
+    @property
+    def Y(self) -> np.ndarray:
+        """``Y = I + h diag(h K + B) G M^-1 G^T`` (nonsingular for all K, B >= 0)."""
+        return np.eye(self.m) + self.h * self.rate[:, None] * self.W
+
+    @property
+    def rhs(self) -> np.ndarray:
+        """``r = -K phi0 - (h K + B) G (v0 + h M^-1 f)``: ``Y lambda = r`` for bilateral rows."""
+        return -self.K * self.phi0 - self.rate * (self.G @ self.a)
+
+    def velocity(self, lam: Any) -> np.ndarray:
+        """``v1 = v0 + h M^-1 (f + G^T lambda)`` (37)."""
+        return self.a + self.h * self._minv(self.G.T @ np.asarray(lam, dtype=float))
+
+    def gap_rate(self, lam: Any) -> np.ndarray:
+        """``w = D lambda + D K phi0 + G v1`` on the loaded rows (0 for bilateral rows at a solution;
+        units m/s); ``(h K + B) w = Y lambda - r``."""
+        lam = np.asarray(lam, dtype=float)
+        return self.A @ lam[self._idx] + self.c
+
+    def residual(self, lam: Any) -> tuple[float, dict[str, float]]:
+        """The independent check of ``lambda``: ``(relative natural-map residual, details)``.
+
+        With ``w`` of :meth:`gap_rate` and the force-scaled ``s_i = w_i / A_ii`` [N]: the natural map
+        is ``|min(lambda_i, s_i)|`` on unilateral rows, ``|s_i|`` on bilateral rows and ``|lambda_i|``
+        on unloaded rows; its max is divided by ``max(1, ||lambda||_inf, ||c_i / A_ii||_inf)``.
+        """
+        lam = np.asarray(lam, dtype=float)
+        if lam.shape != (self.m,) or not np.isfinite(lam).all():
+            return float("inf"), {"natural_map": float("inf"), "sign": float("inf"), "dynamics": float("inf")}
+        d = np.diag(self.A)
+        s = self.gap_rate(lam) / d
+        li = lam[self._idx]
+        uni = self.unilateral[self._idx]
+        nat = np.where(uni, np.abs(np.minimum(li, s)), np.abs(s))
+        unloaded = np.abs(lam[~self.loaded])
+        r = max(float(np.max(nat, initial=0.0)), float(np.max(unloaded, initial=0.0)))
+        scale = max(1.0, float(np.max(np.abs(lam), initial=0.0)), float(np.max(np.abs(self.c / d), initial=0.0)))
+        v1 = self.velocity(lam)
+        dyn = self.M @ (v1 - self.v0) - self.h * (self.f + self.G.T @ lam)
+        fscale = max(1.0, float(np.max(np.abs(self.h * self.f))), float(np.max(np.abs(self.M @ self.v0))))
+        details = {
+            "natural_map": r,
+            "sign": float(np.max(-lam[self.unilateral], initial=0.0)),
+            "dynamics": float(np.max(np.abs(dyn))) / fscale,
+        }
+        return r / scale, details
+
+    # -- solving -----------------------------------------------------------------------------
+    def solve(self, solver: str = "auto", *, active: Any = None, tol: float = 1e-10, polish: bool = True,
+              max_pivots: int = 20) -> CompliantStepResult:
+        """Compute ``lambda`` (and ``v1``) of this step; never raises on failure (see ``status``).
+
+        ``solver``: ``"auto"`` (bilateral only: ``"cholesky"``; otherwise ``"active-set"`` then
+        ``"qpoases"`` if that fails), ``"cholesky"`` (``A lambda = -c``; bilateral only), ``"lu-Y"``
+        (``Y lambda = r`` as the paper writes it; bilateral only), ``"active-set"`` (dense solves on
+        the active set ``active`` -- a boolean mask or row indices of unilateral rows guessed to
+        carry force; default the rows with ``c_i < 0`` -- updated by block principal pivoting for at
+        most ``max_pivots`` solves, verified against the KKT conditions), or one of
+        :data:`CONIC_PLUGINS` (``casadi.conic`` on the QP; with ``polish`` an answer that fails the
+        check is re-solved densely on its active set and kept if that verifies). ``tol`` bounds
+        :meth:`residual`.
+        """
+        t0 = time.perf_counter()
+        if not isinstance(solver, str):
+            raise OptionError(f"solver must be a string, got {type(solver).__name__}")
+        names = ("auto",) + DIRECT_SOLVERS + tuple(CONIC_PLUGINS)
+        if solver not in names:
+            import difflib
+            hint = difflib.get_close_matches(solver, names, n=1)
+            raise OptionError(f"unknown solver {solver!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                              + f"; choose from {names}")
+        if not (isinstance(tol, (int, float)) and tol > 0):
+            raise OptionError(f"tol must be a positive number, got {tol!r}")
+        has_uni = bool(self.unilateral[self.loaded].any())
+        if solver in ("cholesky", "lu-Y") and has_uni:
+            raise OptionError(f"solver {solver!r} solves bilateral steps only; this step has unilateral rows")
+        if solver == "auto":
+            solver = "active-set" if has_uni else "cholesky"
+            res = self._dispatch(solver, active, tol, polish, max_pivots)
+            if has_uni and not res.success:
+                first = res
+                res = self._dispatch("qpoases", None, tol, polish, max_pivots)
+                res.extras["attempts"] = [first.solver + ": " + first.message, res.solver + ": " + res.message]
+        else:
+            res = self._dispatch(solver, active, tol, polish, max_pivots)
+        res.time_s = time.perf_counter() - t0
+        return res
+
+    def _finish(self, lam: np.ndarray, solver: str, tol: float, iterations: int, message: str,
+                claimed: Status = Status.SOLVED, **extras: Any) -> CompliantStepResult:
+        r, kkt = self.residual(lam)
+        ok = r <= tol
+        status = Status.SOLVED if ok else (claimed if claimed is not Status.SOLVED else Status.NOT_SOLVED)
+        if claimed is Status.SOLVED and not ok:
+            message = (message + "; " if message else "") + f"claimed solved but residual {r:.3g} > tol {tol:.3g}"
+        active = (lam > 0) & self.unilateral if np.isfinite(lam).all() else np.zeros(self.m, bool)
+        v1 = self.velocity(lam) if np.isfinite(lam).all() else np.full(self.n, np.nan)
+        return CompliantStepResult(status, lam, v1, solver, r, tol, kkt, active, iterations,
+                                   message=message, extras=extras)
+
+    def _dispatch(self, solver: str, active: Any, tol: float, polish: bool, max_pivots: int) -> CompliantStepResult:
+        if solver == "cholesky":
+            lam = np.zeros(self.m)
+            if self._idx.size:
+                lam[self._idx] = self._chol_solve(np.ones(self._idx.size, bool))
+            return self._finish(lam, "cholesky", tol, 1, "A lambda = -c by Cholesky")
+        if solver == "lu-Y":
+            try:
+                lam = np.linalg.solve(self.Y, self.rhs)
+            except np.linalg.LinAlgError as exc:  # cannot happen for K, B >= 0 (Y is nonsingular)
+                return self._finish(np.full(self.m, np.nan), "lu-Y", tol, 1, str(exc), Status.NUMERICAL_ERROR)
+            return self._finish(lam, "lu-Y", tol, 1, "Y lambda = r by LU")
+        if solver == "active-set":
+            return self._active_set(active, tol, max_pivots)
+        return self._conic(solver, tol, polish, max_pivots)
+
+    def _chol_solve(self, on: np.ndarray) -> np.ndarray:
+        """Loaded-row forces with the rows ``on`` (mask over loaded rows) solved, the others 0."""
+        out = np.zeros(self._idx.size)
+        if on.any():
+            Aa = self.A[np.ix_(on, on)]
+            L = np.linalg.cholesky(Aa)
+            out[on] = -np.linalg.solve(L.T, np.linalg.solve(L, self.c[on]))
+        return out
+
+    def _active_set(self, active: Any, tol: float, max_pivots: int) -> CompliantStepResult:
+        """Block principal pivoting on the SPD LCP (bilateral rows always in the basis)."""
+        uni = self.unilateral[self._idx]
+        if active is None:
+            on = (~uni) | (self.c < 0)
+        else:
+            mask = np.zeros(self.m, bool)
+            arr = np.asarray(active)
+            if arr.dtype == bool:
+                if arr.shape != (self.m,):
+                    raise InputError("active", f"boolean mask must have length {self.m}")
+                mask = arr.copy()
+            else:
+                mask[arr.astype(int).ravel()] = True
+            on = (~uni) | mask[self._idx]
+        seen: set[bytes] = set()
+        lam = np.zeros(self.m)
+        for it in range(1, max_pivots + 1):
+            seen.add(on.tobytes())
+            try:
+                li = self._chol_solve(on)
+            except np.linalg.LinAlgError as exc:
+                return self._finish(np.full(self.m, np.nan), "active-set", tol, it, str(exc), Status.NUMERICAL_ERROR)
+            lam = np.zeros(self.m)
+            lam[self._idx] = li
+            w = self.A @ li + self.c
+            scale = max(1.0, float(np.max(np.abs(li), initial=0.0)))
+            wtol = 1e-13 * scale * np.diag(self.A)
+            bad_in = on & uni & (li < 0)
+            bad_out = ~on & (w < -wtol)
+            if not (bad_in.any() or bad_out.any()):
+                return self._finish(lam, "active-set", tol, it, f"active set verified after {it} dense solve(s)")
+            on = (on & ~bad_in) | bad_out
+            if on.tobytes() in seen:
+                return self._finish(lam, "active-set", tol, it, "active-set pivoting cycled", Status.NOT_SOLVED)
+        return self._finish(lam, "active-set", tol, max_pivots, f"no verified active set in {max_pivots} solves",
+                            Status.MAX_ITER)
+
+    def _conic(self, plugin: str, tol: float, polish: bool, max_pivots: int) -> CompliantStepResult:
+        """``min 1/2 mu^T A' mu + c'^T mu`` with the symmetric diagonal scaling ``mu = sqrt(A_ii) lambda``."""
+        if not ca.has_conic(plugin):
+            raise OptionError(f"conic plugin {plugin!r} cannot be loaded by this CasADi build; "
+                              f"available: {available_conic_plugins()}")
+        k = self._idx.size
+        lam = np.zeros(self.m)
+        if k == 0:
+            return self._finish(lam, plugin, tol, 0, "no loaded rows")
+        d = np.sqrt(np.diag(self.A))
+        As = self.A / d[:, None] / d[None, :]
+        As = 0.5 * (As + As.T)
+        cs = self.c / d
+        uni = self.unilateral[self._idx]
+        lbx = np.where(uni, 0.0, -np.inf)
+        try:
+            fun = _conic(plugin, k)
+            out = fun(h=ca.DM(As), g=ca.DM(cs), lbx=ca.DM(lbx), ubx=ca.DM(np.full(k, np.inf)),
+                      lba=ca.DM(0, 1), uba=ca.DM(0, 1))
+            stats = fun.stats()
+        except RuntimeError as exc:
+            return self._finish(np.full(self.m, np.nan), plugin, tol, 0, f"{plugin} failed: {exc}",
+                                Status.NUMERICAL_ERROR)
+        mu = np.asarray(out["x"], dtype=float).ravel()
+        lam[self._idx] = mu / d
+        backend = str(stats.get("return_status", ""))
+        claimed = Status.SOLVED if stats.get("success", False) else Status.NOT_SOLVED
+        iters = int(stats.get("iter_count", 0) or 0)
+        raw = self._finish(lam, plugin, tol, iters, f"{plugin}: {backend}", claimed,
+                           backend_status=backend)
+        raw.extras["raw_residual"] = raw.residual
+        if not polish or raw.success or not np.isfinite(lam).all():
+            return raw
+        guess = lam > np.abs(self._scaled_w(lam))  # lambda_i > s_i: the row carries force
+        pol = self._active_set(guess & self.unilateral, tol, max_pivots)
+        if pol.success and pol.residual < raw.residual:
+            pol.solver = f"{plugin}+active-set"
+            pol.iterations += iters
+            pol.message = f"{plugin}: {backend}; polished on its active set ({pol.message})"
+            pol.extras.update(backend_status=backend, raw_lam=lam, raw_residual=raw.residual)
+            return pol
+        return raw
+
+    def _scaled_w(self, lam: np.ndarray) -> np.ndarray:
+        s = np.zeros(self.m)
+        s[self._idx] = self.gap_rate(lam) / np.diag(self.A)
+        return s
+
+    def add_to_program(self, prog: Program, *, form: str = "velocity", prefix: str = "compliant") -> "CompliantBlock":
+        """This step as a Program block (see :func:`as_program_block`)."""
+        kind = ["unilateral" if u else "bilateral" for u in self.unilateral]
+        return as_program_block(prog, M=self.M, f=self.f, v0=self.v0, G=self.G, phi0=self.phi0, K=self.K,
+                                B=self.B, h=self.h, kind=kind, form=form, prefix=prefix)
+
+
+def compliant_step(M: Any, f: Any, v0: Any, G: Any, phi0: Any, K: Any, B: Any, h: float,
+                   kind: str | Sequence[str] = "bilateral", solver: str = "auto",
+                   **options: Any) -> CompliantStepResult:
+    """One compliant step: ``CompliantQP(M, f, v0, G, phi0, K, B, h, kind).solve(solver, **options)``."""
+    return CompliantQP(M, f, v0, G, phi0, K, B, h, kind).solve(solver, **options)
+
+
+# --------------------------------------------------------------------------------- Program block
+@dataclass
+class CompliantBlock:
+    """Handles of one compliant step block (query a solve with ``prog.value(handle, x)``)."""
+
+    v1: Variables  #: velocity at the end of the step
+    lam: Variables  #: constraint forces [N] (lb 0 on unilateral rows)
+    dynamics: Constraint  #: M (v1 - v0) - h (f + G^T lambda) = 0
+    bilateral: Constraint | None  #: law rows = 0 for bilateral rows
+    unilateral: Complementarity | None  #: 0 <= lambda _|_ law >= 0 for unilateral rows
+    form: str
+
+
+def _sym_or_array(x: Any, shape: tuple[int, int], name: str) -> Any:
+    if isinstance(x, (ca.SX, ca.MX, ca.DM)):
+        if x.shape != shape:
+            raise InputError(name, f"must have shape {shape}, got {x.shape}")
+        return x
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(name, f"cannot be read as numbers ({exc})") from None
+    if a.ndim == 0 and shape[1] == 1:
+        a = np.full(shape, float(a))
+    a = a.reshape(shape) if a.size == shape[0] * shape[1] and (a.ndim == 1 or 1 in a.shape) else a
+    if a.shape != shape:
+        raise InputError(name, f"must have shape {shape}, got {a.shape}")
+    if not np.isfinite(a).all():
+        raise InputError(name, "contains NaN or inf")
+    return a
+
+
+def as_program_block(prog: Program, *, M: Any, f: Any, v0: Any, G: Any, phi0: Any, K: Any, B: Any, h: float,
+                     kind: str | Sequence[str] = "unilateral", form: str = "velocity",
+                     prefix: str = "compliant") -> CompliantBlock:
+    """Declare one compliant step in ``prog`` through its KKT conditions (block ``prefix``).
+
+    Variables ``v1`` (n) and ``lambda`` (m); rows::
+
+        M (v1 - v0) - h (f + G^T lambda) = 0                               (37)
+        law(lambda, v1) = 0                                    bilateral rows
+        0 <= lambda  _|_  law(lambda, v1) >= 0                 unilateral rows
+
+    with ``form="velocity"``: ``law = D lambda + D K phi0 + G v1``, ``D = (h K + B)^-1`` [m/s] (the
+    symmetric PD LCP once ``v1`` is eliminated; needs ``h K + B > 0``), or ``form="force"``:
+    ``law = lambda + K phi0 + (h K + B) G v1`` [N] (``= Y lambda - r``; no division, so ``K`` and ``B``
+    may be expressions that vanish, e.g. configuration-dependent stiffness in trajectory
+    optimization). Inputs may be numbers or CasADi expressions (``v0``, ``phi0`` of a previous step).
+    """
+    if form not in ("velocity", "force"):
+        raise InputError("form", f"must be 'velocity' or 'force', got {form!r}")
+    if not (isinstance(h, (int, float, np.floating)) and np.isfinite(h) and h > 0):
+        raise InputError("h", f"must be a positive finite step, got {h!r}")
+    G_ = G if isinstance(G, (ca.SX, ca.MX, ca.DM)) else np.atleast_2d(np.asarray(G, dtype=float))
+    m, n = G_.shape
+    G_ = _sym_or_array(G_, (m, n), "G")
+    M_ = _sym_or_array(M, (n, n), "M")
+    if isinstance(M_, np.ndarray):
+        if not np.allclose(M_, M_.T, rtol=1e-12, atol=0.0):
+            raise InputError("M", "mass matrix is not symmetric")
+        try:
+            np.linalg.cholesky(M_)
+        except np.linalg.LinAlgError:
+            raise InputError("M", "mass matrix is not positive definite") from None
+    f_ = _sym_or_array(f, (n, 1), "f")
+    v0_ = _sym_or_array(v0, (n, 1), "v0")
+    phi_ = _sym_or_array(phi0, (m, 1), "phi0")
+    K_ = _sym_or_array(K, (m, 1), "K")
+    B_ = _sym_or_array(B, (m, 1), "B")
+    for arr, name in ((K_, "K"), (B_, "B")):
+        if isinstance(arr, np.ndarray) and (arr < 0).any():
+            raise InputError(name, "must be >= 0")
+    uni = _kinds(kind, m)
+    rate = h * K_ + B_
+    if form == "velocity" and isinstance(rate, np.ndarray) and (rate <= 0).any():
+        raise InputError("K", "form='velocity' needs h K + B > 0 on every row; use form='force'")
+    init_v = np.asarray(v0_, dtype=float).ravel() if isinstance(v0_, np.ndarray) else 0.0
+    M_, f_, v0_, G_, phi_, K_, rate = (ca.DM(x) if isinstance(x, np.ndarray) else x
+                                       for x in (M_, f_, v0_, G_, phi_, K_, rate))
+
+    v1 = prog.add_variables(f"{prefix}/v1", n, init=init_v, block=prefix)
+    lam = prog.add_variables(f"{prefix}/lambda", m, lb=np.where(uni, 0.0, -np.inf), block=prefix)
+    dyn = prog.add_constraint(ca.mtimes(M_, v1.sym - v0_) - h * (f_ + ca.mtimes(G_.T, lam.sym)), 0.0, 0.0,
+                              name=f"{prefix}/dynamics", block=prefix)
+    Gv = ca.mtimes(G_, v1.sym)
+    if form == "velocity":
+        law = lam.sym / rate + K_ * phi_ / rate + Gv
+    else:
+        law = lam.sym + K_ * phi_ + rate * Gv
+    bil = com = None
+    bi, ui = np.flatnonzero(~uni), np.flatnonzero(uni)
+    if bi.size:
+        bil = prog.add_constraint(ca.vertcat(*[law[i] for i in bi]), 0.0, 0.0, name=f"{prefix}/bilateral",
+                                  block=prefix)
+    if ui.size:
+        com = prog.add_complementarity(ca.vertcat(*[lam.sym[i] for i in ui]), ca.vertcat(*[law[i] for i in ui]),
+                                       name=f"{prefix}/unilateral", block=prefix)
+    return CompliantBlock(v1, lam, dyn, bil, com, form)

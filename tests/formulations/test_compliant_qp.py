@@ -1,0 +1,252 @@
+"""Drumwright's compliant step: closed-form particle answers, redundancy, the unilateral QP/LCP."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from contactmp.errors import InputError, OptionError
+from contactmp.formulations.compliant_qp import (
+    CompliantQP,
+    as_program_block,
+    available_conic_plugins,
+    compliant_step,
+)
+from contactmp.program import Program
+from contactmp.result import Status
+from contactmp.solvers import solve_lcp
+from contactmp.solvers.nlp import solve_program
+
+g = 9.81
+
+
+def _particle_map(m, K, B, F, h):
+    """The scheme on x'' m = F + lambda, lambda = -K x1 - B v1, x1 = x0 + h v1, as z1 = T z0 + b."""
+    den = m + h * (h * K + B)
+    T = np.array([[1 - h * h * K / den, h * m / den], [-h * K / den, m / den]])
+    b = np.array([h * h * F / den, h * F / den])
+    return T, b
+
+
+def _simulate_particle(m, K, B, F, h, x0, v0, steps, **kw):
+    x, v, lams = x0, v0, []
+    for _ in range(steps):
+        r = compliant_step([[m]], [F], [v], [[1.0]], [x], K, B, h, **kw)
+        assert r.success, r.message
+        v = r.v1[0]
+        x = r.q1([x], h)[0]
+        lams.append(r.lam[0])
+    return x, v, np.array(lams)
+
+
+@pytest.mark.parametrize("solver", ["cholesky", "lu-Y"])
+def test_particle_step_equals_closed_form_recursion(solver):
+    m, K, B, h = 2.0, 400.0, 3.0, 0.01
+    F = -m * g
+    x0, v0, n = 0.1, -0.5, 200
+    T, b = _particle_map(m, K, B, F, h)
+    zs = F / K * np.array([1.0, 0.0])  # fixed point (F/K, 0)
+    x, v, lams = _simulate_particle(m, K, B, F, h, x0, v0, n, solver=solver)
+    z_closed = zs + np.linalg.matrix_power(T, n) @ (np.array([x0, v0]) - zs)
+    np.testing.assert_allclose([x, v], z_closed, rtol=0, atol=1e-10)
+    # one step: lambda = -K x1 - B v1 with x1, v1 from the affine map
+    z1 = T @ np.array([x0, v0]) + b
+    np.testing.assert_allclose(lams[0], -K * z1[0] - B * z1[1], rtol=1e-12)
+
+
+def test_particle_converges_first_order_to_mass_spring_damper():
+    m, K, B, T_end = 1.0, 100.0, 2.0, 1.0
+    x0, v0, F = 0.2, 0.0, 0.0
+    w0, zeta = np.sqrt(K / m), B / (2 * np.sqrt(K * m))
+    wd = w0 * np.sqrt(1 - zeta**2)
+    exact = np.exp(-zeta * w0 * T_end) * (x0 * np.cos(wd * T_end) + (v0 + zeta * w0 * x0) / wd * np.sin(wd * T_end))
+    errs = []
+    for h in (2e-3, 1e-3, 5e-4):
+        T, _ = _particle_map(m, K, B, F, h)  # the recursion was checked against the solver above
+        n = int(round(T_end / h))
+        x = (np.linalg.matrix_power(T, n) @ [x0, v0])[0]
+        errs.append(abs(x - exact))
+    # spot check the solver itself at the coarsest step
+    xs, _, _ = _simulate_particle(m, K, B, F, 2e-3, x0, v0, 500)
+    T, _ = _particle_map(m, K, B, F, 2e-3)
+    assert abs(xs - (np.linalg.matrix_power(T, 500) @ [x0, v0])[0]) < 1e-10
+    ratios = [errs[0] / errs[1], errs[1] / errs[2]]
+    assert all(1.8 < r < 2.2 for r in ratios), (errs, ratios)
+
+
+def test_Y_nonsingular_for_rank_deficient_G_and_zero_gains():
+    rng = np.random.default_rng(6)
+    for _ in range(50):
+        n, m = 3, 6
+        G = rng.normal(size=(2, n))
+        G = np.vstack([G, G, G[:1] + G[1:], rng.normal(size=(1, n))])  # rank 3 < m
+        L = rng.normal(size=(n, n))
+        M = L @ L.T + 0.1 * np.eye(n)
+        K = rng.choice([0.0, 1.0, 1e6, 1e12], size=m)
+        B = rng.choice([0.0, 0.5, 1e3], size=m)
+        h = float(rng.choice([1e-4, 1e-2, 0.1]))
+        p = CompliantQP(M, rng.normal(size=n), rng.normal(size=n), G, rng.normal(size=m) * 1e-3, K, B, h)
+        S = h * (h * K + B)
+        sym = np.eye(m) + np.sqrt(S)[:, None] * p.W * np.sqrt(S)[None, :]
+        # Sylvester: det Y = det(I + S^1/2 W S^1/2) >= 1; the spectra agree (all real, >= 1)
+        ev = np.sort(np.linalg.eigvals(p.Y).real)
+        tol = 1e-9 + 1e-13 * ev.max()  # eigenvalue error of a matrix with norm ev.max()
+        np.testing.assert_allclose(ev, np.sort(np.linalg.eigvalsh(sym)), rtol=1e-9, atol=tol)
+        assert ev.min() >= 1 - tol
+        a, b = p.solve("cholesky"), p.solve("lu-Y")
+        assert a.success, a.message
+        # the paper's unsymmetric Y form is badly row-scaled at K = 1e12 (rows times h K + B):
+        # LU on it loses digits that the symmetric D-scaled form keeps
+        assert b.residual < 1e-7, b.residual
+        np.testing.assert_allclose(a.lam, b.lam, rtol=0, atol=1e-5 * max(1, np.abs(a.lam).max()))
+
+
+@pytest.mark.parametrize("K,B,split_tol", [(1e4, 10.0, 1e-12), (1e12, 0.0, 1e-8)])
+def test_redundant_rows_share_the_load_equally(K, B, split_tol):
+    m, h, phi0, v0 = 3.0, 0.01, -1e-3, -0.2
+    one = compliant_step([[m]], [-m * g], [v0], [[1.0]], [phi0], K, B, h)
+    two = compliant_step([[m]], [-m * g], [v0], [[1.0], [1.0]], [phi0, phi0], K / 2, B / 2, h)
+    assert one.success and two.success
+    # the split lives on W's null direction, whose eigenvalue is D = 2 / (h K + B): at K = 1e12 an
+    # eps-sized error in c moves the split by eps / D ~ 1e-7 N, so it holds to ~1e-9 relative;
+    # the total (on range(W)) to 1e-12
+    np.testing.assert_allclose(two.lam, [one.lam[0] / 2] * 2, rtol=split_tol)
+    np.testing.assert_allclose(two.lam.sum(), one.lam[0], rtol=1e-12)
+    np.testing.assert_allclose(two.v1, one.v1, rtol=1e-10, atol=1e-12)
+    # the same stiffness on each copy: still unique and equal, total from the doubled spring
+    dbl = compliant_step([[m]], [-m * g], [v0], [[1.0], [1.0]], [phi0, phi0], K, B, h)
+    ref = compliant_step([[m]], [-m * g], [v0], [[1.0]], [phi0], 2 * K, 2 * B, h)
+    np.testing.assert_allclose(dbl.lam, [ref.lam[0] / 2] * 2, rtol=split_tol)
+
+
+def test_unilateral_separating_and_pressing():
+    m, h, K, B = 2.0, 0.01, 1e5, 50.0
+    sep = compliant_step([[m]], [-m * g], [1.0], [[1.0]], [0.01], K, B, h, kind="unilateral")
+    assert sep.success and sep.lam[0] == 0.0 and not sep.active[0]
+    np.testing.assert_allclose(sep.v1, [1.0 - g * h], rtol=1e-14)
+    press = compliant_step([[m]], [-m * g], [-0.3], [[1.0]], [-1e-3], K, B, h, kind="unilateral")
+    bil = compliant_step([[m]], [-m * g], [-0.3], [[1.0]], [-1e-3], K, B, h, kind="bilateral")
+    assert press.success and press.active[0] and press.lam[0] > 0
+    np.testing.assert_allclose(press.lam, bil.lam, rtol=1e-12)
+    # a spring that would pull (phi > 0 after the step) carries no force
+    pull = compliant_step([[m]], [0.0], [0.5], [[1.0]], [-1e-4], K, B, h, kind="unilateral")
+    assert pull.lam[0] == 0.0 and pull.success
+
+
+def _random_unilateral(seed, n=4, m=7):
+    rng = np.random.default_rng(seed)
+    L = rng.normal(size=(n, n))
+    M = L @ L.T + 0.5 * np.eye(n)
+    G = rng.normal(size=(m, n))
+    G[-1] = G[0]  # a redundant row
+    phi0 = rng.normal(size=m) * 1e-2
+    K = rng.uniform(1e2, 1e6, size=m)
+    B = rng.uniform(0.0, 10.0, size=m)
+    return CompliantQP(M, rng.normal(size=n) * 5, rng.normal(size=n), G, phi0, K, B, 0.01, "unilateral")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_unilateral_qp_equals_spd_lcp(seed):
+    p = _random_unilateral(seed)
+    lcp = solve_lcp(p.A, p.c, solver="lemke")
+    assert lcp.success
+    res = p.solve()
+    assert res.success, res.message
+    np.testing.assert_allclose(res.lam, lcp.x, rtol=0, atol=1e-10 * max(1, np.abs(lcp.x).max()))
+    assert 0 < res.active.sum() < p.m  # both kinds of rows occur
+    for plugin in available_conic_plugins():
+        r = p.solve(plugin)
+        assert r.success, (plugin, r.message)
+        np.testing.assert_allclose(r.lam, lcp.x, rtol=0, atol=1e-10 * max(1, np.abs(lcp.x).max()), err_msg=plugin)
+        assert r.extras["raw_residual"] < 1e-5, (plugin, r.extras["raw_residual"])
+
+
+def test_conic_plugins_of_this_build():
+    assert {"qpoases", "osqp", "highs", "daqp"} <= set(available_conic_plugins())
+
+
+def test_active_set_from_a_wrong_guess_and_mixed_kinds():
+    p = _random_unilateral(11)
+    ref = p.solve("qpoases")
+    bad = p.solve("active-set", active=np.arange(p.m))  # everything guessed active
+    assert bad.success, bad.message
+    np.testing.assert_allclose(bad.lam, ref.lam, atol=1e-10 * max(1, np.abs(ref.lam).max()))
+    kinds = ["bilateral", "unilateral"] * 3 + ["unilateral"]
+    q = CompliantQP(p.M, p.f, p.v0, p.G, p.phi0, p.K, p.B, p.h, kinds)
+    a, b = q.solve(), q.solve("daqp")
+    assert a.success and b.success
+    np.testing.assert_allclose(a.lam, b.lam, atol=1e-10 * max(1, np.abs(a.lam).max()))
+    np.testing.assert_allclose(q.gap_rate(a.lam)[~q.unilateral], 0, atol=1e-10)
+
+
+def test_rigid_unilateral_spring_at_large_step_is_stable_and_rests_at_mg():
+    m, K, B, h = 1.5, 1e12, 0.0, 0.1
+    x, v = 0.05, 0.0
+    xs, lams = [], []
+    for _ in range(40):
+        r = compliant_step([[m]], [-m * g], [v], [[1.0]], [x], K, B, h, kind="unilateral")
+        assert r.success, r.message
+        v, x = r.v1[0], r.q1([x], h)[0]
+        xs.append(x)
+        lams.append(r.lam[0])
+    assert max(abs(e) for e in xs) <= 0.05 and abs(v) < 1e-9
+    np.testing.assert_allclose(lams[-1], m * g, rtol=1e-8)
+    np.testing.assert_allclose(x, -m * g / K, rtol=0, atol=1e-15)  # x1 = x0 + h v1 rounds at ~eps * 0.05
+
+
+@pytest.mark.parametrize("form", ["velocity", "force"])
+def test_program_block_matches_the_direct_solve(form):
+    M = np.diag([2.0, 2.0, 0.5])
+    G = np.array([[0.0, 1.0, 0.3], [0.0, 1.0, -0.3], [0.0, 1.0, 0.3]])  # third row duplicates the first
+    f, v0 = np.array([1.0, -2.0 * g, 0.0]), np.array([0.5, -0.4, 0.1])
+    phi0, K, B, h = np.array([-1e-3, 2e-3, -1e-3]), np.full(3, 1e4), np.full(3, 20.0), 0.01
+    direct = compliant_step(M, f, v0, G, phi0, K, B, h, kind="unilateral")
+    assert direct.success and direct.active.sum() >= 1
+    prog = Program("compliant")
+    blk = as_program_block(prog, M=M, f=f, v0=v0, G=G, phi0=phi0, K=K, B=B, h=h, kind="unilateral", form=form)
+    red = prog.to_lcp()
+    lr = solve_lcp(red.M, red.q, solver="lemke")
+    assert lr.success
+    x = red.invert(lr.x)
+    np.testing.assert_allclose(prog.value(blk.lam, x), direct.lam, atol=1e-9)
+    np.testing.assert_allclose(prog.value(blk.v1, x), direct.v1, atol=1e-12)
+    pr = solve_program(prog)
+    assert pr.success, pr.message
+    np.testing.assert_allclose(prog.value(blk.lam, pr.x), direct.lam, atol=1e-6)
+    np.testing.assert_allclose(prog.value(blk.v1, pr.x), direct.v1, atol=1e-7)
+
+
+def test_bilateral_program_block_is_linear_equalities():
+    prog = Program("bil")
+    m, K, B, h = 2.0, 400.0, 3.0, 0.01
+    blk = as_program_block(prog, M=[[m]], f=[-m * g], v0=[-0.5], G=[[1.0]], phi0=[0.1], K=[K], B=[B], h=h,
+                           kind="bilateral")
+    assert blk.unilateral is None and prog.n_comp == 0
+    direct = compliant_step([[m]], [-m * g], [-0.5], [[1.0]], [0.1], K, B, h)
+    pr = solve_program(prog)
+    assert pr.success
+    np.testing.assert_allclose(prog.value(blk.lam, pr.x), direct.lam, rtol=1e-8)
+
+
+def test_malformed_input_names_the_field():
+    ok = dict(M=[[1.0]], f=[0.0], v0=[0.0], G=[[1.0]], phi0=[0.0], K=1.0, B=1.0, h=0.1)
+    with pytest.raises(InputError, match="^K"):
+        CompliantQP(**{**ok, "K": -1.0})
+    with pytest.raises(InputError, match="^M"):
+        CompliantQP(**{**ok, "M": [[-1.0]]})
+    with pytest.raises(InputError, match="^G"):
+        CompliantQP(**{**ok, "G": [[1.0, 2.0]]})
+    with pytest.raises(InputError, match="^kind"):
+        CompliantQP(**ok, kind="sliding")
+    with pytest.raises(OptionError, match="did you mean"):
+        CompliantQP(**ok).solve("qpoase")
+    with pytest.raises(OptionError):
+        CompliantQP(**ok, kind="unilateral").solve("lu-Y")
+    with pytest.raises(InputError, match="^K"):
+        as_program_block(Program("x"), **{**ok, "K": [0.0], "B": [0.0]}, form="velocity")
+
+
+def test_unloaded_rows_carry_no_force():
+    r = compliant_step([[1.0]], [0.0], [-1.0], [[1.0], [1.0]], [-0.1, -0.1], [0.0, 1e3], [0.0, 1.0], 0.01,
+                       kind="unilateral")
+    assert r.success and r.lam[0] == 0.0 and r.lam[1] > 0
+    assert r.status is Status.SOLVED

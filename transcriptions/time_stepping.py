@@ -23,6 +23,13 @@ The impulses ``p`` are forces times ``h``. Two friction laws:
   ``r_o = 0`` (sliding: ``r_o (1 + mu r_n w / ||u_T||) = 0``; sticking: ``u_o = w r_o = 0``), so the
   answer is the exact 2-D cone.
 
+* ``"compliant"``: Drumwright's compliant contact with the true Coulomb cone
+  (:class:`~contactmp.formulations.compliant_friction.CompliantFriction`): per contact a unilateral
+  spring-damper normal row (``stiffness`` K, ``damping`` B) and damped tangential rows
+  (``tangential_damping`` Bt, no stiffness), one convex cone QP per step, implicit in the contact
+  state and semi-explicit in ``q, v`` (``v+ = v + h M^-1 (f + J^T lambda)``; the impulses are
+  ``p = h lambda``). There is no ``phi / h`` gap stabilization: the penetration is the spring's.
+
 Only contacts with ``phi <= active_gap`` enter a step's problem; the others get zero impulses.
 A step never raises on non-convergence: its status is recorded, and :meth:`TimeStepping.simulate`
 either continues with the best iterate or stops (``on_failure``).
@@ -118,24 +125,45 @@ class TimeStepping:
     ----------
     system : ContactSystem
     h : float, the step length (s), > 0.
-    formulation : ``"pyramid"`` (LCP) or ``"cone"`` (fc3d).
+    formulation : ``"pyramid"`` (LCP), ``"cone"`` (fc3d) or ``"compliant"`` (cone QP, needs the gains).
     facets : number of pyramid facets (>= 3; even for planar systems).
     solver : LCP solver name (pyramid; default: Lemke, then Newton) or fc3d solver name (cone;
         default: the registry's auto order).
     active_gap : contacts with ``phi <= active_gap`` enter a step (``math.inf``: all).
     tol : tolerance passed to the contact solver.
     on_failure : ``"continue"`` (keep the best iterate) or ``"stop"`` in :meth:`simulate`.
+    stiffness, damping, tangential_damping : compliant gains K [N/m], B [N s/m], Bt [N s/m] per
+        contact (scalars broadcast; ``h K + B > 0``, ``Bt > 0``); used by ``"compliant"`` only.
     """
 
     def __init__(self, system: ContactSystem, h: float, formulation: str = "pyramid",
                  facets: int = 4, solver: str | None = None, *, active_gap: float = 0.1,
-                 tol: float = 1e-10, on_failure: str = "continue") -> None:
+                 tol: float = 1e-10, on_failure: str = "continue", stiffness: ArrayLike | None = None,
+                 damping: ArrayLike = 0.0, tangential_damping: ArrayLike | None = None) -> None:
         if not isinstance(system, ContactSystem):
             raise InputError("system", f"must be a ContactSystem, got {type(system).__name__}")
         if not (isinstance(h, (int, float)) and not isinstance(h, bool) and math.isfinite(h) and h > 0):
             raise InputError("h", f"must be a positive finite step, got {h!r}")
-        if formulation not in ("pyramid", "cone"):
-            raise OptionError(f"formulation must be 'pyramid' or 'cone', got {formulation!r}")
+        if formulation not in ("pyramid", "cone", "compliant"):
+            raise OptionError(f"formulation must be 'pyramid', 'cone' or 'compliant', got {formulation!r}")
+        self.stiffness = self.damping = self.tangential_damping = None
+        if formulation == "compliant":
+            gains = {}
+            for name, val in (("stiffness", stiffness), ("damping", damping),
+                              ("tangential_damping", tangential_damping)):
+                if val is None:
+                    raise InputError(name, "is required by formulation='compliant'")
+                arr = np.broadcast_to(np.asarray(val, dtype=float), (system.n_c,)).copy() \
+                    if np.ndim(val) == 0 or np.size(val) == system.n_c else None
+                if arr is None or not np.isfinite(arr).all() or (arr < 0).any():
+                    raise InputError(name, f"must be >= 0, a scalar or {system.n_c} values, got {val!r}")
+                gains[name] = arr
+            if (gains["tangential_damping"] <= 0).any():
+                raise InputError("tangential_damping", "must be > 0")
+            if (float(h) * gains["stiffness"] + gains["damping"] <= 0).any():
+                raise InputError("stiffness", "h * stiffness + damping must be > 0")
+            self.stiffness, self.damping = gains["stiffness"], gains["damping"]
+            self.tangential_damping = gains["tangential_damping"]
         if on_failure not in ("continue", "stop"):
             raise OptionError(f"on_failure must be 'continue' or 'stop', got {on_failure!r}")
         if formulation == "pyramid":
@@ -177,6 +205,11 @@ class TimeStepping:
         elif self.formulation == "pyramid":
             v_next, pn, pt, po, result = self._pyramid(M, f, v, Jn[idx], Jt[idx], Jo[idx],
                                                        sys_.mu[idx], phi[idx])
+            p_n[idx], p_t[idx], p_o[idx] = pn, pt, po
+            status, residual, solver = result.status, result.residual, result.solver
+        elif self.formulation == "compliant":
+            v_next, pn, pt, po, result = self._compliant(M, f, v, Jn[idx], Jt[idx], Jo[idx],
+                                                         sys_.mu[idx], phi[idx], idx)
             p_n[idx], p_t[idx], p_o[idx] = pn, pt, po
             status, residual, solver = result.status, result.residual, result.solver
         else:
@@ -258,6 +291,24 @@ class TimeStepping:
             r[2::3] = 0.0
         v_next = v_free + Minv_JT @ r
         return v_next, r[0::3], r[1::3], r[2::3], res
+
+    def _compliant(self, M: np.ndarray, f: np.ndarray, v: np.ndarray, Jn: np.ndarray, Jt: np.ndarray,
+                   Jo: np.ndarray, mu: np.ndarray, phi: np.ndarray, idx: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Result]:
+        """The compliant cone QP of this step; impulses ``p = h lambda``."""
+        from contactmp.formulations.compliant_friction import CompliantFriction
+
+        planar = self.system.planar
+        prob = CompliantFriction(M, f, v, Jn, Jt, None if planar else Jo, phi, mu, self.stiffness[idx],
+                                 self.damping[idx], self.tangential_damping[idx], self.h)
+        r = prob.solve(tol=self.tol)
+        d = prob.d
+        lam = r.lam
+        p_o = np.zeros(idx.size) if planar else self.h * lam[2::d]
+        res = Result(status=r.status, x=lam, solver=r.solver, residual=r.residual, tol=r.tol,
+                     iterations=r.iterations, time_s=r.time_s, message=r.message,
+                     extras={"lam": lam, "modes": r.extras.get("modes"), "kkt": r.kkt})
+        return r.v1, self.h * lam[0::d], self.h * lam[1::d], p_o, res
 
     # -------------------------------------------------------------------------- trajectories
     def simulate(self, q0: ArrayLike, v0: ArrayLike, u: Control = None, n_steps: int = 100

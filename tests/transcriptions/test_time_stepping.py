@@ -125,3 +125,54 @@ def test_inputs_are_checked() -> None:
         ts.simulate([0, 0], [0, 0], np.zeros(3), 2)
     tr = ts.simulate([0, 1.0], [0, 0], lambda t: [0.0, 0.0], 2)  # callable input, free flight
     np.testing.assert_allclose(tr.v[2], [0.0, -2 * G * H], rtol=1e-12)
+
+
+# ---------------------------------------------------------------- compliant cone QP (Drumwright)
+def _compliant(h: float, K: float, B: float, Bt: float, m: float = 1.0, mu: float = 0.5):
+    pm = point_mass_2d(m=m, mu=mu)
+    return pm, TimeStepping(pm, h, "compliant", stiffness=K, damping=B, tangential_damping=Bt)
+
+
+def test_compliant_stiction_creeps_at_force_over_damping() -> None:
+    m, mu, Bt = 1.0, 0.5, 1e4
+    F = 0.5 * mu * m * G
+    pm, ts = _compliant(H, 1e6, 2e3, Bt)
+    tr = ts.simulate([0.0, -m * G / 1e6], [0.0, 0.0], [F, 0.0], 100)
+    assert tr.n_failed == 0 and set(tr.solver) <= {"ipopt", "ipopt+active-set", "ipopt+active-set+newton"}
+    creep = (tr.q[-1, 0] - tr.q[50, 0]) / (tr.t[-1] - tr.t[50])  # m/s
+    assert creep < 1e-3
+    np.testing.assert_allclose(creep, F / Bt, rtol=1e-6)  # closed form: lambda_t = -Bt u_t = -F
+    np.testing.assert_allclose(tr.p_t[50:, 0] / H, -F, rtol=1e-9)
+    np.testing.assert_allclose(tr.p_n[50:, 0] / H, m * G, rtol=1e-9)
+
+
+def test_compliant_sliding_friction_is_mu_weight() -> None:
+    m, mu, K, B = 1.0, 0.5, 1e6, 2e3
+    F = 2 * mu * m * G
+    pm, ts = _compliant(H, K, B, 1e4)
+    tr = ts.simulate([0.0, -m * G / K], [0.0, 0.0], [F, 0.0], 60)
+    assert tr.n_failed == 0
+    np.testing.assert_allclose(tr.p_n[20:, 0] / H, m * G, rtol=1e-6)
+    np.testing.assert_allclose(tr.p_t[20:, 0] / H, -mu * m * G, rtol=1e-6)
+    np.testing.assert_allclose(np.diff(tr.v[20:, 0]) / H, (F - mu * m * G) / m, rtol=1e-6)
+    # the convex cone's dilation: the body rises at (h + B/K) mu a while sliding (documented artifact)
+    np.testing.assert_allclose(tr.v[20:, 1], (H + B / K) * mu * (F - mu * m * G) / m, rtol=1e-6)
+
+
+def test_compliant_stable_with_large_step_and_stiffness() -> None:
+    m, h, K = 1.0, 0.1, 1e12
+    pm, ts = _compliant(h, K, 0.0, 1e4)
+    tr = ts.simulate([0.0, 0.05], [0.2, 0.0], None, 40)
+    assert tr.n_failed == 0
+    assert np.abs(tr.v).max() <= 2.0 and np.abs(tr.q[:, 1]).max() <= 0.06
+    np.testing.assert_allclose(tr.p_n[-10:, 0] / h, m * G, rtol=1e-6)
+    np.testing.assert_allclose(tr.q[-1, 1], -m * G / K, atol=1e-9)
+    np.testing.assert_allclose(tr.v[-10:], 0.0, atol=1e-6)
+
+
+def test_compliant_needs_gains() -> None:
+    pm = point_mass_2d()
+    with pytest.raises(InputError, match="stiffness"):
+        TimeStepping(pm, H, "compliant", tangential_damping=1.0)
+    with pytest.raises(InputError, match="tangential_damping"):
+        TimeStepping(pm, H, "compliant", stiffness=1e4, tangential_damping=0.0)

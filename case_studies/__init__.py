@@ -15,6 +15,7 @@ STUDIES: dict[str, str] = {
     "cito-compare": "contactmp.case_studies.cito_compare",
     "painleve-rod": "contactmp.case_studies.painleve_rod",
     "uniqueness-random": "contactmp.case_studies.uniqueness_random",
+    "drumwright-pendulum": "contactmp.case_studies.drumwright_pendulum",
 }
 
 

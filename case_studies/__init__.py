@@ -16,6 +16,7 @@ STUDIES: dict[str, str] = {
     "painleve-rod": "contactmp.case_studies.painleve_rod",
     "uniqueness-random": "contactmp.case_studies.uniqueness_random",
     "drumwright-pendulum": "contactmp.case_studies.drumwright_pendulum",
+    "compliant-friction": "contactmp.case_studies.compliant_friction",
 }
 
 

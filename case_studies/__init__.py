@@ -17,6 +17,7 @@ STUDIES: dict[str, str] = {
     "uniqueness-random": "contactmp.case_studies.uniqueness_random",
     "drumwright-pendulum": "contactmp.case_studies.drumwright_pendulum",
     "compliant-friction": "contactmp.case_studies.compliant_friction",
+    "drumwright-stiff": "contactmp.case_studies.drumwright_stiff",
 }
 
 

@@ -3,17 +3,10 @@ finite differences, and time stepping of Solo12 on the ground."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from importlib import metadata
 
 import casadi as ca
 import numpy as np
 import pytest
-
-try:
-    metadata.distribution("example-robot-data")
-except metadata.PackageNotFoundError:  # the robots come from that package's files
-    pytest.skip("example-robot-data is not installed (pip install example-robot-data): the URDF "
-                "tests load its double pendulum and Solo12", allow_module_level=True)
 
 from contactmp.errors import InputError
 from contactmp.models.rigid_bodies import GRAVITY as G

@@ -59,7 +59,7 @@ from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError
 from contactmp.formulations.cone_ncp import _cone_law
-from contactmp.formulations.velocity_pyramid import _matrix
+from contactmp.formulations.velocity_pyramid import _dynamics_and_non_penetration, _matrix, _step_inputs
 from contactmp.program import Complementarity, Constraint, Program, Variables
 
 __all__ = ["VelocityConeStep", "add_velocity_cone_step"]
@@ -177,21 +177,8 @@ def add_velocity_cone_step(
         raise InputError("Jo", "must be zero (or None) when planar=True")
     elif not planar and Jo_ is None:
         raise InputError("Jo", "is required when planar=False")
-    M_ = _matrix(M, (nv, nv), "M")
-    if isinstance(M_, np.ndarray):
-        if not np.allclose(M_, M_.T, rtol=1e-10, atol=1e-12):
-            raise InputError("M", "mass matrix is not symmetric")
-        try:
-            np.linalg.cholesky(M_)
-        except np.linalg.LinAlgError:
-            raise InputError("M", "mass matrix is not positive definite") from None
-    f_ = _matrix(f, (nv, 1), "f")
-    v_ = _matrix(v, (nv, 1), "v")
-    phi_ = _matrix(phi, (nc, 1), "phi")
-    mu_ = _matrix(mu, (nc, 1), "mu")
+    M_, f_, v_, phi_, mu_ = _step_inputs(M, f, v, phi, mu, nc, nv)
     if isinstance(mu_, np.ndarray):
-        if (mu_ < 0).any():
-            raise InputError("mu", "friction coefficients must be >= 0")
         mu_ = ca.DM(mu_)
 
     blk = prefix
@@ -203,12 +190,11 @@ def add_velocity_cone_step(
     gamma = prog.add_variables(f"{prefix}/gamma", nc, lb=0.0, block=blk)
 
     vp = v_next.sym
-    residual = ca.mtimes(M_, vp - v_) - h * f_ - ca.mtimes(Jn_.T, p_n.sym) - ca.mtimes(Jt_.T, p_t.sym)
+    friction_impulse = ca.mtimes(Jt_.T, p_t.sym)
     if p_o is not None:
-        residual = residual - ca.mtimes(Jo_.T, p_o.sym)
-    dynamics = prog.add_constraint(residual, 0.0, 0.0, name=f"{prefix}/dynamics", block=blk)
-    gap_rate = ca.mtimes(Jn_, vp) + (phi_ / h if gap_stabilization else 0)
-    non_pen = prog.add_complementarity(p_n.sym, gap_rate, name=f"{prefix}/non_penetration", block=blk)
+        friction_impulse = friction_impulse + ca.mtimes(Jo_.T, p_o.sym)
+    dynamics, non_pen = _dynamics_and_non_penetration(prog, prefix, M_, f_, v_, h, v_next, p_n, Jn_, phi_,
+                                                      friction_impulse, gap_stabilization)
     u_t = ca.mtimes(Jt_, vp)
     if planar:
         friction, direction, disk = _segment_law(prog, prefix, blk, p_n.sym, p_t.sym, u_t, gamma.sym, w, mu_)

@@ -71,6 +71,40 @@ def _matrix(value: Any, shape: tuple[int, int], field: str) -> Any:
     return arr
 
 
+
+def _step_inputs(M: Any, f: Any, v: Any, phi: Any, mu: Any, nc: int, nv: int) -> tuple[Any, ...]:
+    """``(M, f, v, phi, mu)`` of one velocity-level step, shape-checked (numbers or CasADi); a numeric
+    ``M`` must be symmetric positive definite and a numeric ``mu`` nonnegative."""
+    M_ = _matrix(M, (nv, nv), "M")
+    if isinstance(M_, np.ndarray):
+        if not np.allclose(M_, M_.T, rtol=1e-10, atol=1e-12):
+            raise InputError("M", "mass matrix is not symmetric")
+        try:
+            np.linalg.cholesky(M_)
+        except np.linalg.LinAlgError:
+            raise InputError("M", "mass matrix is not positive definite") from None
+    f_ = _matrix(f, (nv, 1), "f")
+    v_ = _matrix(v, (nv, 1), "v")
+    phi_ = _matrix(phi, (nc, 1), "phi")
+    mu_ = _matrix(mu, (nc, 1), "mu")
+    if isinstance(mu_, np.ndarray) and (mu_ < 0).any():
+        raise InputError("mu", "friction coefficients must be >= 0")
+    return M_, f_, v_, phi_, mu_
+
+
+def _dynamics_and_non_penetration(prog: Program, prefix: str, M: Any, f: Any, v: Any, h: float,
+                                  v_next: Variables, p_n: Variables, Jn: Any, phi: Any, friction: Any,
+                                  gap_stabilization: bool) -> tuple[Constraint, Complementarity]:
+    """The rows every velocity-level step shares: ``M (v+ - v) = h f + J_n^T p_n + friction`` and
+    ``0 <= p_n _|_ phi / h + J_n v+ >= 0`` (``J_n v+ >= 0`` without ``gap_stabilization``), where
+    ``friction`` is the generalized friction impulse of the step's friction law."""
+    vp = v_next.sym
+    residual = ca.mtimes(M, vp - v) - h * f - ca.mtimes(Jn.T, p_n.sym) - friction
+    dynamics = prog.add_constraint(residual, 0.0, 0.0, name=f"{prefix}/dynamics", block=prefix)
+    gap_rate = ca.mtimes(Jn, vp) + (phi / h if gap_stabilization else 0)
+    non_pen = prog.add_complementarity(p_n.sym, gap_rate, name=f"{prefix}/non_penetration", block=prefix)
+    return dynamics, non_pen
+
 def add_velocity_pyramid_step(
     prog: Program,
     *,
@@ -101,20 +135,7 @@ def add_velocity_pyramid_step(
     Jn_ = _matrix(Jn_, (nc, nv), "Jn")
     Jt_ = _matrix(Jt, (nc, nv), "Jt")
     Jo_ = _matrix(Jo, (nc, nv), "Jo")
-    M_ = _matrix(M, (nv, nv), "M")
-    if isinstance(M_, np.ndarray):
-        if not np.allclose(M_, M_.T, rtol=1e-10, atol=1e-12):
-            raise InputError("M", "mass matrix is not symmetric")
-        try:
-            np.linalg.cholesky(M_)
-        except np.linalg.LinAlgError:
-            raise InputError("M", "mass matrix is not positive definite") from None
-    f_ = _matrix(f, (nv, 1), "f")
-    v_ = _matrix(v, (nv, 1), "v")
-    phi_ = _matrix(phi, (nc, 1), "phi")
-    mu_ = _matrix(mu, (nc, 1), "mu")
-    if isinstance(mu_, np.ndarray) and (mu_ < 0).any():
-        raise InputError("mu", "friction coefficients must be >= 0")
+    M_, f_, v_, phi_, mu_ = _step_inputs(M, f, v, phi, mu, nc, nv)
     G = pyramid_generators(facets)
     k = G.shape[0]
 
@@ -132,10 +153,8 @@ def add_velocity_pyramid_step(
     D = ca.vertcat(*D_rows) if any(isinstance(r, (ca.SX, ca.MX)) for r in D_rows) else np.vstack(D_rows)
 
     vp = v_next.sym
-    residual = ca.mtimes(M_, vp - v_) - h * f_ - ca.mtimes(Jn_.T, p_n.sym) - ca.mtimes(D.T, beta.sym)
-    dynamics = prog.add_constraint(residual, 0.0, 0.0, name=f"{prefix}/dynamics", block=blk)
-    gap_rate = ca.mtimes(Jn_, vp) + (phi_ / h if gap_stabilization else 0)
-    non_pen = prog.add_complementarity(p_n.sym, gap_rate, name=f"{prefix}/non_penetration", block=blk)
+    dynamics, non_pen = _dynamics_and_non_penetration(prog, prefix, M_, f_, v_, h, v_next, p_n, Jn_, phi_,
+                                                      ca.mtimes(D.T, beta.sym), gap_stabilization)
     E = np.kron(np.eye(nc), np.ones((k, 1)))  # (nc*k x nc): lambda_j repeated for its k generators
     dissipation = prog.add_complementarity(
         beta.sym, ca.mtimes(E, lam.sym) + ca.mtimes(D, vp), name=f"{prefix}/dissipation", block=blk

@@ -49,6 +49,7 @@ import casadi as ca
 import numpy as np
 
 from contactmp.errors import InputError, OptionError
+from contactmp.formulations.velocity_pyramid import check_mass_matrix
 from contactmp.program import Complementarity, Constraint, Program, Variables
 from contactmp.result import Status, jsonable
 
@@ -526,14 +527,7 @@ def as_program_block(prog: Program, *, M: Any, f: Any, v0: Any, G: Any, phi0: An
     G_ = G if isinstance(G, (ca.SX, ca.MX, ca.DM)) else np.atleast_2d(np.asarray(G, dtype=float))
     m, n = G_.shape
     G_ = _sym_or_array(G_, (m, n), "G")
-    M_ = _sym_or_array(M, (n, n), "M")
-    if isinstance(M_, np.ndarray):
-        if not np.allclose(M_, M_.T, rtol=1e-12, atol=0.0):
-            raise InputError("M", "mass matrix is not symmetric")
-        try:
-            np.linalg.cholesky(M_)
-        except np.linalg.LinAlgError:
-            raise InputError("M", "mass matrix is not positive definite") from None
+    M_ = check_mass_matrix(_sym_or_array(M, (n, n), "M"), rtol=1e-12, atol=0.0)
     f_ = _sym_or_array(f, (n, 1), "f")
     v0_ = _sym_or_array(v0, (n, 1), "v0")
     phi_ = _sym_or_array(phi0, (m, 1), "phi0")

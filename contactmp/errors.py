@@ -34,3 +34,22 @@ class OptionError(ContactMPError, KeyError):
 
 class UnsupportedProgramError(ContactMPError):
     """No solver can take this program; the message says why."""
+
+
+def check_number(field: str, value: object, *, positive: bool = False, nonnegative: bool = False,
+                 allow_inf: bool = False) -> float:
+    """``float(value)``, or :class:`InputError` naming ``field`` when it is not a number, is NaN, is
+    infinite (unless ``allow_inf``), or is not ``> 0`` (``positive``) / ``>= 0`` (``nonnegative``)."""
+    import math
+
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InputError(field, f"must be a number, got {value!r}") from None
+    if math.isnan(x) or (math.isinf(x) and not allow_inf):
+        raise InputError(field, f"must be finite{' or inf' if allow_inf else ''}, got {value!r}")
+    if positive and x <= 0:
+        raise InputError(field, f"must be > 0, got {value!r}")
+    if nonnegative and x < 0:
+        raise InputError(field, f"must be >= 0, got {value!r}")
+    return x

@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from contactmp.errors import InputError
+from contactmp.errors import InputError, check_number
 
 __all__ = [
     "HertzContact", "hertz_point_contact", "effective_modulus", "effective_radius",
@@ -46,23 +46,11 @@ __all__ = [
 
 def _pos(name: str, x: Any, allow_inf: bool = False) -> float:
     """A positive float (``inf`` allowed when ``allow_inf``)."""
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        raise InputError(name, f"must be a number, got {x!r}") from None
-    if math.isnan(v) or v <= 0 or (math.isinf(v) and not allow_inf):
-        raise InputError(name, f"must be positive{' (inf allowed)' if allow_inf else ' and finite'}, got {x!r}")
-    return v
+    return check_number(name, x, positive=True, allow_inf=allow_inf)
 
 
 def _nonneg(name: str, x: Any) -> float:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        raise InputError(name, f"must be a number, got {x!r}") from None
-    if not math.isfinite(v) or v < 0:
-        raise InputError(name, f"must be finite and >= 0, got {x!r}")
-    return v
+    return check_number(name, x, nonnegative=True)
 
 
 def _poisson(name: str, nu: Any) -> float:

@@ -57,7 +57,7 @@ from typing import Sequence
 
 import numpy as np
 
-from contactmp.errors import InputError
+from contactmp.errors import InputError, check_number
 from contactmp.models.contact_model import Contact, ContactModel
 from contactmp.models.rigid_bodies import GRAVITY, GROUND, RigidBody, obj, rotation_about
 
@@ -69,17 +69,7 @@ __all__ = [
 
 
 def _number(name: str, value: float, *, positive: bool = False, nonneg: bool = False) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputError(name, f"must be a number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise InputError(name, f"must be finite, got {value!r}")
-    if positive and v <= 0:
-        raise InputError(name, f"must be > 0, got {value!r}")
-    if nonneg and v < 0:
-        raise InputError(name, f"must be >= 0, got {value!r}")
-    return v
+    return check_number(name, value, positive=positive, nonnegative=nonneg)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import casadi as ca
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactmp.errors import InputError
+from contactmp.errors import InputError, check_number
 from contactmp.models.rigid_bodies import GRAVITY
 from contactmp.models.symbolic import ContactSystem
 
@@ -28,23 +28,11 @@ __all__ = ["point_mass_2d", "box_2d", "hopper_2d", "cart_pole_walls", "box_3d",
 
 # --------------------------------------------------------------------------------- helpers
 def _positive(name: str, value: float) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError) as exc:
-        raise InputError(name, f"must be a number, got {value!r}") from exc
-    if not np.isfinite(x) or x <= 0:
-        raise InputError(name, f"must be finite and > 0, got {value!r}")
-    return x
+    return check_number(name, value, positive=True)
 
 
 def _nonnegative(name: str, value: float) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError) as exc:
-        raise InputError(name, f"must be a number, got {value!r}") from exc
-    if not np.isfinite(x) or x < 0:
-        raise InputError(name, f"must be finite and >= 0, got {value!r}")
-    return x
+    return check_number(name, value, nonnegative=True)
 
 
 def _lagrangian(q: ca.SX, v: ca.SX, T: ca.SX, V: ca.SX) -> tuple[ca.SX, ca.SX]:

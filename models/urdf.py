@@ -68,7 +68,7 @@ import casadi as ca
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactmp.errors import InputError
+from contactmp.errors import InputError, check_number
 from contactmp.models.rigid_bodies import GRAVITY
 from contactmp.models.symbolic import ContactSystem
 from contactmp.models.systems import quaternion_to_rotation
@@ -260,13 +260,7 @@ def _contacts(contact_points: Mapping[str, ContactSpec] | Sequence[ContactSpec],
 
 
 def _number(field_name: str, value: float) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError) as exc:
-        raise InputError(field_name, f"must be a number, got {value!r}") from exc
-    if not np.isfinite(x):
-        raise InputError(field_name, f"must be finite, got {value!r}")
-    return x
+    return check_number(field_name, value)
 
 
 def _base_pose(base_pose: ArrayLike | None) -> np.ndarray:

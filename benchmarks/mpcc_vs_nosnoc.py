@@ -222,18 +222,23 @@ def block_system(name: str) -> Any:
     return box_2d(m=b["m"], mu=b["mu"], g=b["g"])
 
 
-def build_block_to(system: Any, formulation: str) -> tuple[Any, np.ndarray, np.ndarray]:
-    """The block task as a ContactImplicitTO; returns it with the start and goal configurations."""
+def _rest_to_rest(system: Any, formulation: str, N: int, T: float, d: float) -> tuple[Any, np.ndarray, np.ndarray]:
+    """A ContactImplicitTO of N steps over T from rest at q_nominal to rest at q_nominal + d e_x."""
     from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 
-    b = BLOCK
-    h = b["T"] / b["N"]
-    to = ContactImplicitTO(system, b["N"], h, formulation=formulation)
+    to = ContactImplicitTO(system, N, T / N, formulation=formulation)
     q0 = np.array(system.q_nominal, dtype=float)
     qf = q0.copy()
-    qf[0] += b["d"]
+    qf[0] += d
     to.set_initial_state(q0, np.zeros(system.n_v))
     to.set_final_state(qf, np.zeros(system.n_v))
+    return to, q0, qf
+
+
+def build_block_to(system: Any, formulation: str) -> tuple[Any, np.ndarray, np.ndarray]:
+    """The block task as a ContactImplicitTO; returns it with the start and goal configurations."""
+    b = BLOCK
+    to, q0, qf = _rest_to_rest(system, formulation, b["N"], b["T"], b["d"])
     lb, ub = np.zeros(system.n_u), np.zeros(system.n_u)
     lb[0], ub[0] = -b["u_max"], b["u_max"]
     to.bound_inputs(lb, ub)  # horizontal push only
@@ -243,16 +248,9 @@ def build_block_to(system: Any, formulation: str) -> tuple[Any, np.ndarray, np.n
 
 def build_hopper_to(system: Any, formulation: str) -> tuple[Any, np.ndarray, np.ndarray]:
     """The hopper task as a ContactImplicitTO; returns it with the start and goal configurations."""
-    from contactmp.transcriptions.contact_implicit import ContactImplicitTO
-
     hp = HOPPER
     h = hp["T"] / hp["N"]
-    to = ContactImplicitTO(system, hp["N"], h, formulation=formulation)
-    q0 = np.array(system.q_nominal, dtype=float)
-    qf = q0.copy()
-    qf[0] += hp["d"]
-    to.set_initial_state(q0, np.zeros(system.n_v))
-    to.set_final_state(qf, np.zeros(system.n_v))
+    to, q0, qf = _rest_to_rest(system, formulation, hp["N"], hp["T"], hp["d"])
     to.bound_inputs(hp["u_lb"], hp["u_ub"])
     lbq, ubq = np.array(hp["q_lb"]), np.array(hp["q_ub"])
     for qk in to.q:

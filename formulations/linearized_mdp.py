@@ -1,0 +1,324 @@
+"""The linearized maximal-dissipation step (a convex QP): the baseline of the NMDP notes.
+
+Everything is frozen at ``q_n`` (the "NE-MDP" of Pan and Hauser): ``M = M(q_n)``,
+``h_b = h_b(q_n, qd_n)``, the polytope columns ``W = W(q_n)`` (column ``(i, j)`` is
+``s_i(q_n) J_i(q_n)^T b_j``, see :mod:`contactmp.formulations.nmdp`) and the step is linear in
+the vertex weights ``w``:
+
+    A qd+ = M qd_n + h (B tau_e - h_b) + h W w,         q_{n+1} = q_n + h qd+
+
+Actuation, ``pd="stable"`` (default; the paper tracks with the stable PD controller in every
+simulator): ``tau = -Kp (S q_n + h S qd+ - q_d) - Kd (S qd+ - qd_d) + tau_0`` is linear in ``qd+``,
+so ``tau_e = -Kp (S q_n - q_d) + Kd qd_d + tau_0`` and ``A = M + h B D S`` with
+``D = diag(h Kp + Kd)`` (symmetric positive definite; ``S = B^T``). ``pd="explicit"``: the notes'
+formula ``qd* = qd_n + h M^-1 (tau - C)`` with ``tau`` evaluated at ``(q_n, qd_n)``, ``A = M``.
+
+With ``qd* = A^-1 (M qd_n + h (B tau_e - h_b))`` and ``P = h A^-1 W`` (so ``qd+ = qd* + P w``),
+the kinetic energy ``1/2 qd+^T M qd+`` is the QP
+
+    minimize_w  1/2 w^T Q w + c^T w,   Q = P^T M P,  c = P^T M qd*,   w >= 0,  1^T w_i <= 1
+
+(for ``pd="explicit"`` this is the notes' ``Q = Bt^T J M^-1 J^T Bt``, ``c = Bt^T J qd*`` with
+``Bt = h B_i``). For a linear system with a constant polytope (a point mass) and ``pd="stable"``
+it is exactly the NMDP step. The QP is solved by qpOASES (an exact active-set method) through
+``casadi.conic``; the answer is verified by the natural-map residual
+``||w - Proj_C(w - (Q w + c) / L)||_inf`` (``C`` the product of capped simplices,
+``L = max |Q_ij|``), which needs no multipliers.
+
+:func:`add_linearized_mdp_step` writes the same step (``tau = B u``, no PD) as a Program block in
+LCP form for contact-implicit trajectory optimization.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import casadi as ca
+import numpy as np
+from numpy.typing import ArrayLike
+
+from contactmp.errors import InputError, OptionError, check_number
+from contactmp.formulations.nmdp import (_per, _radius, polytope_columns, selection_matrix,
+                                        vertex_coefficients)
+from contactmp.models.symbolic import ContactSystem
+from contactmp.program import Complementarity, Constraint, Program, Variables
+from contactmp.result import Status
+
+__all__ = ["LinearizedMDP", "LinearizedMDPResult", "LinearizedMDPBlock", "add_linearized_mdp_step",
+           "project_capped_simplices"]
+
+PD_MODES = ("stable", "explicit")
+
+
+@contextlib.contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """Silence C-level stdout (qpOASES prints its license banner when a solver is created)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # captured stdout without a descriptor
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(fd)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), fd)
+            yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
+def project_capped_simplices(y: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
+    """Euclidean projection of ``y`` onto ``{w : w >= 0, sum(w[g]) <= 1 for every group g}``
+    (groups disjoint and covering ``y``): per group ``max(y, 0)`` if its sum is ``<= 1``, else the
+    projection onto the simplex ``sum = 1`` (sort-based threshold)."""
+    out = np.maximum(np.asarray(y, dtype=float), 0.0)
+    for g in groups:
+        z = out[g]
+        if z.sum() <= 1.0:
+            continue
+        u = np.sort(y[g])[::-1]
+        css = np.cumsum(u) - 1.0
+        k = np.arange(1, u.size + 1)
+        rho = np.nonzero(u - css / k > 0)[0][-1]
+        out[g] = np.maximum(y[g] - css[rho] / (rho + 1), 0.0)
+    return out
+
+
+@dataclass
+class LinearizedMDPResult:
+    """One linearized-MDP step. ``status`` is ``solved`` only when the natural-map residual
+    ``residual <= tol`` (checked here, independently of qpOASES). ``forces`` ``(n_c, 3)`` are the
+    contact-frame forces ``s_i(q_n) sum_j w_ij b_j`` [N]; ``extras``: ``Q``, ``c``, ``kkt`` (the
+    KKT residual with qpOASES's multipliers), ``lam_w``, ``lam_s``, ``pd``."""
+
+    status: Status
+    q_next: np.ndarray
+    qd_next: np.ndarray
+    w: np.ndarray
+    forces: np.ndarray
+    kinetic_energy: float
+    iterations: int
+    time_s: float
+    solver: str
+    residual: float
+    tol: float
+    message: str = ""
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        """True exactly when ``status`` is ``SOLVED``."""
+        return self.status is Status.SOLVED
+
+    @property
+    def normal(self) -> np.ndarray:
+        """Normal contact forces ``(n_c,)`` [N]."""
+        return self.forces[:, 0]
+
+    @property
+    def tangential(self) -> np.ndarray:
+        """Tangential contact forces ``(n_c, 2)`` along (t, o) [N]."""
+        return self.forces[:, 1:]
+
+
+class LinearizedMDP:
+    """The linearized MDP QP of ``system`` (module docstring); the polytope and PD options are those
+    of :class:`~contactmp.formulations.nmdp.NMDP`; ``pd`` is ``"stable"`` or ``"explicit"``."""
+
+    def __init__(self, system: ContactSystem, *, vertices: int | None = None, stiffness: ArrayLike = 0.0,
+                 relax: ArrayLike = 0.0, radius: ArrayLike = 0.0, kp: ArrayLike = 0.0,
+                 kd: ArrayLike = 0.0, pd: str = "stable") -> None:
+        self.B = selection_matrix(system)
+        self.S = self.B.T
+        self.system = system
+        if vertices is None:
+            vertices = 2 if system.planar else 4
+        self.coeffs = vertex_coefficients(vertices, system.planar)
+        self.vertices = int(vertices)
+        n_c, n_u = system.n_c, system.n_u
+        self.stiffness = _per("stiffness", stiffness, n_c)
+        self.relax = _per("relax", relax, n_c)
+        self.radius = _radius(radius, n_c)
+        self.kp = _per("kp", kp, n_u)
+        self.kd = _per("kd", kd, n_u)
+        if pd not in PD_MODES:
+            raise OptionError(f"pd must be one of {PD_MODES}, got {pd!r}")
+        self.pd = pd
+        self.n, self.n_w = system.n_v, n_c * self.vertices
+        self.groups = [np.arange(i * self.vertices, (i + 1) * self.vertices) for i in range(n_c)]
+        q, v = system.q, system.v
+        W, mags = polytope_columns(system, q, self.coeffs, self.stiffness, self.relax, self.radius)
+        self._data = ca.Function("lmdp_data", [q, v], [system.M, system.h, W, mags])
+        self._qp: dict[int, ca.Function] = {}
+
+    def _solver(self, m: int) -> ca.Function:
+        """qpOASES for ``m`` weights (dense Hessian, one row of 1s per contact), built once."""
+        if m not in self._qp:
+            n_g = m // self.vertices
+            with _quiet_stdout():
+                self._qp[m] = ca.conic("lmdp", "qpoases", {"h": ca.Sparsity.dense(m, m),
+                                                           "a": ca.Sparsity.dense(n_g, m)},
+                                       {"printLevel": "none", "error_on_fail": False,
+                                        "hessian_type": "semidef", "enableRegularisation": True})
+        return self._qp[m]
+
+    def qp(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
+           qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> dict[str, np.ndarray]:
+        """The QP data of one step: ``Q``, ``c``, ``qd_star``, ``P`` (``qd+ = qd* + P w``), ``M``,
+        ``magnitudes``. Defaults as in :meth:`NMDP.parameters`."""
+        s = self.system
+        qn = s._vec("q_n", q_n, s.n_q)
+        qdn = s._vec("qd_n", qd_n, s.n_v)
+        hh = check_number("h", h, positive=True)
+        qd = self.S @ qn if q_d is None else s._vec("q_d", q_d, s.n_u)
+        qdd = np.zeros(s.n_u) if qd_d is None else s._vec("qd_d", qd_d, s.n_u)
+        t0 = np.zeros(s.n_u) if tau_0 is None else s._vec("tau_0", tau_0, s.n_u)
+        M, hb, W, mags = (x.full() for x in self._data(qn, qdn))
+        hb, mags = hb.ravel(), mags.ravel()
+        W = W.reshape(self.n, self.n_w)
+        if self.pd == "stable":
+            tau_e = -self.kp * (self.S @ qn - qd) + self.kd * qdd + t0
+            A = M + hh * self.B @ np.diag(hh * self.kp + self.kd) @ self.S
+        else:
+            tau_e = -self.kp * (self.S @ qn - qd) - self.kd * (self.S @ qdn - qdd) + t0
+            A = M
+        A = 0.5 * (A + A.T)
+        rhs = M @ qdn + hh * (self.B @ tau_e - hb)
+        qd_star = np.linalg.solve(A, rhs)
+        P = hh * np.linalg.solve(A, W)
+        Q = P.T @ M @ P
+        Q = 0.5 * (Q + Q.T)
+        return {"Q": Q, "c": P.T @ M @ qd_star, "qd_star": qd_star, "P": P, "M": M,
+                "magnitudes": mags, "q_n": qn, "h": np.array(hh)}
+
+    def step(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
+             qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None, *,
+             tol: float = 1e-8) -> LinearizedMDPResult:
+        """One step: solve the QP (qpOASES), verify it, and return ``q_{n+1}, qd_{n+1}``, ``w``
+        and the contact forces. Contacts whose polytope is ``{0}`` (``s_i(q_n) = 0``) get
+        ``w_i = 0`` and leave the QP. Never raises on non-convergence."""
+        tol = check_number("tol", tol, positive=True)
+        d = self.qp(q_n, qd_n, h, q_d, qd_d, tau_0)
+        Q, c, mags = d["Q"], d["c"], d["magnitudes"]
+        live = [i for i in range(self.system.n_c) if mags[i] > 0]
+        idx = np.concatenate([self.groups[i] for i in live]) if live else np.zeros(0, dtype=int)
+        w = np.zeros(self.n_w)
+        lam_w, lam_s = np.zeros(self.n_w), np.zeros(self.system.n_c)
+        t0 = time.perf_counter()
+        iters, text = 0, "no active contact"
+        if idx.size:
+            m, V = idx.size, self.vertices
+            E = np.kron(np.eye(len(live)), np.ones((1, V)))
+            sol_fn = self._solver(m)
+            sol = sol_fn(h=Q[np.ix_(idx, idx)], g=c[idx], a=E, lba=-np.inf, uba=1.0, lbx=0.0, ubx=np.inf)
+            st = sol_fn.stats()
+            iters, text = int(st.get("iter_count", 0) or 0), str(st.get("return_status", ""))
+            w[idx] = sol["x"].full().ravel()
+            lam_w[idx] = -sol["lam_x"].full().ravel()   # casadi: L = f + lam_x^T x + lam_a^T (E w)
+            lam_s[live] = sol["lam_a"].full().ravel()
+        dt = time.perf_counter() - t0
+        res = self.natural_residual(Q, c, w)
+        kkt = float(np.max(np.abs(Q @ w + c - lam_w + np.kron(np.eye(self.system.n_c),
+                                                                 np.ones((self.vertices, 1))) @ lam_s),
+                           initial=0.0))
+        finite = np.isfinite(w).all()
+        status = Status.SOLVED if finite and res <= tol else (
+            Status.NUMERICAL_ERROR if not finite else Status.NOT_SOLVED)
+        qd_next = d["qd_star"] + d["P"] @ w
+        q_next = d["q_n"] + float(d["h"]) * qd_next
+        Wr = w.reshape(-1, self.vertices)
+        mu = self.system.mu
+        forces = mags[:, None] * np.column_stack([Wr.sum(axis=1), mu * (Wr @ self.coeffs[:, 0]),
+                                                  mu * (Wr @ self.coeffs[:, 1])])
+        return LinearizedMDPResult(
+            status=status, q_next=q_next, qd_next=qd_next, w=w, forces=forces,
+            kinetic_energy=float(0.5 * qd_next @ d["M"] @ qd_next), iterations=iters, time_s=dt,
+            solver="qpoases", residual=res, tol=tol,
+            message="" if status is Status.SOLVED else f"qpOASES: {text}; natural residual {res:.3g}",
+            extras={"Q": Q, "c": c, "kkt": kkt, "lam_w": lam_w, "lam_s": lam_s, "pd": self.pd,
+                    "backend_status": text})
+
+    def natural_residual(self, Q: np.ndarray, c: np.ndarray, w: np.ndarray) -> float:
+        """``||w - Proj_C(w - (Q w + c) / L)||_inf`` with ``L = max |Q_ij|`` (0 exactly at the
+        minimizers of the convex QP)."""
+        if not np.isfinite(w).all():
+            return math.inf
+        L = float(np.max(np.abs(Q), initial=0.0))
+        L = L if L > 0 else 1.0
+        r = w - project_capped_simplices(w - (Q @ w + c) / L, self.groups)
+        return float(np.max(np.abs(r), initial=0.0))
+
+
+# ----------------------------------------------------------------------------------------------
+# The step as a Program block (LCP form)
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class LinearizedMDPBlock:
+    """Handles of one linearized-MDP step (see :func:`add_linearized_mdp_step`)."""
+
+    v_next: Variables  #: qd_{n+1}
+    w: Variables  #: vertex weights (n_c V, contact-major)
+    sigma: Variables  #: multipliers of 1^T w_i <= 1 divided by h (n_c), the largest vertex power
+    dynamics: Constraint
+    dissipation: Complementarity
+    simplex: Complementarity
+    q_next: ca.SX  #: q0 + h v_next
+    groups: list[np.ndarray]
+    coefficients: np.ndarray
+
+
+def add_linearized_mdp_step(prog: Program, system: ContactSystem, q0: Any, v0: Any, u: Any, h: float,
+                            *, vertices: int | None = None, stiffness: ArrayLike = 0.0,
+                            relax: ArrayLike = 0.0, radius: ArrayLike = 0.0,
+                            prefix: str = "lmdp") -> LinearizedMDPBlock:
+    """Add one linearized-MDP step (``tau = B u``, everything frozen at ``q0``) as the KKT system of
+    ``min 1/2 v+^T M v+`` over ``(v+, w)``; the multiplier of the dynamics is ``-v+`` and drops out:
+
+        M (v+ - v0) = h (B u - h_b(q0, v0)) + h W(q0) w                 (dynamics)
+        0 <= w      _|_  W(q0)^T v+ + E sigma  >= 0                     (maximal dissipation)
+        0 <= sigma  _|_  1 - E^T w             >= 0                     (polytope)
+
+    ``W^T v+`` is the power of each vertex direction; ``sigma`` is the largest power a contact can
+    still dissipate. With numeric ``q0, v0, u`` the block is an LCP (``Program.to_lcp``).
+    """
+    if not isinstance(prog, Program):
+        raise InputError("prog", f"must be a contactmp Program, got {type(prog).__name__}")
+    B = selection_matrix(system)
+    hh = check_number("h", h, positive=True)
+    if vertices is None:
+        vertices = 2 if system.planar else 4
+    coeffs = vertex_coefficients(vertices, system.planar)
+    V, n, n_c, n_u = coeffs.shape[0], system.n_v, system.n_c, system.n_u
+    W, _ = polytope_columns(system, system.q, coeffs, _per("stiffness", stiffness, n_c),
+                            _per("relax", relax, n_c), _radius(radius, n_c))
+    data = ca.Function("lmdp_block_data", [system.q, system.v], [system.M, system.h, W])
+    args = {}
+    for nm, x, m in (("q0", q0, n), ("v0", v0, n), ("u", u, n_u)):
+        e = x if isinstance(x, ca.SX) else ca.SX(np.asarray(x, dtype=float).reshape(-1, 1))
+        if e.shape != (m, 1):
+            raise InputError(nm, f"must have shape ({m}, 1), got {e.shape}")
+        args[nm] = e
+    M, hb, Wq = data(args["q0"], args["v0"])
+    n_w = n_c * V
+    E = np.kron(np.eye(n_c), np.ones((V, 1)))
+    blk = prefix
+    v_next = prog.add_variables(f"{prefix}/v_next", n, block=blk)
+    w = prog.add_variables(f"{prefix}/w", n_w, lb=0.0, block=blk)
+    sigma = prog.add_variables(f"{prefix}/sigma", n_c, lb=0.0, block=blk)
+    dyn = prog.add_constraint(ca.mtimes(M, v_next.sym - args["v0"]) - hh * (ca.mtimes(B, args["u"]) - hb)
+                              - hh * ca.mtimes(Wq, w.sym), 0.0, 0.0, name=f"{prefix}/dynamics", block=blk)
+    dis = prog.add_complementarity(w.sym, ca.mtimes(Wq.T, v_next.sym) + ca.mtimes(E, sigma.sym),
+                                   name=f"{prefix}/dissipation", block=blk)
+    smp = prog.add_complementarity(sigma.sym, 1.0 - ca.mtimes(E.T, w.sym), name=f"{prefix}/simplex",
+                                   block=blk)
+    groups = [np.arange(i * V, (i + 1) * V) for i in range(n_c)]
+    return LinearizedMDPBlock(v_next, w, sigma, dyn, dis, smp, args["q0"] + hh * v_next.sym, groups,
+                              coeffs)

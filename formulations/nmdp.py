@@ -1,0 +1,659 @@
+"""NMDP: the nonconvex maximal-dissipation program of Pan and Hauser (arXiv 2010.14691).
+
+One backward-Euler step of length ``h`` of a :class:`~contactmp.models.symbolic.ContactSystem`
+with minimal coordinates (``qdot = v``). Unknowns: the next pose ``theta = q_{n+1}`` and the
+vertex weights ``w`` of the contact-wrench polytopes. With ``qd+ = (theta - q_n) / h``:
+
+    G(theta, w) = M(theta) (qd+ - qd_n) / h + h_b(theta, qd+) - B tau(theta, qd+)
+                  - sum_i J_i(theta)^T B_i(theta) w_i                                  (force units)
+
+    minimize_{theta, w}  K(theta) = 1/2 qd+^T M(theta) qd+
+    subject to           G(theta, w) = 0,   w_i >= 0,   1^T w_i <= 1   (every contact i)
+
+(the project's sign convention ``M vdot = B u - h_b + J^T lambda``, so the bias ``h_b`` enters
+``G`` with a plus sign). ``tau`` is the stable PD controller evaluated at step n+1,
+
+    tau = -Kp (S theta - q_d) - Kd (S qd+ - qd_d) + tau_0,     S = B^T
+
+(``B`` a constant 0/1 selection of the actuated coordinates, so ``S theta`` are the actuated
+coordinates). Contact i's polytope has the ``V`` vertices ``s_i(theta) b_j`` (contact frame,
+normal first) with the pyramid edges ``b_j = n + mu (cos(2 pi j/V) t + sin(2 pi j/V) o)``,
+``j = 0..V-1`` (planar systems: ``V = 2``, ``b = n +- mu t``: the exact 2-D friction cone), and
+the magnitude
+
+    s_i(theta) = k_i min(phi_i(theta) - r_i, 0)^2 + relax_i          (k [N/m^2], relax [N])
+
+so the generalized force of vertex j is ``s_i (Jn_i + mu cos_j Jt_i + mu sin_j Jo_i)^T`` and the
+contact force in the contact frame is ``f_i = s_i sum_j w_ij b_j`` (the impulse over the step is
+``h f_i``). With ``k = 0`` the polytope is a constant pyramid of height ``relax`` (the "pyramid
+polytope"). Note: ``min(x, 0)^2`` is C1, not C2 (its second derivative jumps from 2 to 0 at
+``x = 0``); the notes' "C2" is not right, IPOPT copes with the kink in the Hessian.
+
+Why it is maximal dissipation: the weights ``w`` pick the contact force in the polytope that
+makes the kinetic energy after the step smallest; nothing is linearized, so the program is
+nonconvex. :class:`NMDP` compiles the CasADi graphs once per (system, polytope, gains) with the
+step data ``p = (q_n, qd_n, h, q_d, qd_d, tau_0)`` as parameters, hands out the numeric callables
+of one step (:class:`NMDPFunctions`, used by the projected gradient method) and solves one step
+with IPOPT (through ``casadi.nlpsol`` or cyipopt). :func:`add_nmdp_step` writes the program's KKT
+conditions as a Program block for contact-implicit trajectory optimization.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import casadi as ca
+import numpy as np
+from numpy.typing import ArrayLike
+
+from contactmp.errors import InputError, OptionError, check_number
+from contactmp.models.symbolic import ContactSystem
+from contactmp.program import Complementarity, Constraint, Program, Variables
+from contactmp.result import Status
+
+__all__ = ["NMDP", "NMDPFunctions", "NMDPStepResult", "NMDPBlock", "add_nmdp_step",
+           "selection_matrix", "vertex_coefficients", "polytope_columns",
+           "step_expressions"]
+
+BACKENDS = ("casadi", "cyipopt")
+
+#: IPOPT's return texts that count as a converged answer (still checked independently)
+_IPOPT_OK = ("Solve_Succeeded", "Solved_To_Acceptable_Level")
+_IPOPT_STATUS: dict[str, Status] = {
+    "Maximum_Iterations_Exceeded": Status.MAX_ITER,
+    "Maximum_CpuTime_Exceeded": Status.TIME_LIMIT,
+    "Maximum_WallTime_Exceeded": Status.TIME_LIMIT,
+    "Infeasible_Problem_Detected": Status.INFEASIBLE,
+}
+_IPOPT_CODES: dict[int, str] = {
+    0: "Solve_Succeeded", 1: "Solved_To_Acceptable_Level", 2: "Infeasible_Problem_Detected",
+    3: "Search_Direction_Becomes_Too_Small", 4: "Diverging_Iterates", 5: "User_Requested_Stop",
+    6: "Feasible_Point_Found", -1: "Maximum_Iterations_Exceeded", -2: "Restoration_Failed",
+    -3: "Error_In_Step_Computation", -4: "Maximum_CpuTime_Exceeded", -5: "Maximum_WallTime_Exceeded",
+    -13: "Invalid_Number_Detected", -199: "Internal_Error",
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# Validation and the polytope
+# ----------------------------------------------------------------------------------------------
+def selection_matrix(system: ContactSystem) -> np.ndarray:
+    """``B`` of ``system`` as a numeric 0/1 matrix after checking that the system has minimal
+    coordinates (``qdot = v``) and that ``B`` is a constant selection of actuated coordinates
+    (each column one 1, each row at most one 1). InputError naming ``system`` or ``B`` otherwise."""
+    if not isinstance(system, ContactSystem):
+        raise InputError("system", f"must be a ContactSystem, got {type(system).__name__}")
+    if system.n_q != system.n_v:
+        raise InputError("system", f"NMDP needs minimal coordinates (qdot = v), but n_q = {system.n_q} "
+                                   f"!= n_v = {system.n_v} ({system.name})")
+    Gq = ca.jacobian(system.qdot, system.v)
+    if ca.depends_on(Gq, system.q) or not np.allclose(
+            np.array(ca.evalf(Gq), dtype=float), np.eye(system.n_v), atol=0, rtol=0):
+        raise InputError("system", f"NMDP needs qdot = v ({system.name})")
+    if ca.depends_on(system.B, system.q):
+        raise InputError("B", "must be a constant selection matrix (it depends on q)")
+    B = np.array(ca.evalf(system.B), dtype=float).reshape(system.n_v, system.n_u)
+    if not np.all((B == 0) | (B == 1)) or not np.all(B.sum(axis=0) == 1) or np.any(B.sum(axis=1) > 1):
+        raise InputError("B", "must be a 0/1 selection of actuated coordinates (one 1 per column, "
+                              "at most one per row)")
+    return B
+
+
+def vertex_coefficients(vertices: Any, planar: bool) -> np.ndarray:
+    """``(V, 2)`` coefficients ``(cos(2 pi j/V), sin(2 pi j/V))`` of ``t`` and ``o`` in the pyramid
+    edges ``b_j = n + mu (cos t + sin o)``; planar systems need ``V = 2`` (``b = n +- mu t``), 3-D
+    systems ``V >= 3``."""
+    if not isinstance(vertices, (int, np.integer)) or isinstance(vertices, bool):
+        raise InputError("vertices", f"must be an integer, got {vertices!r}")
+    V = int(vertices)
+    if planar and V != 2:
+        raise InputError("vertices", f"must be 2 for a planar system (directions n +- mu t), got {V}")
+    if not planar and V < 3:
+        raise InputError("vertices", f"must be >= 3 for a 3-D system, got {V}")
+    ang = 2.0 * np.pi * np.arange(V) / V
+    c = np.column_stack([np.cos(ang), np.sin(ang)])
+    c[np.abs(c) < 1e-15] = 0.0
+    return c
+
+
+def _per(field_name: str, value: Any, n: int, *, positive: bool = False) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=float) if not isinstance(value, bool) else np.asarray(np.nan)
+    except (TypeError, ValueError):
+        raise InputError(field_name, f"must be a number or {n} numbers, got {value!r}") from None
+    if arr.ndim == 0:
+        arr = np.full(n, float(arr))
+    if arr.shape != (n,):
+        raise InputError(field_name, f"must be a scalar or {n} values, got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise InputError(field_name, "must be finite (no NaN or inf)")
+    if (arr < 0).any() or (positive and (arr <= 0).any()):
+        raise InputError(field_name, f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
+    return arr
+
+
+def _radius(radius: Any, n_c: int) -> np.ndarray:
+    try:
+        rad = np.asarray(radius, dtype=float) if not isinstance(radius, bool) else np.asarray(np.nan)
+    except (TypeError, ValueError):
+        raise InputError("radius", f"must be a number or {n_c} numbers, got {radius!r}") from None
+    rad = np.full(n_c, float(rad)) if rad.ndim == 0 else rad
+    if rad.shape != (n_c,) or not np.isfinite(rad).all():
+        raise InputError("radius", f"must be a finite scalar or {n_c} values, got {radius!r}")
+    return rad
+
+
+def polytope_columns(system: ContactSystem, theta: ca.SX, coeffs: np.ndarray, stiffness: np.ndarray,
+                     relax: np.ndarray, radius: np.ndarray) -> tuple[ca.SX, ca.SX]:
+    """``(W, s)``: the ``n x (n_c V)`` matrix whose column ``(i, j)`` (contact-major) is the
+    generalized force ``s_i(theta) (Jn_i + mu_i c_j Jt_i + mu_i s_j Jo_i)^T`` of vertex j of contact
+    i, i.e. ``sum_i J_i^T B_i w_i = W w``, and the magnitudes ``s(theta)`` (``n_c``)."""
+    sub = ca.Function("nmdp_kin", [system.q], [system.phi, system.Jn, system.Jt, system.Jo])
+    phi, Jn, Jt, Jo = sub(theta)
+    cols, mags = [], []
+    for i in range(system.n_c):
+        s_i = stiffness[i] * ca.fmin(phi[i] - radius[i], 0.0) ** 2 + relax[i]
+        mags.append(s_i)
+        mu = float(system.mu[i])
+        for c, sn in coeffs:
+            cols.append(s_i * (Jn[i, :] + mu * c * Jt[i, :] + mu * sn * Jo[i, :]).T)
+    n = system.n_v
+    W = ca.horzcat(*cols) if cols else ca.SX(n, 0)
+    return W, (ca.vertcat(*mags) if mags else ca.SX(0, 1))
+
+
+def step_expressions(system: ContactSystem, theta: ca.SX, q_n: ca.SX, qd_n: ca.SX, h: Any, Btau: ca.SX,
+                     W: ca.SX) -> tuple[ca.SX, ca.SX, ca.SX]:
+    """``(G_free, K, qd+)`` of one backward-Euler step: ``qd+ = (theta - q_n) / h``,
+    ``G_free = M(theta) (qd+ - qd_n) / h + h_b(theta, qd+) - B tau`` (``Btau`` given, may depend
+    on theta), so that ``G = G_free - W w``, and ``K = 1/2 qd+^T M(theta) qd+``."""
+    qd = (theta - q_n) / h
+    M, hb = ca.Function("nmdp_dyn", [system.q, system.v], [system.M, system.h])(theta, qd)
+    G_free = ca.mtimes(M, qd - qd_n) / h + hb - Btau
+    return G_free, 0.5 * ca.dot(qd, ca.mtimes(M, qd)), qd
+
+
+# ----------------------------------------------------------------------------------------------
+# The numeric callables of one step
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NMDPFunctions:
+    """Numeric callables of ONE NMDP step (step data fixed), for the projected gradient method.
+
+    ``theta`` is ``q_{n+1}`` (``n``), ``w`` the vertex weights (``n_w``); ``groups[i]`` indexes the
+    weights of contact i (constraints ``w >= 0``, ``sum(w[g]) <= 1``).
+
+    * ``G(theta, w) -> (n,)``: the backward-Euler residual (module docstring), in N (or N m);
+    * ``G_theta(theta, w) -> (n, n)``: its full derivative in theta;
+    * ``G_theta_zo(theta, w) -> (n, n)``: the same with the contact term ``W(theta) w`` held
+      constant (zeroth order: no derivative of the vertices or the Jacobians);
+    * ``G_w(theta) -> (n, n_w)``: ``-W(theta)`` (G is affine in w);
+    * ``K(theta)``, ``K_grad(theta) -> (n,)``, ``K_hess(theta) -> (n, n)``: the kinetic energy
+      ``1/2 qd+^T M(theta) qd+`` and its exact derivatives;
+    * ``qd_next(theta) = (theta - q_n) / h``; ``forces(theta, w) -> (n_c, 3)``: contact forces
+      ``s_i sum_j w_ij b_j`` in the contact frame (normal, t, o) [N];
+    * ``q_n``, ``qd_n``, ``h``: the step data (``q_d``, ``qd_d``, ``tau_0`` in ``params``).
+    """
+
+    n: int
+    n_w: int
+    groups: list[np.ndarray]
+    G: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    G_theta: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    G_theta_zo: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    G_w: Callable[[np.ndarray], np.ndarray]
+    K: Callable[[np.ndarray], float]
+    K_grad: Callable[[np.ndarray], np.ndarray]
+    K_hess: Callable[[np.ndarray], np.ndarray]
+    q_n: np.ndarray
+    h: float
+    qd_n: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    qd_next: Callable[[np.ndarray], np.ndarray] | None = None
+    forces: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+    params: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+@dataclass
+class NMDPStepResult:
+    """One NMDP step. ``status`` is ``solved`` only when ``residual = ||G(theta, w)||_inf <= tol``,
+    ``w >= -tol_w``, ``sum(w_i) <= 1 + tol_w`` (checked here) and IPOPT converged.
+
+    ``forces`` is ``(n_c, 3)``: per contact the normal and the two tangential (t, o) components of
+    ``f_i = s_i sum_j w_ij b_j`` [N]; ``normal``/``tangential`` are views of columns 0 and 1 (2).
+    ``extras``: multipliers ``nu`` (of G = 0), ``lam_w`` (of w >= 0), ``lam_s`` (of 1^T w_i <= 1),
+    IPOPT's text ``backend_status``, ``magnitudes`` s_i.
+    """
+
+    status: Status
+    theta: np.ndarray
+    w: np.ndarray
+    qd_next: np.ndarray
+    forces: np.ndarray
+    kinetic_energy: float
+    iterations: int
+    time_s: float
+    solver: str
+    residual: float
+    tol: float
+    message: str = ""
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        """True exactly when ``status`` is ``SOLVED``."""
+        return self.status is Status.SOLVED
+
+    @property
+    def q_next(self) -> np.ndarray:
+        """``q_{n+1} = theta``."""
+        return self.theta
+
+    @property
+    def normal(self) -> np.ndarray:
+        """Normal contact forces ``(n_c,)`` [N]."""
+        return self.forces[:, 0]
+
+    @property
+    def tangential(self) -> np.ndarray:
+        """Tangential contact forces ``(n_c, 2)`` along (t, o) [N]."""
+        return self.forces[:, 1:]
+
+
+class _Compiled:
+    """CasADi Functions of the NMDP with inputs ``(theta, w, p)`` (built once)."""
+
+    def __init__(self, nmdp: "NMDP") -> None:
+        s = nmdp.system
+        n, n_u, n_w, n_c = s.n_v, s.n_u, nmdp.n_w, s.n_c
+        theta, w = ca.SX.sym("theta", n), ca.SX.sym("w", n_w)
+        q_n, qd_n, h = ca.SX.sym("q_n", n), ca.SX.sym("qd_n", n), ca.SX.sym("h")
+        q_d, qd_d, tau_0 = ca.SX.sym("q_d", n_u), ca.SX.sym("qd_d", n_u), ca.SX.sym("tau_0", n_u)
+        p = ca.vertcat(q_n, qd_n, h, q_d, qd_d, tau_0)
+        self.n_p = p.shape[0]
+        S = nmdp.S
+        qd = (theta - q_n) / h
+        tau = -nmdp.kp * (ca.mtimes(S, theta) - q_d) - nmdp.kd * (ca.mtimes(S, qd) - qd_d) + tau_0
+        W, mags = polytope_columns(s, theta, nmdp.coeffs, nmdp.stiffness, nmdp.relax, nmdp.radius)
+        G_free, K, _ = step_expressions(s, theta, q_n, qd_n, h, ca.mtimes(nmdp.B, tau), W)
+        G = G_free - ca.mtimes(W, w)
+        Kh, Kg = ca.hessian(K, theta)
+        tw = [theta, w, p]
+        tp = [theta, p]
+        self.G = ca.Function("G", tw, [G])
+        self.G_theta = ca.Function("G_theta", tw, [ca.jacobian(G, theta)])
+        self.G_theta_zo = ca.Function("G_theta_zo", tw, [ca.jacobian(G_free, theta)])
+        self.G_w = ca.Function("G_w", tp, [-W])
+        self.K = ca.Function("K", tp, [K])
+        self.K_grad = ca.Function("K_grad", tp, [Kg])
+        self.K_hess = ca.Function("K_hess", tp, [Kh])
+        # contact-frame forces (n_c x 3): s_i sum_j w_ij (1, mu c_j, mu s_j)
+        rows = []
+        V = nmdp.vertices
+        for i in range(n_c):
+            wi = w[i * V:(i + 1) * V]
+            mu = float(s.mu[i])
+            rows.append(ca.horzcat(mags[i] * ca.sum1(wi), mags[i] * mu * ca.dot(nmdp.coeffs[:, 0], wi),
+                                   mags[i] * mu * ca.dot(nmdp.coeffs[:, 1], wi)))
+        self.forces = ca.Function("forces", [theta, w], [ca.vertcat(*rows) if rows else ca.SX(0, 3)])
+        self.magnitudes = ca.Function("magnitudes", [theta], [mags])
+        # the NLP: x = (theta, w), g = (G, E^T w)
+        E = np.kron(np.eye(n_c), np.ones((V, 1)))  # (n_w x n_c)
+        self.nlp = {"x": ca.vertcat(theta, w), "p": p, "f": K,
+                    "g": ca.vertcat(G, ca.mtimes(E.T, w))}
+        self.E = E
+        self._solvers: dict[str, Any] = {}
+
+
+# ----------------------------------------------------------------------------------------------
+# The formulation
+# ----------------------------------------------------------------------------------------------
+class NMDP:
+    """The NMDP of ``system`` (module docstring) with a pyramid polytope per contact.
+
+    Parameters
+    ----------
+    system : ContactSystem with ``qdot = v`` and a constant 0/1 input selection ``B``.
+    vertices : V, pyramid edges per contact (2 for planar systems, >= 3 otherwise; default 2
+        planar, 4 otherwise).
+    stiffness : k_i [N/m^2] >= 0 (scalar or per contact) of ``s_i = k min(phi - r, 0)^2 + relax``.
+    relax : relax_i [N] >= 0 (scalar or per contact); ``stiffness = 0, relax = S``: a constant
+        pyramid of height S.
+    radius : r_i [m] (scalar or per contact), the offset of the gap (a foot radius); any sign.
+    kp, kd : stable-PD gains (scalar or per input, >= 0) [N/m or N m/rad, N s/m].
+    """
+
+    def __init__(self, system: ContactSystem, *, vertices: int | None = None, stiffness: ArrayLike = 0.0,
+                 relax: ArrayLike = 0.0, radius: ArrayLike = 0.0, kp: ArrayLike = 0.0,
+                 kd: ArrayLike = 0.0) -> None:
+        self.B = selection_matrix(system)
+        self.S = self.B.T
+        self.system = system
+        if vertices is None:
+            vertices = 2 if system.planar else 4
+        self.coeffs = vertex_coefficients(vertices, system.planar)
+        self.vertices = int(vertices)
+        n_c, n_u = system.n_c, system.n_u
+        self.stiffness = _per("stiffness", stiffness, n_c)
+        self.relax = _per("relax", relax, n_c)
+        self.radius = _radius(radius, n_c)
+        self.kp = _per("kp", kp, n_u)
+        self.kd = _per("kd", kd, n_u)
+        self.n = system.n_v
+        self.n_w = n_c * self.vertices
+        self.groups = [np.arange(i * self.vertices, (i + 1) * self.vertices) for i in range(n_c)]
+        self._c = _Compiled(self)
+
+    # ------------------------------------------------------------------------- step data
+    def parameters(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
+                   qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> np.ndarray:
+        """The parameter vector ``p = (q_n, qd_n, h, q_d, qd_d, tau_0)`` after validation.
+        Defaults: ``q_d = S q_n`` (hold the current pose), ``qd_d = 0``, ``tau_0 = 0``."""
+        s = self.system
+        qn = s._vec("q_n", q_n, s.n_q)
+        qdn = s._vec("qd_n", qd_n, s.n_v)
+        hh = check_number("h", h, positive=True)
+        qd = self.S @ qn if q_d is None else s._vec("q_d", q_d, s.n_u)
+        qdd = np.zeros(s.n_u) if qd_d is None else s._vec("qd_d", qd_d, s.n_u)
+        t0 = np.zeros(s.n_u) if tau_0 is None else s._vec("tau_0", tau_0, s.n_u)
+        return np.concatenate([qn, qdn, [hh], qd, qdd, t0])
+
+    def functions(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
+                  qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> NMDPFunctions:
+        """The numeric callables of one step (:class:`NMDPFunctions`); no recompilation."""
+        p = self.parameters(q_n, qd_n, h, q_d, qd_d, tau_0)
+        c, n = self._c, self.n
+        qn = p[:n].copy()
+        hh = float(p[2 * n])
+
+        def vec(f: ca.Function, *a: Any) -> np.ndarray:
+            return f(*a).full().ravel()
+
+        def mat(f: ca.Function, *a: Any) -> np.ndarray:
+            return f(*a).full()
+
+        return NMDPFunctions(
+            n=n, n_w=self.n_w, groups=[g.copy() for g in self.groups],
+            G=lambda th, w: vec(c.G, th, w, p),
+            G_theta=lambda th, w: mat(c.G_theta, th, w, p),
+            G_theta_zo=lambda th, w: mat(c.G_theta_zo, th, w, p),
+            G_w=lambda th: mat(c.G_w, th, p).reshape(n, self.n_w),
+            K=lambda th: float(c.K(th, p)),
+            K_grad=lambda th: vec(c.K_grad, th, p),
+            K_hess=lambda th: mat(c.K_hess, th, p),
+            q_n=qn, h=hh, qd_n=p[n:2 * n].copy(),
+            qd_next=lambda th: (np.asarray(th, dtype=float).ravel() - qn) / hh,
+            forces=lambda th, w: mat(c.forces, th, w).reshape(self.system.n_c, 3),
+            params=p.copy(),
+        )
+
+    # ------------------------------------------------------------------------- checking
+    def check(self, p: np.ndarray, theta: np.ndarray, w: np.ndarray) -> tuple[float, float]:
+        """``(||G(theta, w)||_inf, feasibility violation of w)`` at step data ``p``: the latter is
+        ``max(max(-w), max_i (sum w_i - 1), 0)``."""
+        G = self._c.G(theta, w, p).full().ravel()
+        viol = 0.0
+        if w.size:
+            viol = max(float(np.max(-w)), float(np.max(self._c.E.T @ w - 1.0)), 0.0)
+        return float(np.max(np.abs(G), initial=0.0)) if np.isfinite(G).all() else math.inf, viol
+
+    # ------------------------------------------------------------------------- IPOPT
+    def _solver(self, backend: str, ipopt: dict[str, Any]) -> Any:
+        key = (backend, tuple(sorted(ipopt.items())))
+        sol = self._c._solvers.get(key)
+        if sol is None:
+            sol = (_CasadiIpopt if backend == "casadi" else _CyIpopt)(self._c.nlp, ipopt, self.n)
+            self._c._solvers[key] = sol
+        return sol
+
+    def solve_ipopt(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
+                    qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None, *,
+                    backend: str = "casadi", theta0: ArrayLike | None = None, w0: ArrayLike | None = None,
+                    tol: float = 1e-6, ipopt_tol: float = 1e-10, max_iter: int = 500,
+                    ipopt_options: dict[str, Any] | None = None) -> NMDPStepResult:
+        """Solve one step ``min K s.t. G = 0, w >= 0, 1^T w_i <= 1`` with IPOPT.
+
+        ``backend``: ``"casadi"`` (``casadi.nlpsol``) or ``"cyipopt"`` (callbacks from the same
+        CasADi graph). Start: ``theta0`` (default ``q_n + h qd_n``) and ``w0`` (default 0). The NLP
+        is built once per backend and options. ``solved`` only after the independent check
+        ``||G||_inf <= tol`` and ``w`` feasible to ``tol`` (and IPOPT converged). Never raises on
+        non-convergence.
+        """
+        if backend not in BACKENDS:
+            raise OptionError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        tol = check_number("tol", tol, positive=True)
+        if not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+            raise InputError("max_iter", f"must be an integer >= 1, got {max_iter!r}")
+        p = self.parameters(q_n, qd_n, h, q_d, qd_d, tau_0)
+        s, n = self.system, self.n
+        th0 = p[:n] + p[2 * n] * p[n:2 * n] if theta0 is None else s._vec("theta0", theta0, n)
+        ww0 = np.zeros(self.n_w) if w0 is None else s._vec("w0", w0, self.n_w)
+        opts = {"print_level": 0, "sb": "yes", "tol": float(ipopt_tol), "max_iter": int(max_iter),
+                "bound_relax_factor": 0.0, **(ipopt_options or {})}
+        solver = self._solver(backend, opts)
+        lbx = np.concatenate([np.full(n, -np.inf), np.zeros(self.n_w)])
+        ubx = np.full(n + self.n_w, np.inf)
+        lbg = np.concatenate([np.zeros(n), np.full(s.n_c, -np.inf)])
+        ubg = np.concatenate([np.zeros(n), np.ones(s.n_c)])
+        t0 = time.perf_counter()
+        x, it, text, lam_g, lam_w = solver.solve(np.concatenate([th0, ww0]), p, lbx, ubx, lbg, ubg)
+        dt = time.perf_counter() - t0
+        theta, w = x[:n], x[n:]
+        res, viol = self.check(p, theta, w)
+        ok = text in _IPOPT_OK
+        if res <= tol and viol <= tol and ok:
+            status = Status.SOLVED
+        elif not np.isfinite(x).all():
+            status = Status.NUMERICAL_ERROR
+        else:
+            status = _IPOPT_STATUS.get(text, Status.NOT_SOLVED if ok else Status.NUMERICAL_ERROR)
+        fr = self._c.forces(theta, w).full().reshape(s.n_c, 3) if np.isfinite(x).all() \
+            else np.full((s.n_c, 3), np.nan)
+        hh = float(p[2 * n])
+        qd = (theta - p[:n]) / hh
+        K = float(self._c.K(theta, p)) if np.isfinite(x).all() else math.inf
+        msg = "" if status is Status.SOLVED else (
+            f"IPOPT: {text}; ||G||_inf = {res:.3g}, w violation = {viol:.3g} (tol {tol:g})")
+        return NMDPStepResult(
+            status=status, theta=theta, w=w, qd_next=qd, forces=fr, kinetic_energy=K, iterations=it,
+            time_s=dt, solver=f"ipopt/{backend}", residual=res, tol=tol, message=msg,
+            extras={"nu": lam_g[:n], "lam_s": lam_g[n:], "lam_w": lam_w, "backend_status": text,
+                    "w_violation": viol,
+                    "magnitudes": self._c.magnitudes(theta).full().ravel() if np.isfinite(x).all() else None})
+
+
+class _CasadiIpopt:
+    """IPOPT through ``casadi.nlpsol``, built once; multipliers in IPOPT's sign convention."""
+
+    def __init__(self, nlp: dict[str, ca.SX], ipopt: dict[str, Any], n_theta: int) -> None:
+        self.n_theta = n_theta
+        try:
+            self.solver = ca.nlpsol("nmdp", "ipopt", nlp, {"ipopt": ipopt, "print_time": False,
+                                                           "error_on_fail": False})
+        except RuntimeError as exc:
+            raise OptionError(f"IPOPT rejected an option: {str(exc).splitlines()[-1]}") from None
+        self.n = nlp["x"].shape[0]
+
+    def solve(self, x0: np.ndarray, p: np.ndarray, lbx: np.ndarray, ubx: np.ndarray, lbg: np.ndarray,
+              ubg: np.ndarray) -> tuple[np.ndarray, int, str, np.ndarray, np.ndarray]:
+        sol = self.solver(x0=x0, p=p, lbx=lbx, ubx=ubx, lbg=lbg, ubg=ubg)
+        st = self.solver.stats()
+        x = sol["x"].full().ravel()
+        lam_x = sol["lam_x"].full().ravel()
+        # casadi: L = f + lam_g^T g + lam_x^T x; a multiplier of w >= 0 is -lam_x
+        return (x, int(st.get("iter_count", 0)), str(st.get("return_status", "unknown")),
+                sol["lam_g"].full().ravel(), -lam_x[self.n_theta:])
+
+
+class _CyIpopt:
+    """IPOPT through cyipopt with callbacks evaluating the same CasADi graph."""
+
+    def __init__(self, nlp: dict[str, ca.SX], ipopt: dict[str, Any], n_theta: int) -> None:
+        import cyipopt
+
+        self.n_theta = n_theta
+        x, p, f, g = nlp["x"], nlp["p"], nlp["f"], nlp["g"]
+        lam, obj = ca.SX.sym("lam", g.shape[0]), ca.SX.sym("obj")
+        jac = ca.jacobian(g, x)
+        hess = ca.tril(ca.hessian(obj * f + ca.dot(lam, g), x)[0])
+        self._f = ca.Function("nmdp_f", [x, p], [f])
+        self._grad = ca.Function("nmdp_grad_f", [x, p], [ca.gradient(f, x)])
+        self._g = ca.Function("nmdp_g", [x, p], [g])
+        self._jac = ca.Function("nmdp_jac_g", [x, p], [jac])
+        self._hess = ca.Function("nmdp_hess_l", [x, p, obj, lam], [hess])
+        self._jac_rc = tuple(np.asarray(v, dtype=int) for v in jac.sparsity().get_triplet())
+        self._hess_rc = tuple(np.asarray(v, dtype=int) for v in hess.sparsity().get_triplet())
+        self.n, self.m = x.shape[0], g.shape[0]
+        self.ipopt = ipopt
+        self.p = np.zeros(p.shape[0])
+        self.iterations = 0
+        self._cyipopt = cyipopt
+        self._problem: Any = None
+        self._bounds: tuple[bytes, ...] = ()
+
+    # cyipopt callbacks
+    def objective(self, x: np.ndarray) -> float:
+        return float(self._f(x, self.p))
+
+    def gradient(self, x: np.ndarray) -> np.ndarray:
+        return self._grad(x, self.p).full().ravel()
+
+    def constraints(self, x: np.ndarray) -> np.ndarray:
+        return self._g(x, self.p).full().ravel()
+
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(self._jac(x, self.p).nonzeros(), dtype=float)
+
+    def jacobianstructure(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._jac_rc
+
+    def hessian(self, x: np.ndarray, lagrange: np.ndarray, obj_factor: float) -> np.ndarray:
+        return np.asarray(self._hess(x, self.p, obj_factor, lagrange).nonzeros(), dtype=float)
+
+    def hessianstructure(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._hess_rc
+
+    def intermediate(self, alg_mod: int, iter_count: int, *args: Any) -> bool:
+        self.iterations = int(iter_count)
+        return True
+
+    def solve(self, x0: np.ndarray, p: np.ndarray, lbx: np.ndarray, ubx: np.ndarray, lbg: np.ndarray,
+              ubg: np.ndarray) -> tuple[np.ndarray, int, str, np.ndarray, np.ndarray]:
+        bounds = tuple(np.asarray(b, dtype=float).tobytes() for b in (lbx, ubx, lbg, ubg))
+        if self._problem is None or bounds != self._bounds:  # built once per set of bounds
+            prob = self._cyipopt.Problem(n=self.n, m=self.m, problem_obj=self, lb=lbx, ub=ubx, cl=lbg,
+                                         cu=ubg)
+            for k, v in self.ipopt.items():
+                try:
+                    prob.add_option(k, v)
+                except TypeError:
+                    raise OptionError(f"IPOPT (cyipopt) rejected the option {k}={v!r}") from None
+            self._problem, self._bounds = prob, bounds
+        prob = self._problem
+        self.p = np.asarray(p, dtype=float)
+        self.iterations = 0
+        x, info = prob.solve(np.asarray(x0, dtype=float))
+        code = int(info["status"])
+        return (np.asarray(x, dtype=float).ravel(), self.iterations,
+                _IPOPT_CODES.get(code, f"ipopt status {code}"),
+                np.asarray(info["mult_g"], dtype=float).ravel(),
+                np.asarray(info["mult_x_L"], dtype=float).ravel()[self.n_theta:])
+
+
+# ----------------------------------------------------------------------------------------------
+# The KKT conditions as a Program block (contact-implicit trajectory optimization)
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class NMDPBlock:
+    """Handles of one NMDP step written as its KKT conditions (see :func:`add_nmdp_step`).
+
+    ``w`` vertex weights (``n_c V``, contact-major, ``>= 0``), ``nu`` the free multiplier of
+    ``G = 0`` (``n``), ``lam_w`` the multiplier of ``w >= 0`` (``n_c V``, ``>= 0``), ``lam_s`` the
+    multiplier of ``1 - 1^T w_i >= 0`` (``n_c``, ``>= 0``); ``v_next`` the expression
+    ``(q1 - q0) / h`` and ``kinetic_energy`` the expression ``K(q1)``.
+    """
+
+    w: Variables
+    nu: Variables
+    lam_w: Variables
+    lam_s: Variables
+    dynamics: Constraint
+    stationarity_q: Constraint
+    stationarity_w: Constraint
+    dissipation: Complementarity
+    simplex: Complementarity
+    v_next: ca.SX
+    kinetic_energy: ca.SX
+    groups: list[np.ndarray]
+    coefficients: np.ndarray
+
+    def forces(self, system: ContactSystem, magnitudes: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """``(n_c, 3)`` contact-frame forces ``s_i sum_j w_ij (1, mu c_j, mu s_j)`` [N]."""
+        V = self.coefficients.shape[0]
+        W = np.asarray(w, dtype=float).reshape(-1, V)
+        mu = system.mu[:, None]
+        return np.asarray(magnitudes, dtype=float)[:, None] * np.column_stack(
+            [W.sum(axis=1), (mu[:, 0] * (W @ self.coefficients[:, 0])),
+             (mu[:, 0] * (W @ self.coefficients[:, 1]))])
+
+
+def add_nmdp_step(prog: Program, system: ContactSystem, q0: Any, v0: Any, q1: Any, u: Any, h: float,
+                  *, vertices: int | None = None, stiffness: ArrayLike = 0.0, relax: ArrayLike = 0.0,
+                  radius: ArrayLike = 0.0, prefix: str = "nmdp") -> NMDPBlock:
+    """Add one NMDP step ``(q0, v0) -> q1`` under the input ``u`` (``tau = B u``, no PD) as the
+    first-order optimality (KKT) conditions of ``min K(q1) s.t. G(q1, w) = 0, w >= 0,
+    1^T w_i <= 1`` (block ``prefix``). With ``L = K + nu^T G - lam_w^T w - lam_s^T (1 - E^T w)``:
+
+        G(q1, w) = 0                                            (dynamics, n rows)
+        grad K(q1) + (dG/dq1)^T nu = 0                          (stationarity in q1)
+        -W(q1)^T nu - lam_w + E lam_s = 0                       (stationarity in w; G_w = -W)
+        0 <= w _|_ lam_w >= 0,   0 <= 1 - E^T w _|_ lam_s >= 0  (complementarity pairs)
+
+    ``q0, v0, q1, u`` are CasADi expressions (normally the symbols of existing program variables)
+    or numbers; ``h > 0`` a number. The polytope options are those of :class:`NMDP`.
+    """
+    if not isinstance(prog, Program):
+        raise InputError("prog", f"must be a contactmp Program, got {type(prog).__name__}")
+    B = selection_matrix(system)
+    hh = check_number("h", h, positive=True)
+    if vertices is None:
+        vertices = 2 if system.planar else 4
+    coeffs = vertex_coefficients(vertices, system.planar)
+    V, n, n_c, n_u = coeffs.shape[0], system.n_v, system.n_c, system.n_u
+    k_ = _per("stiffness", stiffness, n_c)
+    r_ = _per("relax", relax, n_c)
+    rad = _radius(radius, n_c)
+    args = {}
+    for nm, x, m in (("q0", q0, n), ("v0", v0, n), ("q1", q1, n), ("u", u, n_u)):
+        e = x if isinstance(x, ca.SX) else ca.SX(np.asarray(x, dtype=float).reshape(-1, 1))
+        if e.shape != (m, 1):
+            raise InputError(nm, f"must have shape ({m}, 1), got {e.shape}")
+        args[nm] = e
+    n_w = n_c * V
+    # the conditions in internal symbols, then substituted by a Function call
+    th, a0, b0, uu = ca.SX.sym("theta", n), ca.SX.sym("q0", n), ca.SX.sym("v0", n), ca.SX.sym("u", n_u)
+    ws, nus, lws, lss = (ca.SX.sym(s_, m) for s_, m in (("w", n_w), ("nu", n), ("lw", n_w), ("ls", n_c)))
+    W, _ = polytope_columns(system, th, coeffs, k_, r_, rad)
+    G_free, K, qd = step_expressions(system, th, a0, b0, hh, ca.mtimes(B, uu), W)
+    G = G_free - ca.mtimes(W, ws)
+    E = np.kron(np.eye(n_c), np.ones((V, 1)))
+    st_q = ca.gradient(K, th) + ca.mtimes(ca.jacobian(G, th).T, nus)
+    st_w = -ca.mtimes(W.T, nus) - lws + ca.mtimes(E, lss)
+    F = ca.Function("nmdp_kkt", [th, a0, b0, uu, ws, nus, lws, lss], [G, st_q, st_w, K, qd])
+
+    blk = prefix
+    w = prog.add_variables(f"{prefix}/w", n_w, lb=0.0, block=blk)
+    nu = prog.add_variables(f"{prefix}/nu", n, block=blk)
+    lam_w = prog.add_variables(f"{prefix}/lam_w", n_w, lb=0.0, block=blk)
+    lam_s = prog.add_variables(f"{prefix}/lam_s", n_c, lb=0.0, block=blk)
+    Ge, sq, sw, Ke, qde = F(args["q1"], args["q0"], args["v0"], args["u"], w.sym, nu.sym, lam_w.sym,
+                            lam_s.sym)
+    dyn = prog.add_constraint(Ge, 0.0, 0.0, name=f"{prefix}/dynamics", block=blk)
+    stq = prog.add_constraint(sq, 0.0, 0.0, name=f"{prefix}/stationarity_q", block=blk)
+    stw = prog.add_constraint(sw, 0.0, 0.0, name=f"{prefix}/stationarity_w", block=blk)
+    dis = prog.add_complementarity(w.sym, lam_w.sym, name=f"{prefix}/dissipation", block=blk)
+    smp = prog.add_complementarity(1.0 - ca.mtimes(E.T, w.sym), lam_s.sym, name=f"{prefix}/simplex",
+                                   block=blk)
+    groups = [np.arange(i * V, (i + 1) * V) for i in range(n_c)]
+    return NMDPBlock(w, nu, lam_w, lam_s, dyn, stq, stw, dis, smp, qde, Ke, groups, coeffs)

@@ -146,16 +146,21 @@ def _radius(radius: Any, n_c: int) -> np.ndarray:
 
 
 def polytope_columns(system: ContactSystem, theta: ca.SX, coeffs: np.ndarray, stiffness: np.ndarray,
-                     relax: np.ndarray, radius: np.ndarray) -> tuple[ca.SX, ca.SX]:
+                     relax: np.ndarray, radius: np.ndarray, magnitudes: ca.SX | None = None
+                     ) -> tuple[ca.SX, ca.SX]:
     """``(W, s)``: the ``n x (n_c V)`` matrix whose column ``(i, j)`` (contact-major) is the
     generalized force ``s_i(theta) (Jn_i + mu_i c_j Jt_i + mu_i s_j Jo_i)^T`` of vertex j of contact
-    i, i.e. ``sum_i J_i^T B_i w_i = W w``, and the magnitudes ``s(theta)`` (``n_c``)."""
+    i, i.e. ``sum_i J_i^T B_i w_i = W w``, and the magnitudes ``s(theta)`` (``n_c``). With
+    ``magnitudes`` given, those symbols replace ``s(theta)`` in ``W`` (the vertices frozen, the
+    Jacobians still functions of theta: what the zeroth-order derivative needs)."""
     sub = ca.Function("nmdp_kin", [system.q], [system.phi, system.Jn, system.Jt, system.Jo])
     phi, Jn, Jt, Jo = sub(theta)
     cols, mags = [], []
     for i in range(system.n_c):
         s_i = stiffness[i] * ca.fmin(phi[i] - radius[i], 0.0) ** 2 + relax[i]
         mags.append(s_i)
+        if magnitudes is not None:
+            s_i = magnitudes[i]
         mu = float(system.mu[i])
         for c, sn in coeffs:
             cols.append(s_i * (Jn[i, :] + mu * c * Jt[i, :] + mu * sn * Jo[i, :]).T)
@@ -187,8 +192,8 @@ class NMDPFunctions:
 
     * ``G(theta, w) -> (n,)``: the backward-Euler residual (module docstring), in N (or N m);
     * ``G_theta(theta, w) -> (n, n)``: its full derivative in theta;
-    * ``G_theta_zo(theta, w) -> (n, n)``: the same with the contact term ``W(theta) w`` held
-      constant (zeroth order: no derivative of the vertices or the Jacobians);
+    * ``G_theta_zo(theta, w) -> (n, n)``: the same without the derivative of the vertices
+      (zeroth order: the magnitudes ``s_i`` held constant, the Jacobians ``J_i(theta)`` differentiated);
     * ``G_w(theta) -> (n, n_w)``: ``-W(theta)`` (G is affine in w);
     * ``K(theta)``, ``K_grad(theta) -> (n,)``, ``K_hess(theta) -> (n, n)``: the kinetic energy
       ``1/2 qd+^T M(theta) qd+`` and its exact derivatives;
@@ -283,7 +288,12 @@ class _Compiled:
         tp = [theta, p]
         self.G = ca.Function("G", tw, [G])
         self.G_theta = ca.Function("G_theta", tw, [ca.jacobian(G, theta)])
-        self.G_theta_zo = ca.Function("G_theta_zo", tw, [ca.jacobian(G_free, theta)])
+        # zeroth order: the vertices B_i (here the magnitudes s_i) held constant, J_i(theta) kept
+        s_frozen = ca.SX.sym("s_frozen", n_c)
+        W_frozen, _ = polytope_columns(s, theta, nmdp.coeffs, nmdp.stiffness, nmdp.relax, nmdp.radius,
+                                       magnitudes=s_frozen)
+        G_zo = ca.substitute(ca.jacobian(G_free - ca.mtimes(W_frozen, w), theta), s_frozen, mags)
+        self.G_theta_zo = ca.Function("G_theta_zo", tw, [G_zo])
         self.G_w = ca.Function("G_w", tp, [-W])
         self.K = ca.Function("K", tp, [K])
         self.K_grad = ca.Function("K_grad", tp, [Kg])

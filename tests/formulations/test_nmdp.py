@@ -150,11 +150,17 @@ def test_nmdp_functions_derivatives(box, box_nmdp):
     np.testing.assert_allclose(F.G_theta(th, w), fd_G, rtol=1e-5, atol=1e-3)
     fd_Gw = np.column_stack([F.G(th, w + np.eye(8)[j]) - F.G(th, w) for j in range(8)])
     np.testing.assert_allclose(F.G_w(th), fd_Gw, atol=1e-8)
-    # zeroth order: G_theta = G_theta_zo + d/dtheta (-G_w(theta) w)... i.e. minus d(W w)/dtheta
-    fd_Ww = np.column_stack([(F.G_w(th + eps * E[i]) @ w - F.G_w(th - eps * E[i]) @ w) / (2 * eps)
-                             for i in range(3)])
-    np.testing.assert_allclose(F.G_theta(th, w), F.G_theta_zo(th, w) + fd_Ww, rtol=1e-5, atol=1e-3)
-    assert np.max(np.abs(fd_Ww)) > 1.0  # the penetrating corner's polytope depends on theta
+    # zeroth order: G_theta = G_theta_zo - (d/dtheta of W w through the magnitudes s_i only): the
+    # vertices s_i(theta) b_j frozen, the Jacobians J_i(theta) still differentiated
+    mags = box_nmdp._c.magnitudes
+    s0 = np.asarray(mags(th)).ravel()
+    per_contact = [F.G_w(th)[:, g] @ w[g] / s0[i] if s0[i] > 0 else np.zeros(3)   # -J_i^T B_i w_i / s_i
+                   for i, g in enumerate(F.groups)]
+    fd_s = np.column_stack([sum(((np.asarray(mags(th + eps * E[k])).ravel()[i]
+                                  - np.asarray(mags(th - eps * E[k])).ravel()[i]) / (2 * eps)) * per_contact[i]
+                                for i in range(len(F.groups))) for k in range(3)])
+    np.testing.assert_allclose(F.G_theta(th, w), F.G_theta_zo(th, w) + fd_s, rtol=1e-5, atol=1e-3)
+    assert np.max(np.abs(fd_s)) > 1.0  # the penetrating corner's polytope depends on theta
     fd_K = np.array([(F.K(th + eps * E[i]) - F.K(th - eps * E[i])) / (2 * eps) for i in range(3)])
     np.testing.assert_allclose(F.K_grad(th), fd_K, rtol=1e-6)
     fd_H = np.column_stack([(F.K_grad(th + eps * E[i]) - F.K_grad(th - eps * E[i])) / (2 * eps)

@@ -51,6 +51,13 @@ an active-set solve: each contact is classified (separated / stick / slide with 
 forces are ``lambda = T z`` with ``T_i`` = ``I`` (stick), ``(1, mu e)`` (slide) or empty, and
 ``T^T A T z = -T^T c`` (SPD) is solved, re-estimating ``e = -w_T / ||w_T||`` a few times. Whatever is
 returned is judged by the independent natural-map residual.
+
+Alternative backend ``solve("superscs")``: the true second-order cones through ``casadi.conic``'s
+SuperSCS plugin, each cone as the psd Schur block ``soc(lambda_T, mu lambda_n)`` (CasADi hands these
+to SCS as SOC constraints). The quadratic objective goes in as an epigraph cone
+``||(L^T x, t - 1/2)|| <= t + 1/2`` with an LP objective, because the plugin's own quadratic term
+(``h``) gives wrong minimizers in CasADi 3.8.2 (see :func:`_superscs`). SCS's answer (relative residual
+~1e-11) gets the same polish and the same residual check.
 """
 from __future__ import annotations
 
@@ -65,7 +72,7 @@ from contactmp.errors import InputError, OptionError
 from contactmp.formulations.compliant_qp import CompliantStepResult, _vec
 from contactmp.result import Status
 
-__all__ = ["CompliantFriction", "compliant_friction_step", "project_cone"]
+__all__ = ["CompliantFriction", "compliant_friction_step", "project_cone", "CONE_SOLVERS"]
 
 
 def project_cone(z: np.ndarray, mu: float) -> np.ndarray:
@@ -96,6 +103,62 @@ def _ipopt(nc: int, d: int) -> ca.Function:
                       "mu_strategy": "adaptive"}}
     return ca.nlpsol(f"compliant_cone_{nc}_{d}", "ipopt",
                      {"x": x, "p": ca.vertcat(ca.vec(A), c, mu), "f": f, "g": g}, opts)
+
+
+#: backends of :meth:`CompliantFriction.solve`
+CONE_SOLVERS = ("ipopt", "superscs")
+#: SuperSCS options: tight tolerances (its ADMM answer is then polished and verified by the residual)
+SUPERSCS_OPTIONS: dict[str, Any] = {"eps": 1e-12, "max_iters": 20000, "verbose": 0}
+
+
+@functools.lru_cache(maxsize=32)
+def _superscs(nc: int, d: int) -> tuple[ca.Function, ca.Function]:
+    """SuperSCS (``casadi.conic``, LP objective + psd constraints) on the epigraph form of the cone QP::
+
+        min g^T x + t   s.t.  ||(L^T x, t - 1/2)|| <= t + 1/2    (i.e. 1/2 x^T H x <= t,  H = L L^T)
+                              ||x_T,i|| <= mu_i x_n,i           per contact
+
+    each cone given as the psd Schur block ``soc(y, z) = [z I y; y^T z]`` (CasADi passes those to SCS as
+    second-order cones). The quadratic objective is NOT passed as ``h``: CasADi 3.8.2's superscs plugin
+    returns a wrong minimizer for ``h != 0`` (for ``H = diag(1.30, 1.91, 1.25)``, ``g = (-1, .1, .1)``, no
+    constraints, it returned 1.6 times the exact minimizer ``-H^-1 g``). Returns the solver and the map
+    ``(L, mu) -> (Q, P)`` of the constraint data."""
+    m = nc * d
+    z = ca.SX.sym("z", m + 1)
+    x, t = z[:m], z[m]
+    L = ca.SX.sym("L", ca.Sparsity.lower(m))
+    mu = ca.SX.sym("mu", nc)
+    blocks = [ca.soc(ca.vertcat(ca.mtimes(L.T, x), t - 0.5), t + 0.5)]
+    blocks += [ca.soc(x[i * d + 1:(i + 1) * d], mu[i] * x[i * d]) for i in range(nc)]
+    S = ca.diagcat(*blocks)
+    Q = ca.jacobian(ca.vec(S), z)
+    P = ca.substitute(S, z, ca.SX.zeros(m + 1))
+    qp_map = ca.Function("compliant_soc_data", [L, mu], [Q, P])
+    solver = ca.conic(f"compliant_superscs_{nc}_{d}", "superscs",
+                      {"a": ca.Sparsity(0, m + 1), "q": Q.sparsity(), "p": P.sparsity()},
+                      {"superscs": dict(SUPERSCS_OPTIONS), "error_on_fail": False})
+    return solver, qp_map
+
+
+def _superscs_solve(H: np.ndarray, g: np.ndarray, mu: np.ndarray, lbx: np.ndarray, ubx: np.ndarray,
+                    d: int) -> tuple[np.ndarray, dict[str, Any], str]:
+    """One SuperSCS solve of the scaled cone QP: ``(x, stats, backend status)`` (x NaN on an exception)."""
+    nc = mu.size
+    m = nc * d
+    solver, qp_map = _superscs(nc, d)
+    try:
+        L = np.linalg.cholesky(0.5 * (H + H.T))
+    except np.linalg.LinAlgError as exc:
+        return np.full(m, np.nan), {}, f"Cholesky of H failed: {exc}"
+    Q, P = qp_map(ca.tril(ca.DM(L)), ca.DM(mu))
+    try:
+        out = solver(g=ca.DM(np.append(g, 1.0)), lbx=ca.DM(np.append(lbx, -np.inf)),
+                     ubx=ca.DM(np.append(ubx, np.inf)), q=Q, p=P, lba=ca.DM(0, 1), uba=ca.DM(0, 1))
+    except RuntimeError as exc:
+        return np.full(m, np.nan), {}, f"exception: {exc}"
+    st = solver.stats()
+    return np.asarray(out["x"], dtype=float).ravel()[:m], st, str(st.get("unified_return_status",
+                                                                         st.get("return_status", "")))
 
 
 class CompliantFriction:
@@ -196,12 +259,19 @@ class CompliantFriction:
                              "scale": scale}
 
     # ------------------------------------------------------------------------------- solving
-    def solve(self, *, tol: float = 1e-10, polish: bool = True, polish_iters: int = 8) -> CompliantStepResult:
-        """The cone QP by IPOPT (``casadi.nlpsol``), polished on its active set; never raises on failure.
+    def solve(self, solver: str = "ipopt", *, tol: float = 1e-10, polish: bool = True,
+              polish_iters: int = 8) -> CompliantStepResult:
+        """The cone QP by ``solver``, polished on its active set; never raises on failure.
 
-        ``status`` is ``SOLVED`` only if :meth:`residual` ``<= tol``. ``solver`` is ``"ipopt"`` or
-        ``"ipopt+active-set"``; ``extras["modes"]`` lists ``"separated" | "stick" | "slide"`` per contact.
+        ``solver``: ``"ipopt"`` (``casadi.nlpsol`` on the squared cone ``mu^2 x_n^2 - |x_T|^2 >= 0``,
+        ``x_n >= 0``) or ``"superscs"`` (``casadi.conic``'s SuperSCS plugin with the true second-order
+        cones given as ``soc(x_T, mu x_n)`` psd constraints, which CasADi hands to SCS as SOC blocks).
+        ``status`` is ``SOLVED`` only if :meth:`residual` ``<= tol``. The result's ``solver`` is the
+        backend name, with ``"+active-set"`` / ``"+newton"`` appended when the polish produced the
+        answer; ``extras["modes"]`` lists ``"separated" | "stick" | "slide"`` per contact.
         """
+        if solver not in CONE_SOLVERS:
+            raise OptionError(f"unknown cone solver {solver!r}; choose from {CONE_SOLVERS}")
         if not (isinstance(tol, (int, float)) and tol > 0):
             raise OptionError(f"tol must be a positive number, got {tol!r}")
         t0 = time.perf_counter()
@@ -217,21 +287,26 @@ class CompliantFriction:
         for i in np.flatnonzero(self.mu == 0):
             lbx[i * d + 1:(i + 1) * d] = 0.0
             ubx[i * d + 1:(i + 1) * d] = 0.0
-        x0 = np.zeros(nc * d)
-        x0[0::d] = 1.0
-        solver = _ipopt(nc, d)
-        out = solver(x0=x0, p=np.concatenate([As.ravel(order="F"), cs, self.mu]), lbx=lbx, ubx=ubx,
-                     lbg=0.0, ubg=np.inf)
-        st = solver.stats()
-        lam = sigma * np.asarray(out["x"], dtype=float).ravel() / al
+        if solver == "ipopt":
+            x0 = np.zeros(nc * d)
+            x0[0::d] = 1.0
+            fun = _ipopt(nc, d)
+            out = fun(x0=x0, p=np.concatenate([As.ravel(order="F"), cs, self.mu]), lbx=lbx, ubx=ubx,
+                      lbg=0.0, ubg=np.inf)
+            st = fun.stats()
+            backend = str(st.get("return_status", ""))
+            x = np.asarray(out["x"], dtype=float).ravel()
+        else:
+            x, st, backend = _superscs_solve(As, cs, self.mu, lbx, ubx, d)
+        lam = sigma * x / al
         ip_res, _ = self.residual(lam)
-        best, name, msg = lam, "ipopt", f"ipopt: {st.get('return_status', '')}"
+        best, name, msg = lam, solver, f"{solver}: {backend}"
         iters = int(st.get("iter_count", 0) or 0)
         modes = self._modes(lam)
         if polish and not ip_res <= 1e-3 * tol:
             pol, pol_modes, k = self._polish(lam, polish_iters)
             if pol is not None and self.residual(pol)[0] < ip_res:
-                best, name, modes = pol, "ipopt+active-set", pol_modes
+                best, name, modes = pol, solver + "+active-set", pol_modes
                 msg += f"; polished on its active set ({k} solve(s))"
         if polish and not self.residual(best)[0] <= 1e-3 * tol:
             nw, k = self._newton(best, 30)
@@ -246,8 +321,9 @@ class CompliantFriction:
             msg += f"; residual {r:.3g} > tol {tol:.3g}"
         return CompliantStepResult(status, best, self.velocity(best), name, r, tol, kkt, best[0::d] > 0, iters,
                                    time.perf_counter() - t0, msg,
-                                   {"modes": modes, "ipopt_residual": ip_res,
-                                    "ipopt_status": st.get("return_status", "")})
+                                   {"modes": modes, "backend_residual": ip_res, "backend_status": backend,
+                                    "ipopt_residual": ip_res if solver == "ipopt" else None,
+                                    "ipopt_status": backend if solver == "ipopt" else None})
 
     def _modes(self, lam: np.ndarray) -> list[str]:
         d, out = self.d, []

@@ -39,7 +39,7 @@ import numpy as np
 from contactmp.errors import InputError, check_number
 
 __all__ = [
-    "HertzContact", "hertz_point_contact", "effective_modulus", "effective_radius",
+    "HertzContact", "hertz_point_contact", "effective_modulus", "effective_radius", "HertzGains", "hertz_gains",
     "ElasticFoundation", "elastic_foundation", "RangeOfMotion", "range_of_motion_limit",
 ]
 
@@ -149,6 +149,66 @@ def hertz_point_contact(E1: float, nu1: float, E2: float, nu2: float, R1: float,
     else:
         B, model = 0.0, "none"
     return HertzContact(d, F, K, Ksec, B, Es, Rs, model)
+
+
+@dataclass(frozen=True)
+class HertzGains:
+    """Configuration-dependent Hertz gains for ``TimeStepping(..., formulation="compliant")``.
+
+    ``stiffness(phi, q)`` is the secant ``K_sec(d) = F(d)/d = (4/3) E* sqrt(R* d)`` [N/m] and
+    ``damping(phi, q)`` the model's ``B(d)`` [N s/m] at the depth ``d = max(-phi, min_depth)`` of every
+    contact (``phi`` the gaps, any shape; ``q`` unused). With the gains frozen over a step, a contact at
+    rest obeys ``lambda = -K_sec(d) phi = F(d)``: the Hertz force exactly.
+    """
+
+    E_star: float
+    R_star: float
+    alpha: float | None = None
+    damping_ratio: float | None = None
+    mass: float | None = None
+    min_depth: float = 0.0
+
+    def depth(self, phi: Any) -> np.ndarray:
+        """``d = max(-phi, min_depth)`` [m]."""
+        return np.maximum(-np.asarray(phi, dtype=float), self.min_depth)
+
+    def stiffness(self, phi: Any, q: Any = None) -> np.ndarray:
+        """Secant stiffness ``K_sec(d) = (4/3) E* sqrt(R* d)`` [N/m] per contact."""
+        return (4.0 / 3.0) * self.E_star * np.sqrt(self.R_star * self.depth(phi))
+
+    def damping(self, phi: Any, q: Any = None) -> np.ndarray:
+        """``B(d)`` [N s/m]: Hunt-Crossley ``alpha K(d) d``, or ``2 zeta sqrt(K(d) m)``, or 0, with the
+        tangent ``K(d) = 2 E* sqrt(R* d)``."""
+        d = self.depth(phi)
+        Kt = 2.0 * self.E_star * np.sqrt(self.R_star * d)
+        if self.alpha is not None:
+            return self.alpha * Kt * d
+        if self.damping_ratio is not None:
+            return 2.0 * self.damping_ratio * np.sqrt(Kt * self.mass)
+        return np.zeros_like(d)
+
+    def static_depth(self, weight: float) -> float:
+        """The depth where ``F(d) = weight``: ``d = (3 W / (4 E* sqrt(R*)))^(2/3)`` [m]."""
+        return (3.0 * _pos("weight", weight) / (4.0 * self.E_star * math.sqrt(self.R_star))) ** (2.0 / 3.0)
+
+
+def hertz_gains(E1: float, nu1: float, E2: float = math.inf, nu2: float = 0.0, R1: float = 1.0,
+                R2: float = math.inf, *, alpha: float | None = None, damping_ratio: float | None = None,
+                mass: float | None = None, min_depth: float = 0.0) -> HertzGains:
+    """Hertz gains as callables of the gap (see :class:`HertzGains`): materials ``E1, nu1, E2, nu2``,
+    radii ``R1, R2`` [m] as in :func:`hertz_point_contact`; damping by ``alpha`` [s/m] (Hunt-Crossley)
+    or ``damping_ratio`` with ``mass`` [kg], or none; ``min_depth`` [m] a floor on the depth used for the
+    gains (``0``: a contact at zero depth has ``K = B = 0`` and carries no force in that step)."""
+    Es, Rs = effective_modulus(E1, nu1, E2, nu2), effective_radius(R1, R2)
+    if alpha is not None and (damping_ratio is not None or mass is not None):
+        raise InputError("alpha", "give one damping model: alpha or (damping_ratio, mass)")
+    a = None if alpha is None else _nonneg("alpha", alpha)
+    z = m = None
+    if damping_ratio is not None or mass is not None:
+        if damping_ratio is None or mass is None:
+            raise InputError("damping_ratio", "needs both damping_ratio and mass")
+        z, m = _nonneg("damping_ratio", damping_ratio), _pos("mass", mass)
+    return HertzGains(Es, Rs, a, z, m, _nonneg("min_depth", min_depth))
 
 
 # -------------------------------------------------------------------------- elastic foundation

@@ -29,6 +29,12 @@ The impulses ``p`` are forces times ``h``. Two friction laws:
   (``tangential_damping`` Bt, no stiffness), one convex cone QP per step, implicit in the contact
   state and semi-explicit in ``q, v`` (``v+ = v + h M^-1 (f + J^T lambda)``; the impulses are
   ``p = h lambda``). There is no ``phi / h`` gap stabilization: the penetration is the spring's.
+  ``stiffness`` and ``damping`` may be callables ``gain(phi, q) -> (n_c,)`` of the gaps ``phi(q_k)``
+  (all contacts) and the configuration ``q_k``: configuration-dependent K and B (e.g. Hertz contact,
+  :func:`~contactmp.models.compliance.hertz_gains`). As in Drumwright's scheme they are evaluated once
+  at the step's start and frozen over the step: the step is implicit in the constraint state
+  (``phi1 = phi0 + h Jn v+`` enters the law linearly) but explicit in the gains. A contact whose
+  gains give ``h K + B = 0`` (e.g. Hertz at zero depth) carries no force in that step.
 
 Only contacts with ``phi <= active_gap`` enter a step's problem; the others get zero impulses.
 A step never raises on non-convergence: its status is recorded, and :meth:`TimeStepping.simulate`
@@ -113,6 +119,14 @@ class Trajectory:
         return len(self.status)
 
     @property
+    def solver_counts(self) -> dict[str, int]:
+        """How many steps each contact solver name produced (``"free_flight"`` for contact-free steps)."""
+        out: dict[str, int] = {}
+        for name in self.solver:
+            out[name] = out.get(name, 0) + 1
+        return out
+
+    @property
     def n_failed(self) -> int:
         """Number of steps whose contact problem was not solved."""
         return sum(s is not Status.SOLVED for s in self.status)
@@ -127,19 +141,25 @@ class TimeStepping:
     h : float, the step length (s), > 0.
     formulation : ``"pyramid"`` (LCP), ``"cone"`` (fc3d) or ``"compliant"`` (cone QP, needs the gains).
     facets : number of pyramid facets (>= 3; even for planar systems).
-    solver : LCP solver name (pyramid; default: Lemke, then Newton) or fc3d solver name (cone;
-        default: the registry's auto order).
+    solver : LCP solver name (pyramid; default: Lemke, then Newton), fc3d solver name (cone;
+        default: the registry's auto order) or cone-QP backend (compliant: ``"ipopt"`` (default) or
+        ``"superscs"``). Every step reports the solver that produced it (``StepResult.solver``,
+        ``Trajectory.solver`` and ``Trajectory.solver_counts``).
     active_gap : contacts with ``phi <= active_gap`` enter a step (``math.inf``: all).
     tol : tolerance passed to the contact solver.
     on_failure : ``"continue"`` (keep the best iterate) or ``"stop"`` in :meth:`simulate`.
     stiffness, damping, tangential_damping : compliant gains K [N/m], B [N s/m], Bt [N s/m] per
         contact (scalars broadcast; ``h K + B > 0``, ``Bt > 0``); used by ``"compliant"`` only.
+        ``stiffness`` and ``damping`` may also be callables ``gain(phi, q)`` returning a scalar or
+        ``n_c`` values >= 0, evaluated at the start of every step and frozen over it.
     """
 
     def __init__(self, system: ContactSystem, h: float, formulation: str = "pyramid",
                  facets: int = 4, solver: str | None = None, *, active_gap: float = 0.1,
-                 tol: float = 1e-10, on_failure: str = "continue", stiffness: ArrayLike | None = None,
-                 damping: ArrayLike = 0.0, tangential_damping: ArrayLike | None = None) -> None:
+                 tol: float = 1e-10, on_failure: str = "continue",
+                 stiffness: ArrayLike | Callable[[np.ndarray, np.ndarray], ArrayLike] | None = None,
+                 damping: ArrayLike | Callable[[np.ndarray, np.ndarray], ArrayLike] = 0.0,
+                 tangential_damping: ArrayLike | None = None) -> None:
         if not isinstance(system, ContactSystem):
             raise InputError("system", f"must be a ContactSystem, got {type(system).__name__}")
         if not (isinstance(h, (int, float)) and not isinstance(h, bool) and math.isfinite(h) and h > 0):
@@ -153,6 +173,9 @@ class TimeStepping:
                               ("tangential_damping", tangential_damping)):
                 if val is None:
                     raise InputError(name, "is required by formulation='compliant'")
+                if callable(val) and name != "tangential_damping":
+                    gains[name] = val
+                    continue
                 arr = np.broadcast_to(np.asarray(val, dtype=float), (system.n_c,)).copy() \
                     if np.ndim(val) == 0 or np.size(val) == system.n_c else None
                 if arr is None or not np.isfinite(arr).all() or (arr < 0).any():
@@ -160,10 +183,15 @@ class TimeStepping:
                 gains[name] = arr
             if (gains["tangential_damping"] <= 0).any():
                 raise InputError("tangential_damping", "must be > 0")
-            if (float(h) * gains["stiffness"] + gains["damping"] <= 0).any():
+            if not (callable(gains["stiffness"]) or callable(gains["damping"])) and \
+                    (float(h) * gains["stiffness"] + gains["damping"] <= 0).any():
                 raise InputError("stiffness", "h * stiffness + damping must be > 0")
             self.stiffness, self.damping = gains["stiffness"], gains["damping"]
             self.tangential_damping = gains["tangential_damping"]
+        if formulation == "compliant" and solver is not None:
+            from contactmp.formulations.compliant_friction import CONE_SOLVERS
+            if solver not in CONE_SOLVERS:
+                raise OptionError(f"solver for formulation='compliant' must be one of {CONE_SOLVERS}, got {solver!r}")
         if on_failure not in ("continue", "stop"):
             raise OptionError(f"on_failure must be 'continue' or 'stop', got {on_failure!r}")
         if formulation == "pyramid":
@@ -208,10 +236,17 @@ class TimeStepping:
             p_n[idx], p_t[idx], p_o[idx] = pn, pt, po
             status, residual, solver = result.status, result.residual, result.solver
         elif self.formulation == "compliant":
-            v_next, pn, pt, po, result = self._compliant(M, f, v, Jn[idx], Jt[idx], Jo[idx],
-                                                         sys_.mu[idx], phi[idx], idx)
-            p_n[idx], p_t[idx], p_o[idx] = pn, pt, po
-            status, residual, solver = result.status, result.residual, result.solver
+            K, B = self.gains(phi, q)
+            idx = idx[hs * K[idx] + B[idx] > 0]  # h K + B = 0: the contact carries no force this step
+            if idx.size == 0:
+                v_next = v + np.linalg.solve(M, hs * f)
+                status, residual, solver = Status.SOLVED, 0.0, "free_flight"
+            else:
+                v_next, pn, pt, po, result = self._compliant(M, f, v, Jn[idx], Jt[idx], Jo[idx],
+                                                             sys_.mu[idx], phi[idx], idx, K[idx], B[idx])
+                p_n[idx], p_t[idx], p_o[idx] = pn, pt, po
+                status, residual, solver = result.status, result.residual, result.solver
+                result.extras.update(K=K[idx], B=B[idx])
         else:
             v_next, pn, pt, po, result = self._cone(M, f, v, Jn[idx], Jt[idx], Jo[idx],
                                                     sys_.mu[idx], phi[idx])
@@ -292,16 +327,37 @@ class TimeStepping:
         v_next = v_free + Minv_JT @ r
         return v_next, r[0::3], r[1::3], r[2::3], res
 
+    def gains(self, phi: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The compliant gains ``(K, B)`` (each ``n_c``) of a step starting at ``q`` with gaps ``phi``:
+        the constants given, or the callables evaluated at ``(phi, q)`` and checked (finite, >= 0)."""
+        nc = self.system.n_c
+        out = []
+        for name, g in (("stiffness", self.stiffness), ("damping", self.damping)):
+            if g is None:
+                raise OptionError("gains are defined for formulation='compliant' only")
+            if callable(g):
+                val = np.asarray(g(np.array(phi, dtype=float), np.array(q, dtype=float)), dtype=float)
+                if val.ndim == 0:
+                    val = np.full(nc, float(val))
+                val = val.ravel()
+                if val.shape != (nc,) or not np.isfinite(val).all() or (val < 0).any():
+                    raise InputError(name, f"callable must return a scalar or {nc} finite values >= 0, "
+                                           f"got {val!r}")
+                out.append(val)
+            else:
+                out.append(g)
+        return out[0], out[1]
+
     def _compliant(self, M: np.ndarray, f: np.ndarray, v: np.ndarray, Jn: np.ndarray, Jt: np.ndarray,
-                   Jo: np.ndarray, mu: np.ndarray, phi: np.ndarray, idx: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Result]:
+                   Jo: np.ndarray, mu: np.ndarray, phi: np.ndarray, idx: np.ndarray, K: np.ndarray,
+                   B: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Result]:
         """The compliant cone QP of this step; impulses ``p = h lambda``."""
         from contactmp.formulations.compliant_friction import CompliantFriction
 
         planar = self.system.planar
-        prob = CompliantFriction(M, f, v, Jn, Jt, None if planar else Jo, phi, mu, self.stiffness[idx],
-                                 self.damping[idx], self.tangential_damping[idx], self.h)
-        r = prob.solve(tol=self.tol)
+        prob = CompliantFriction(M, f, v, Jn, Jt, None if planar else Jo, phi, mu, K, B,
+                                 self.tangential_damping[idx], self.h)
+        r = prob.solve(self.solver or "ipopt", tol=self.tol)
         d = prob.d
         lam = r.lam
         p_o = np.zeros(idx.size) if planar else self.h * lam[2::d]

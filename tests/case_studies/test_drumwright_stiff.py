@@ -25,6 +25,19 @@ def test_rest_reproduces_static_depth_closed_form() -> None:
     assert 0.5 * ds.HEIGHT - r["Y"][0, 2] == pytest.approx(depth, rel=1e-3)
 
 
+def test_compliant_run_lowrank_equals_dense_and_reports_solvers() -> None:
+    """900 springs (30 x 30): the Woodbury path gives the dense path's trajectory on a tilted drop."""
+    box = ds.Box(30)
+    te = np.linspace(0.0, 0.03, 4)
+    y0 = ds.initial_state(box, "tilted-drop")
+    low = ds.compliant_run(box, y0, 1e-3, 0.03, te)
+    assert low["solvers"] == {"lowrank": 30} and low["failed_steps"] == 0 and low["max_residual"] <= 1e-12
+    dense = ds.compliant_run(box, y0, 1e-3, 0.03, te, solver="active-set")
+    assert dense["solvers"] == {"active-set": 30}
+    assert np.max(np.abs(low["Y"] - dense["Y"])) <= 1e-12
+    assert low["max_active"] > 0
+
+
 def test_scheme_agrees_with_radau_on_a_drop_first_order() -> None:
     box = ds.Box(10)
     te = np.linspace(0.0, 0.02, 21)  # impact at t = sqrt(2e-3 / g) = 14.3 ms
@@ -46,6 +59,14 @@ def test_run_writes_outputs_and_resumes(tmp_path, monkeypatch) -> None:
         assert (tmp_path / name).exists()
     assert json.loads((tmp_path / "summary.json").read_text())["headline"] == s1["headline"]
     assert s1["failed_steps"] == 0
+    # time and accuracy side by side, best and worst over the ICs, and the QP solvers used with counts
+    side = {e["method"]: e for e in s1["side_by_side"]}
+    assert set(side) == {"compliant", "Radau", "BDF"}
+    for e in side.values():
+        assert e["time_best"] <= e["time_worst"] and e["pos_err_best"] <= e["pos_err_worst"]
+        assert e["time_best_ic"] == "tilted-drop"
+    assert sum(s1["solvers"].values()) == round(0.02 / ds.QUICK_H[0])
+    assert "best and worst case" in (tmp_path / "table.md").read_text()
     lines = (tmp_path / "records.jsonl").read_text().splitlines()
     assert len(lines) == 4  # reference, ours, Radau, BDF
     (tmp_path / "records.jsonl").write_text("\n".join(lines[:3]) + "\n" + lines[3][:20])

@@ -250,3 +250,53 @@ def test_unloaded_rows_carry_no_force():
                        kind="unilateral")
     assert r.success and r.lam[0] == 0.0 and r.lam[1] > 0
     assert r.status is Status.SOLVED
+
+
+# ------------------------------------------------------------------ low-rank (Woodbury) solve
+def _many_rows(seed, m=300, n=6, kind="unilateral", K=1e5, B=30.0):
+    rng = np.random.default_rng(seed)
+    L = rng.normal(size=(n, n))
+    M = L @ L.T + n * np.eye(n)
+    G = rng.normal(size=(m, n))
+    phi = rng.normal(size=m) * 1e-3
+    return CompliantQP(M, rng.normal(size=n) * 10, rng.normal(size=n) * 0.1, G, phi,
+                       K * rng.uniform(0.5, 2.0, m), B, 1e-3, kind)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("kind", ["unilateral", "bilateral"])
+def test_lowrank_equals_dense_solve_for_many_rows(seed, kind):
+    """m = 300 rows against n = 6 velocities: the Woodbury solve on A = D + h U U^T gives the dense
+    answer (active-set / Cholesky on the 300 x 300 A) and passes the independent residual."""
+    p = _many_rows(seed, kind=kind)
+    low = p.solve("lowrank")
+    assert low.success and low.solver == "lowrank", low.message
+    assert low.residual <= 1e-12
+    assert "A" not in p.__dict__ and "W" not in p.__dict__  # no m x m matrix was formed
+    dense = p.solve("active-set" if kind == "unilateral" else "cholesky")
+    assert dense.success
+    assert np.max(np.abs(low.lam - dense.lam)) <= 1e-9 * max(1.0, np.abs(dense.lam).max())
+    if kind == "unilateral":  # the LCP conditions, checked directly on the dense A
+        w = p.A @ low.lam + p.c
+        scale = np.abs(low.lam).max()
+        assert low.lam.min() >= 0 and w.min() >= -1e-10 * scale / p.A.diagonal().min()
+        assert np.max(np.abs(low.lam * w)) <= 1e-10 * scale * np.abs(w).max()
+
+
+def test_auto_picks_lowrank_when_rows_outnumber_velocities():
+    from contactmp.formulations.compliant_qp import LOWRANK_RATIO
+    many = _many_rows(0, m=LOWRANK_RATIO * 6 + 1).solve()
+    few = _many_rows(0, m=LOWRANK_RATIO * 6).solve()
+    assert many.success and many.solver == "lowrank"
+    assert few.success and few.solver == "active-set"
+    assert _many_rows(1, m=100, kind="bilateral").solve().solver == "lowrank"
+
+
+@pytest.mark.parametrize("K", [1e8, 1e12])
+def test_lowrank_stiff_gains_verified_by_residual(K):
+    """h K + B up to 1e9 makes the two Woodbury terms cancel; iterative refinement keeps the residual."""
+    p = _many_rows(7, m=200, K=K, B=0.0)
+    r = p.solve("lowrank")
+    assert r.success and r.residual <= 1e-10, r.message
+    d = p.solve("active-set")
+    assert np.max(np.abs(r.lam - d.lam)) <= 1e-8 * np.abs(d.lam).max()

@@ -194,3 +194,26 @@ def test_pendulum_driven_past_limit_is_held_within_tau_over_K(K):
     assert th - upper == pytest.approx(defl, rel=1e-9, abs=ulp)
     assert res.lam[1] == pytest.approx(K * defl, rel=1e-9, abs=0)
     assert res.lam[0] == 0.0
+
+
+def test_hertz_gains_reproduce_the_hertz_force_and_damping():
+    """K_sec(d) d = F(d) = (4/3) E* sqrt(R*) d^1.5 at every depth; B matches hertz_point_contact."""
+    from contactmp.models.compliance import hertz_gains
+
+    R, m = 0.01, 0.05
+    gz = hertz_gains(**STEEL, E2=math.inf, nu2=0.0, R1=R, damping_ratio=0.7, mass=m)
+    ga = hertz_gains(**STEEL, E2=math.inf, nu2=0.0, R1=R, alpha=0.4)
+    phi = -np.array([1e-8, 1e-7, 1e-6, 1e-5])
+    for p, d in zip(phi, -phi):
+        ref = hertz_point_contact(**STEEL, E2=math.inf, nu2=0.0, R1=R, depth=d, damping_ratio=0.7, mass=m)
+        assert gz.stiffness(np.array([p]))[0] * d == pytest.approx(ref.force, rel=1e-14)
+        assert gz.damping(np.array([p]))[0] == pytest.approx(ref.B, rel=1e-14)
+        refa = hertz_point_contact(**STEEL, E2=math.inf, nu2=0.0, R1=R, depth=d, alpha=0.4)
+        assert ga.damping(np.array([p]))[0] == pytest.approx(refa.B, rel=1e-14)
+    assert gz.stiffness(np.array([1e-3]))[0] == 0.0 and gz.damping(np.array([1e-3]))[0] == 0.0  # separated
+    floor = hertz_gains(**STEEL, E2=math.inf, nu2=0.0, R1=R, min_depth=1e-9)
+    assert floor.stiffness(np.array([0.0]))[0] > 0
+    with pytest.raises(InputError):
+        hertz_gains(**STEEL, R1=R, alpha=0.1, damping_ratio=0.5, mass=1.0)
+    with pytest.raises(InputError):
+        hertz_gains(**STEEL, R1=R, damping_ratio=0.5)

@@ -176,3 +176,56 @@ def test_compliant_needs_gains() -> None:
         TimeStepping(pm, H, "compliant", tangential_damping=1.0)
     with pytest.raises(InputError, match="tangential_damping"):
         TimeStepping(pm, H, "compliant", stiffness=1e4, tangential_damping=0.0)
+
+
+# ------------------------------------------------- configuration-dependent gains (Hertz contact)
+def test_compliant_hertz_gains_settle_at_hertz_static_depth() -> None:
+    """A steel ball (m = 50 g, R = 1 cm) on a rigid plane with K = K_sec(d) = F(d)/d and B = 2 zeta
+    sqrt(K_t(d) m) evaluated at each step's start (frozen over the step) settles at the closed-form
+    Hertz depth d = (3 m g / (4 E* sqrt(R)))^(2/3) = 6.54e-8 m. Measured: |d - d*| / d* = 6e-16 after
+    200 steps of h = 1e-4 (9e-15 with h = 1e-3); asserted to 1e-12."""
+    import math
+
+    from contactmp.models.compliance import hertz_gains
+
+    m, R, h = 0.05, 0.01, 1e-4
+    pm = point_mass_2d(m=m, mu=0.5)
+    gains = hertz_gains(200e9, 0.3, math.inf, 0.0, R, damping_ratio=1.0, mass=m)
+    d_star = (3 * m * G / (4 * gains.E_star * math.sqrt(R))) ** (2 / 3)
+    assert gains.static_depth(m * G) == pytest.approx(d_star, rel=1e-14)
+    ts = TimeStepping(pm, h, "compliant", stiffness=gains.stiffness, damping=gains.damping,
+                      tangential_damping=1e3, active_gap=math.inf)
+    tr = ts.simulate([0.0, 0.0], [0.0, 0.0], None, 200)
+    assert tr.n_failed == 0
+    assert tr.solver[0] == "free_flight"  # at zero depth K = B = 0: no force in the first step
+    assert sum(tr.solver_counts.values()) == 200 and tr.solver_counts["free_flight"] == 1
+    assert -tr.q[-1, 1] == pytest.approx(d_star, rel=1e-12, abs=0)
+    np.testing.assert_allclose(tr.p_n[-1, 0] / h, m * G, rtol=1e-9)  # lambda = K_sec(d) d = F(d) = W
+
+
+def test_compliant_callable_gains_are_checked() -> None:
+    pm = point_mass_2d()
+    ts = TimeStepping(pm, H, "compliant", stiffness=lambda phi, q: -1.0, damping=0.0, tangential_damping=1.0)
+    with pytest.raises(InputError, match="stiffness"):
+        ts.step([0.0, -1e-3], [0.0, 0.0])
+    ts = TimeStepping(pm, H, "compliant", stiffness=1e4, damping=lambda phi, q: np.ones(3),
+                      tangential_damping=1.0)
+    with pytest.raises(InputError, match="damping"):
+        ts.step([0.0, -1e-3], [0.0, 0.0])
+    with pytest.raises(OptionError):
+        TimeStepping(pm, H, "compliant", solver="lemke", stiffness=1e4, tangential_damping=1.0)
+
+
+def test_compliant_superscs_steps_match_ipopt_steps() -> None:
+    """Sliding point mass: the SuperSCS cone backend reproduces the IPOPT trajectory (to 1e-9) and
+    every step names its solver."""
+    m, mu, K, B = 1.0, 0.5, 1e6, 2e3
+    pm = point_mass_2d(m=m, mu=mu)
+    runs = {}
+    for name in ("ipopt", "superscs"):
+        ts = TimeStepping(pm, H, "compliant", solver=name, stiffness=K, damping=B, tangential_damping=1e4)
+        runs[name] = ts.simulate([0.0, -m * G / K], [0.0, 0.0], [2 * mu * m * G, 0.0], 20)
+        assert runs[name].n_failed == 0
+        assert all(s.startswith(name) for s in runs[name].solver)
+    np.testing.assert_allclose(runs["superscs"].q, runs["ipopt"].q, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(runs["superscs"].p_t, runs["ipopt"].p_t, rtol=1e-9, atol=1e-12)

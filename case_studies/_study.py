@@ -169,3 +169,13 @@ def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def merge_counts(records: Iterable[dict[str, Any]], field: str = "solver_counts") -> dict[str, int]:
+    """Sum the per-record ``{name: count}`` dictionaries stored under ``field`` (for example how many
+    steps each QP solver solved), so a summary says which solvers actually produced the results."""
+    out: dict[str, int] = {}
+    for r in records:
+        for name, c in r.get(field, {}).items():
+            out[name] = out.get(name, 0) + int(c)
+    return out

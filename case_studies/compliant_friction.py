@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from contactmp.case_studies._study import StudyRun, markdown_table
+from contactmp.case_studies._study import StudyRun, markdown_table, merge_counts
 
 DESCRIPTION = "compliant cone QP: point mass pushed below/above mu m g over h x K; creep, friction, lift"
 
@@ -91,7 +91,7 @@ def simulate_case(push: str, h: float, K: float, T: float) -> dict[str, Any]:
     rec: dict[str, Any] = {
         "push": push, "push_ratio": PUSHES[push], "h": h, "K": K, "B": B, "Bt": BT, "T": n * h, "steps": n,
         "F": F, "wall_s": wall, "failed_steps": tr.n_failed, "max_residual": float(np.max(tr.residual)),
-        "finite": finite, "solvers": sorted(set(tr.solver)),
+        "finite": finite, "solvers": sorted(set(tr.solver)), "solver_counts": tr.solver_counts,
         "x_T": float(tr.q[-1, 0]), "vx_T": float(tr.v[-1, 0]), "z_T": float(tr.q[-1, 1]), "vz_T": float(tr.v[-1, 1]),
         "max_abs_z_minus_eq": float(np.max(np.abs(tr.q[:, 1] - z_eq))), "max_abs_vz": float(np.max(np.abs(tr.v[:, 1]))),
     }
@@ -234,6 +234,7 @@ def run(out: Path, quick: bool = False, seed: int = 0, hs: tuple[float, ...] | N
                 f"(h <= {max(hs):g}, K <= {max(Ks):.0e}); lift rate (h + B/K) mu a matched to "
                 f"{summary_numbers['max_lift_rate_rel_err']:.1e}") if stick and slide else "incomplete grid"
     summary = {"headline": headline, **summary_numbers, "grid": {"h": list(hs), "K": list(Ks), "T": T},
-               "records_in_grid": len(recs), "figures": ["compliant_friction.png"]}
+               "records_in_grid": len(recs), "figures": ["compliant_friction.png"],
+               "solver_counts": merge_counts(recs)}
     study.write_summary(summary)
     return summary

@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from contactmp.case_studies._study import StudyRun, markdown_table
+from contactmp.case_studies._study import StudyRun, markdown_table, merge_counts
 from contactmp.formulations.compliant_qp import CompliantQP
 
 DESCRIPTION = "compliant bilateral pendulum (Drumwright): constraint deviation O(h^2) over K, energy over time"
@@ -95,9 +95,11 @@ def simulate(K: float, h: float, T: float = DURATION, B: float = DAMPING, solver
     lam_max = 0.0
     failed = 0
     res_max = 0.0
+    used: dict[str, int] = {}
     t0 = time.perf_counter()
     for k in range(n):
         step = CompliantQP(M, f, v, pin_jacobian(q), pin_phi(q), K, B, h).solve(solver)
+        used[step.solver] = used.get(step.solver, 0) + 1
         failed += not step.success
         res_max = max(res_max, step.residual)
         lam_max = max(lam_max, float(np.max(np.abs(step.lam))))
@@ -110,6 +112,7 @@ def simulate(K: float, h: float, T: float = DURATION, B: float = DAMPING, solver
         "steps": n, "max_dev": float(dev.max()), "final_dev": float(dev[-1]), "compliance": lam_max / K,
         "max_force": lam_max, "E0": E0, "drift": float(dE[-1]), "max_abs_dE": float(np.abs(dE).max()),
         "max_dE": float(dE.max()), "failed_steps": failed, "max_residual": res_max, "solver": solver,
+        "solver_counts": used,
         "time_s": time.perf_counter() - t0, "t": (idx * h).tolist(), "dE": dE[idx].tolist(),
     }
 
@@ -202,6 +205,7 @@ def run(out: Path, quick: bool = False, seed: int = 0) -> dict[str, Any]:
         "headline": headline, "per_K": per_k, "E0": E0, "energy_scale_J": scale,
         "drift_at_finest_h": drift_fine,
         "failed_steps": sum(r["failed_steps"] for r in records), "figures": figures,
+        "solver_counts": merge_counts(records),
     }
     study.write_summary(summary)
     return summary

@@ -39,17 +39,39 @@ class Task:
     build: Callable[[str, bool], Any]
 
 
+#: compliant gains of the box task (per corner contact; 1 kg box resting on its two bottom corners,
+#: each carrying m g / 2 = 4.9 N): K = 5e3 N/m gives the static penetration m g / (2 K) = 0.98 mm;
+#: B = 2 sqrt(K m / 2) = 100 N s/m is critical damping of one corner's spring with half the mass;
+#: Bt = 2.5e3 N s/m keeps the stiction creep ||f_t|| / Bt below mu m g / (2 Bt) = 1 mm/s.
+BOX_GAINS = {"stiffness": 5.0e3, "damping": 100.0, "tangential_damping": 2.5e3}
+#: compliant gains of the hopper task (one foot carrying the whole 11 kg, weight 107.9 N):
+#: K = 1e5 N/m gives the static penetration 1.08 mm; B = 2 sqrt(K m) = 2.1e3 N s/m is critical
+#: damping of the foot spring under the whole mass; Bt = 1e5 N s/m keeps the stiction creep below
+#: mu m g / Bt = 0.86 mm/s.
+HOPPER_GAINS = {"stiffness": 1.0e5, "damping": 2.1e3, "tangential_damping": 1.0e5}
+
+
 def _box_task(formulation: str, quick: bool) -> Any:
     """Push a 0.4 m x 0.2 m, 1 kg planar box (mu = 0.5) 1 m along the ground in 1 s, from rest to
-    rest, with a horizontal force at its center, |f_x| <= 10 N; minimize h sum f_x^2."""
+    rest, with a horizontal force at its center, |f_x| <= 10 N; minimize h sum f_x^2.
+
+    ``"compliant"`` uses :data:`BOX_GAINS`; the box then starts at rest on its springs (center at
+    ``0.1 - m g / (2 K)``, the static equilibrium of the step) and only the final ``x`` and the final
+    velocity are imposed (the height and tilt at rest follow from the springs)."""
     from contactmp.models.systems import box_2d
     from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 
     system = box_2d(m=1.0, width=0.4, height=0.2, mu=0.5)
     N = 20 if quick else 40
-    to = ContactImplicitTO(system, N, 1.0 / N, formulation=formulation)
-    to.set_initial_state([0.0, 0.1, 0.0], [0.0, 0.0, 0.0])
-    to.set_final_state([1.0, 0.1, 0.0], [0.0, 0.0, 0.0])
+    if formulation == "compliant":
+        to = ContactImplicitTO(system, N, 1.0 / N, formulation=formulation, **BOX_GAINS)
+        z0 = 0.1 - 1.0 * 9.81 / (2.0 * BOX_GAINS["stiffness"])
+        to.set_initial_state([0.0, z0, 0.0], [0.0, 0.0, 0.0])
+        to.set_final_state([1.0, z0, 0.0], [0.0, 0.0, 0.0])
+    else:
+        to = ContactImplicitTO(system, N, 1.0 / N, formulation=formulation)
+        to.set_initial_state([0.0, 0.1, 0.0], [0.0, 0.0, 0.0])
+        to.set_final_state([1.0, 0.1, 0.0], [0.0, 0.0, 0.0])
     to.bound_inputs([-10.0, 0.0, 0.0], [10.0, 0.0, 0.0])
     to.minimize_effort(1.0)
     return to
@@ -65,18 +87,27 @@ def _hopper_task(formulation: str, quick: bool) -> Any:
     """The planar hopper (10 kg body, 1 kg leg, mu = 0.8) stands at x = 0 and must stand at rest at
     x = d (0.3 m in 1 s quick, 0.5 m in 1.5 s full), |f_leg| <= 300 N, |tau| <= 50 N m; minimize
     1e-3 h sum |u|^2 + sum theta_k^2 (effort and a level body). With mu = 0.8 sliding the foot is
-    expensive, so the optimizer has to discover a hop (a flight phase)."""
+    expensive, so the optimizer has to discover a hop (a flight phase).
+
+    ``"compliant"`` uses :data:`HOPPER_GAINS`; the hopper starts at rest on the foot spring (body
+    lowered by ``m g / K``) and the final body height is left free (it follows from the spring)."""
     from contactmp.models.systems import hopper_2d
     from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 
     system = hopper_2d()
     N, d = (20, 0.3) if quick else (30, 0.5)
-    to = ContactImplicitTO(system, N, 0.05, formulation=formulation)
     q0 = np.array([0.0, 1.0, 0.0, 0.0, 1.0])
+    if formulation == "compliant":
+        to = ContactImplicitTO(system, N, 0.05, formulation=formulation, **HOPPER_GAINS)
+        q0[1] -= 11.0 * 9.81 / HOPPER_GAINS["stiffness"]
+        free_height = [0, 2, 3, 4]
+    else:
+        to = ContactImplicitTO(system, N, 0.05, formulation=formulation)
+        free_height = None
     qf = q0.copy()
     qf[0] = d
     to.set_initial_state(q0, np.zeros(5))
-    to.set_final_state(qf, np.zeros(5))
+    to.set_final_state(qf, np.zeros(5), q_indices=free_height)
     to.bound_inputs([-300.0, -50.0], [300.0, 50.0])
     for qk in to.q:
         qk.lb, qk.ub = HOPPER_Q_LB.copy(), HOPPER_Q_UB.copy()
@@ -239,6 +270,7 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "solved": sum(r["status"] == Status.SOLVED.value for r in rs),
             "cost": spread([r["objective"] for r in conv]),
             "comp_violation": spread([r["comp_violation"] for r in rs]),
+            "constraint_violation": spread([r["constraint_violation"] for r in rs]),
             "time_s": spread([r["time_s"] for r in rs]),
             "total_time_s": float(sum(r["time_s"] for r in rs)),
             "best_start": best["start"] if best else None,
@@ -255,7 +287,8 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
         return "-" if x is None else f"{x:.4g}"
 
     headers = ["task", "formulation", "strategy", "starts", "converged", "success", "cost min",
-               "cost median", "cost max", "comp viol. median", "comp viol. max", "time/start median (s)",
+               "cost median", "cost max", "comp viol. median", "comp viol. max", "constr. viol. max",
+               "time/start median (s)",
                "best: sticking/sliding/separated contact-steps"]
     body = []
     for r in rows:
@@ -263,7 +296,7 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
         body.append([r["task"], r["formulation"], r["strategy"], r["starts"], r["converged"],
                      f"{100 * r['success_rate']:.0f}%", g(r["cost"]["min"]), g(r["cost"]["median"]),
                      g(r["cost"]["max"]), g(r["comp_violation"]["median"]), g(r["comp_violation"]["max"]),
-                     g(r["time_s"]["median"]),
+                     g(r.get("constraint_violation", {}).get("max")), g(r["time_s"]["median"]),
                      "-" if m is None else f"{m['sticking']}/{m['sliding']}/{m['separated']}"])
     return markdown_table(headers, body)
 

@@ -20,7 +20,18 @@ with one of two friction laws (``formulation``):
   ``0 <= 1 - |w|^2 _|_ gamma >= 0`` (the ``t`` direction only for planar systems, where the cone
   and the even-facet pyramid are the same segment ``|p_t| <= mu p_n``).
 
-Either block is fed with the system's CasADi expressions after substituting ``q, v, u`` by the
+* ``"compliant"``: Drumwright's compliant contact,
+  :func:`~contactmp.formulations.velocity_compliant.add_velocity_compliant_step`: the cone step with a
+  regularized residual, ``0 <= p_n _|_ D K phi(q_k) + Jn v_{k+1} + (D / h) p_n - mu gamma >= 0``
+  (``D = 1 / (h K + B)``) and the slip ``Jt v_{k+1} + p_t / (h Bt)`` in the disk law, i.e. the KKT
+  conditions of :class:`~contactmp.formulations.compliant_friction.CompliantFriction`'s cone QP at the
+  step's state (the step of TimeStepping(formulation="compliant") with every contact active).
+  Gains ``stiffness`` K [N/m], ``damping`` B [N s/m], ``tangential_damping`` Bt [N s/m] per contact;
+  ``compliant_friction="pyramid"`` uses the k-gon (``facets``) instead of the disk. There is no
+  ``phi / h`` gap stabilization: a body at rest sinks to the spring's depth ``m g / K``, so
+  boundary states must be at that depth (or leave the height free).
+
+Every block is fed with the system's CasADi expressions after substituting ``q, v, u`` by the
 step's variables; its ``v_next`` variables *are* ``v_{k+1}``. Every contact enters every step
 (TimeStepping with ``active_gap = inf``; for contacts with ``phi <= active_gap`` the two coincide).
 The quaternion renormalization of TimeStepping's 3-D bodies is not part of the transcription.
@@ -40,6 +51,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, OptionError
+from contactmp.formulations.velocity_compliant import (
+    FRICTION_LAWS,
+    add_velocity_compliant_step,
+    compliant_gains,
+)
 from contactmp.formulations.velocity_cone import VelocityConeStep, add_velocity_cone_step
 from contactmp.formulations.velocity_pyramid import (
     VelocityPyramidStep,
@@ -56,6 +72,7 @@ __all__ = ["ContactImplicitTO", "FORMULATIONS", "TOResult"]
 FORMULATIONS: dict[str, str] = {
     "pyramid": "velocity-level k-facet friction pyramid (add_velocity_pyramid_step)",
     "cone": "velocity-level Coulomb cone, disk form (add_velocity_cone_step)",
+    "compliant": "Drumwright's compliant cone QP through its KKT conditions (add_velocity_compliant_step)",
 }
 
 
@@ -106,8 +123,18 @@ class ContactImplicitTO:
     system : ContactSystem
     N : number of steps (>= 1).
     h : step length (s), > 0.
-    formulation : ``"pyramid"`` or ``"cone"`` (see the module docstring and :data:`FORMULATIONS`).
-    facets : pyramid facets (>= 3; even for planar systems); not used by ``"cone"``.
+    formulation : ``"pyramid"``, ``"cone"`` or ``"compliant"`` (see the module docstring and
+        :data:`FORMULATIONS`).
+    facets : pyramid facets (>= 3; even for planar systems); used by ``"pyramid"`` and by
+        ``"compliant"`` with ``compliant_friction="pyramid"``.
+    stiffness, damping, tangential_damping : compliant gains K [N/m], B [N s/m], Bt [N s/m] per
+        contact (scalars broadcast; ``K, B >= 0``, ``h K + B > 0``, ``Bt > 0``; validated as in
+        TimeStepping); used by ``"compliant"`` only.
+    compliant_friction : ``"cone"`` (default) or ``"pyramid"``: the friction set of ``"compliant"``.
+    compliant_associated : True (default): the normal row carries De Saxce's ``- mu gamma``, so each
+        step is exactly CompliantFriction's QP (a sliding body rides ``(h + B/K) mu gamma`` high);
+        False: Coulomb's non-associated law with the regularized slip, whose ``K, Bt -> inf`` limit
+        is the ``"cone"`` step.
 
     Handles: ``q[k]``, ``v[k]`` (k = 0..N) and ``u[k]`` (k = 0..N-1) are
     :class:`~contactmp.program.Variables` of ``.program``; ``steps[k]`` (k = 0..N-1) the step
@@ -117,7 +144,9 @@ class ContactImplicitTO:
     """
 
     def __init__(self, system: ContactSystem, N: int, h: float, formulation: str = "pyramid",
-                 facets: int = 4) -> None:
+                 facets: int = 4, *, stiffness: ArrayLike | None = None, damping: ArrayLike = 0.0,
+                 tangential_damping: ArrayLike | None = None, compliant_friction: str = "cone",
+                 compliant_associated: bool = True) -> None:
         if not isinstance(system, ContactSystem):
             raise InputError("system", f"must be a ContactSystem, got {type(system).__name__}")
         if not isinstance(N, (int, np.integer)) or isinstance(N, bool) or N < 1:
@@ -127,13 +156,25 @@ class ContactImplicitTO:
         if not isinstance(formulation, str) or formulation not in FORMULATIONS:
             raise OptionError(f"formulation must be one of {', '.join(map(repr, FORMULATIONS))}, "
                               f"got {formulation!r}")
-        if formulation == "pyramid":
+        self.stiffness = self.damping = self.tangential_damping = None
+        self.compliant_friction = compliant_friction
+        if not isinstance(compliant_associated, (bool, np.bool_)):
+            raise InputError("compliant_associated", f"must be True or False, got {compliant_associated!r}")
+        self.compliant_associated = bool(compliant_associated)
+        if formulation == "compliant":
+            self.stiffness, self.damping, self.tangential_damping = compliant_gains(
+                stiffness, damping, tangential_damping, system.n_c, float(h))
+            if compliant_friction not in FRICTION_LAWS:
+                raise InputError("compliant_friction", f"must be one of {', '.join(map(repr, FRICTION_LAWS))}, "
+                                                       f"got {compliant_friction!r}")
+        uses_facets = formulation == "pyramid" or (formulation == "compliant" and compliant_friction == "pyramid")
+        if uses_facets:
             pyramid_generators(facets)  # validates facets
             if system.planar and facets % 2:
                 raise InputError("facets", "must be even for a planar system")
         self.system, self.N, self.h = system, int(N), float(h)
         self.formulation = formulation
-        self.facets = int(facets) if formulation == "pyramid" else facets
+        self.facets = int(facets) if uses_facets else facets
         self.program = Program("contact_implicit_to")
         self.q: list[Variables] = []
         self.v: list[Variables] = []
@@ -164,6 +205,12 @@ class ContactImplicitTO:
             if self.formulation == "pyramid":
                 blk = add_velocity_pyramid_step(prog, M=M, f=f, v=vk, Jn=Jn, Jt=Jt, Jo=Jo, mu=s.mu,
                                                 phi=phi, h=hs, facets=self.facets, prefix=f"step{k}")
+            elif self.formulation == "compliant":
+                blk = add_velocity_compliant_step(
+                    prog, M=M, f=f, v=vk, Jn=Jn, Jt=Jt, Jo=Jo, mu=s.mu, phi=phi, h=hs,
+                    stiffness=self.stiffness, damping=self.damping, tangential_damping=self.tangential_damping,
+                    friction=self.compliant_friction, facets=self.facets, associated=self.compliant_associated,
+                    prefix=f"step{k}", planar=s.planar)
             else:
                 blk = add_velocity_cone_step(prog, M=M, f=f, v=vk, Jn=Jn, Jt=Jt, Jo=Jo, mu=s.mu,
                                              phi=phi, h=hs, prefix=f"step{k}", planar=s.planar)

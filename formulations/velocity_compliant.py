@@ -1,0 +1,224 @@
+"""Drumwright's compliant contact step as a velocity-level Program block (the KKT form of the cone QP).
+
+:class:`~contactmp.formulations.compliant_friction.CompliantFriction` solves, per step, the convex
+cone QP ``min 1/2 lambda^T A lambda + c^T lambda`` over ``lambda_i in K_mu_i`` with
+``A = D + h G M^-1 G^T``, ``c = (D K phi0 on normal rows) + G a``, ``a = v + h M^-1 f`` and
+``D = diag(1 / (h K + B)`` on normal rows, ``1 / Bt`` on tangential rows``). Since
+``v+ = a + h M^-1 G^T lambda``, the QP's residual is
+
+    w = A lambda + c = D lambda + (D K phi0, 0) + G v+,
+
+so with impulses ``p = h lambda`` (the unit of the rigid velocity steps) the compliant step is the rigid
+velocity step with a regularized residual:
+
+    M (v+ - v) = h f + J_n^T p_n + J_t^T p_t + J_o^T p_o                     (dynamics, v+ free)
+    w_n = D_n K phi0 + J_n v+ + (D_n / h) p_n,     D_n = 1 / (h K + B)       (normal: spring law)
+    w_T = J_T v+ + p_T / (h Bt)                                              (tangential: slip + creep)
+
+As ``K -> inf`` (B fixed), ``D_n K -> 1 / h`` and ``D_n -> 0``: ``w_n`` becomes the rigid, gap-stabilized
+row ``phi0 / h + J_n v+``; as ``Bt -> inf``, ``w_T`` becomes the rigid slip ``u_T = J_T v+``.
+
+The QP's optimality conditions are the conic complementarity ``K_mu contains p _|_ w in K_mu*`` per
+contact. In the smooth disk form of :mod:`contactmp.formulations.velocity_cone` (planar systems: the
+segment) they read
+
+    0 <= p_n  _|_  w_n - mu gamma >= 0                                       (associated normal row)
+    p_T = mu p_n s,    w_T + gamma s = 0,    0 <= 1 - |s|^2  _|_  gamma >= 0
+
+(``s`` is the cone block's ``w`` variable: the friction direction in units of ``mu p_n``).
+Check: ``p_n = 0`` gives ``gamma = ||w_T||`` and ``w_n >= mu ||w_T||``, i.e. ``w in K*``; sticking
+(``gamma = 0``) gives ``w = 0``; sliding gives ``||p_T|| = mu p_n``, ``w_T = -gamma p_T / ||p_T||``,
+``w_n = mu gamma`` -- exactly the three KKT modes of the module docstring of ``compliant_friction``.
+The term ``- mu gamma`` is De Saxce's modification; it is what makes the step a convex QP (the
+*associated* law: a sliding body rides ``(h + B / K) mu gamma`` above the spring's equilibrium).
+``associated=False`` drops it: Coulomb's non-associated law with the regularized slip (no longer the
+QP's KKT conditions; it coincides with it whenever no contact slides).
+
+The pyramid variant replaces the disk by the k-gon of
+:func:`~contactmp.formulations.velocity_pyramid.add_velocity_pyramid_step` (``p_T = sum_i beta_i g_i``):
+the KKT conditions of the same QP over the pyramid are
+
+    0 <= p_n     _|_  w_n - mu lambda >= 0     (associated; ``w_n >= 0`` when ``associated=False``)
+    0 <= beta_i  _|_  lambda + g_i . w_T >= 0,       0 <= lambda  _|_  mu p_n - sum_i beta_i >= 0
+
+Gains ``K`` [N/m], ``B`` [N s/m], ``Bt`` [N s/m] are numbers per contact (scalars broadcast;
+``K, B >= 0``, ``h K + B > 0``, ``Bt > 0``); every other input may be a CasADi expression, so a
+transcription can stack one block per step. The blocks return the handles of the rigid steps
+(:class:`~contactmp.formulations.velocity_cone.VelocityConeStep`,
+:class:`~contactmp.formulations.velocity_pyramid.VelocityPyramidStep`); their ``non_penetration`` pair
+is the spring-law pair above.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import casadi as ca
+import numpy as np
+from numpy.typing import ArrayLike
+
+from contactmp.errors import InputError
+from contactmp.formulations.cone_ncp import _cone_law
+from contactmp.formulations.velocity_cone import VelocityConeStep, _segment_law, _structurally_zero
+from contactmp.formulations.velocity_pyramid import (
+    VelocityPyramidStep,
+    _matrix,
+    _step_inputs,
+    pyramid_generators,
+)
+from contactmp.program import Program
+
+__all__ = ["add_velocity_compliant_step", "compliant_gains", "FRICTION_LAWS"]
+
+#: friction law name -> description
+FRICTION_LAWS: dict[str, str] = {
+    "cone": "Coulomb disk (planar: segment), smooth disk form",
+    "pyramid": "k-gon circumscribing the disk, generator weights",
+}
+
+
+def compliant_gains(stiffness: ArrayLike | None, damping: ArrayLike | None,
+                    tangential_damping: ArrayLike | None, n_c: int, h: float
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(K, B, Bt)`` as arrays of length ``n_c`` (scalars broadcast), validated: finite, ``>= 0``,
+    ``Bt > 0`` and ``h K + B > 0``. Raises :class:`InputError` naming ``stiffness``, ``damping`` or
+    ``tangential_damping`` (the argument names of TimeStepping's compliant gains)."""
+    gains = {}
+    for name, val in (("stiffness", stiffness), ("damping", damping), ("tangential_damping", tangential_damping)):
+        if val is None:
+            raise InputError(name, "is required by the compliant formulation")
+        try:
+            raw = np.asarray(val, dtype=float)
+        except (TypeError, ValueError):
+            raise InputError(name, f"must be numbers, got {val!r}") from None
+        if raw.ndim == 0 or raw.size == n_c:
+            arr = np.broadcast_to(raw.reshape(-1) if raw.ndim else raw, (n_c,)).copy()
+        else:
+            arr = None
+        if arr is None or not np.isfinite(arr).all() or (arr < 0).any():
+            raise InputError(name, f"must be >= 0, a scalar or {n_c} values, got {val!r}")
+        gains[name] = arr
+    if (gains["tangential_damping"] <= 0).any():
+        raise InputError("tangential_damping", "must be > 0")
+    if (float(h) * gains["stiffness"] + gains["damping"] <= 0).any():
+        raise InputError("stiffness", "h * stiffness + damping must be > 0")
+    return gains["stiffness"], gains["damping"], gains["tangential_damping"]
+
+
+def add_velocity_compliant_step(
+    prog: Program,
+    *,
+    M: Any,
+    f: Any,
+    v: Any,
+    Jn: Any,
+    Jt: Any,
+    Jo: Any,
+    mu: Any,
+    phi: Any,
+    h: float,
+    stiffness: ArrayLike,
+    damping: ArrayLike,
+    tangential_damping: ArrayLike,
+    friction: str = "cone",
+    facets: int = 4,
+    associated: bool = True,
+    prefix: str = "step",
+    planar: bool | None = None,
+) -> VelocityConeStep | VelocityPyramidStep:
+    """Add one compliant (Drumwright) velocity step to ``prog`` (block ``prefix``); see the module docstring.
+
+    Shapes as in :func:`~contactmp.formulations.velocity_cone.add_velocity_cone_step`; ``phi`` is the
+    gap ``phi0`` at the start of the step, ``stiffness`` K, ``damping`` B, ``tangential_damping`` Bt per
+    contact. ``friction`` is ``"cone"`` (disk form; planar systems: the segment, ``planar`` decided as
+    in the cone step) or ``"pyramid"`` (``facets`` generators; even for planar systems). With
+    ``associated`` (default) the block's conditions are exactly the KKT conditions of
+    :class:`~contactmp.formulations.compliant_friction.CompliantFriction`'s QP (impulses ``p = h lambda``).
+    """
+    if not (isinstance(h, (int, float)) and not isinstance(h, bool) and h > 0 and np.isfinite(h)):
+        raise InputError("h", f"must be a positive finite step, got {h!r}")
+    if friction not in FRICTION_LAWS:
+        raise InputError("friction", f"must be one of {', '.join(map(repr, FRICTION_LAWS))}, got {friction!r}")
+    if not isinstance(associated, (bool, np.bool_)):
+        raise InputError("associated", f"must be True or False, got {associated!r}")
+    if planar is not None and not isinstance(planar, (bool, np.bool_)):
+        raise InputError("planar", f"must be True, False or None, got {planar!r}")
+    Jn_ = Jn if isinstance(Jn, (ca.SX, ca.MX, ca.DM)) else np.atleast_2d(np.asarray(Jn, dtype=float))
+    nc, nv = Jn_.shape
+    Jn_ = _matrix(Jn_, (nc, nv), "Jn")
+    Jt_ = _matrix(Jt, (nc, nv), "Jt")
+    Jo_ = None if Jo is None else _matrix(Jo, (nc, nv), "Jo")
+    zero_o = Jo_ is None or _structurally_zero(Jo_)
+    if planar is None:
+        planar = zero_o
+    elif planar and not zero_o:
+        raise InputError("Jo", "must be zero (or None) when planar=True")
+    elif not planar and Jo_ is None:
+        raise InputError("Jo", "is required when planar=False")
+    M_, f_, v_, phi_, mu_ = _step_inputs(M, f, v, phi, mu, nc, nv)
+    if isinstance(mu_, np.ndarray):
+        mu_ = ca.DM(mu_)
+    K, B, Bt = compliant_gains(stiffness, damping, tangential_damping, nc, h)
+    Dn = 1.0 / (h * K + B)
+    DK = ca.DM(Dn * K)
+    Dn_h = ca.DM(Dn / h)
+    inv_hBt = ca.DM(1.0 / (h * Bt))
+
+    blk = prefix
+    v_next = prog.add_variables(f"{prefix}/v_next", nv, init=0.0, block=blk)
+    p_n = prog.add_variables(f"{prefix}/p_n", nc, lb=0.0, block=blk)
+    vp = v_next.sym
+    # normal residual w_n = D K phi0 + Jn v+ + (D / h) p_n
+    w_n = DK * phi_ + ca.mtimes(Jn_, vp) + Dn_h * p_n.sym
+
+    if friction == "pyramid":
+        G = pyramid_generators(facets)  # validates facets
+        if planar and facets % 2:
+            raise InputError("facets", "must be even for a planar system")
+        k = G.shape[0]
+        beta = prog.add_variables(f"{prefix}/beta", nc * k, lb=0.0, block=blk)
+        lam = prog.add_variables(f"{prefix}/lambda", nc, lb=0.0, block=blk)
+        Jo_eff = Jo_ if Jo_ is not None else ca.DM.zeros(nc, nv)
+        bsym = ca.reshape(beta.sym, k, nc)  # column j: contact j's weights
+        p_t = ca.mtimes(ca.DM(G[:, 0]).T, bsym).T  # (nc,)
+        p_o = ca.mtimes(ca.DM(G[:, 1]).T, bsym).T
+        fric = ca.mtimes(Jt_.T, p_t) + ca.mtimes(Jo_eff.T, p_o)
+        dynamics = _dynamics(prog, prefix, M_, f_, v_, h, vp, Jn_, p_n.sym, fric)
+        w_t = ca.mtimes(Jt_, vp) + inv_hBt * p_t
+        w_o = ca.mtimes(Jo_eff, vp) + inv_hBt * p_o
+        rows = [G[i, 0] * w_t[j] + G[i, 1] * w_o[j] for j in range(nc) for i in range(k)]
+        E = np.kron(np.eye(nc), np.ones((k, 1)))
+        normal = prog.add_complementarity(p_n.sym, w_n - (mu_ * lam.sym if associated else 0),
+                                          name=f"{prefix}/non_penetration", block=blk)
+        dissipation = prog.add_complementarity(beta.sym, ca.mtimes(E, lam.sym) + ca.vertcat(*rows),
+                                               name=f"{prefix}/dissipation", block=blk)
+        polygon = prog.add_complementarity(lam.sym, mu_ * p_n.sym - ca.mtimes(E.T, beta.sym),
+                                           name=f"{prefix}/polygon", block=blk)
+        return VelocityPyramidStep(v_next, p_n, beta, lam, dynamics, normal, dissipation, polygon, G)
+
+    p_t = prog.add_variables(f"{prefix}/p_t", nc, block=blk)
+    p_o = None if planar else prog.add_variables(f"{prefix}/p_o", nc, block=blk)
+    s = prog.add_variables(f"{prefix}/w", nc if planar else 2 * nc, block=blk)
+    gamma = prog.add_variables(f"{prefix}/gamma", nc, lb=0.0, block=blk)
+    fric = ca.mtimes(Jt_.T, p_t.sym)
+    if p_o is not None:
+        fric = fric + ca.mtimes(Jo_.T, p_o.sym)
+    dynamics = _dynamics(prog, prefix, M_, f_, v_, h, vp, Jn_, p_n.sym, fric)
+    normal = prog.add_complementarity(p_n.sym, w_n - (mu_ * gamma.sym if associated else 0),
+                                      name=f"{prefix}/non_penetration", block=blk)
+    w_t = ca.mtimes(Jt_, vp) + inv_hBt * p_t.sym
+    if planar:
+        fr, direction, disk = _segment_law(prog, prefix, blk, p_n.sym, p_t.sym, w_t, gamma.sym, s, mu_)
+    else:
+        w_o = ca.mtimes(Jo_, vp) + inv_hBt * p_o.sym
+        law = _cone_law(prog, prefix, blk, "disk", p_n.sym, p_t.sym, p_o.sym, w_t, w_o, gamma.sym, s, mu_)
+        fr, direction, disk = law.friction, law.direction, law.slack
+    return VelocityConeStep(v_next=v_next, p_n=p_n, p_t=p_t, p_o=p_o, w=s, gamma=gamma, dynamics=dynamics,
+                            non_penetration=normal, friction=fr, direction=direction, disk=disk,
+                            planar=bool(planar))
+
+
+def _dynamics(prog: Program, prefix: str, M: Any, f: Any, v: Any, h: float, vp: Any, Jn: Any, p_n: Any,
+              friction: Any) -> Any:
+    """``M (v+ - v) - h f - J_n^T p_n - friction = 0``."""
+    residual = ca.mtimes(M, vp - v) - h * f - ca.mtimes(Jn.T, p_n) - friction
+    return prog.add_constraint(residual, 0.0, 0.0, name=f"{prefix}/dynamics", block=prefix)

@@ -600,12 +600,17 @@ class NMDPBlock:
 
     def forces(self, system: ContactSystem, magnitudes: np.ndarray, w: np.ndarray) -> np.ndarray:
         """``(n_c, 3)`` contact-frame forces ``s_i sum_j w_ij (1, mu c_j, mu s_j)`` [N]."""
-        V = self.coefficients.shape[0]
-        W = np.asarray(w, dtype=float).reshape(-1, V)
-        mu = system.mu[:, None]
-        return np.asarray(magnitudes, dtype=float)[:, None] * np.column_stack(
-            [W.sum(axis=1), (mu[:, 0] * (W @ self.coefficients[:, 0])),
-             (mu[:, 0] * (W @ self.coefficients[:, 1]))])
+        return polytope_forces(system, self.coefficients, magnitudes, w)
+
+
+def polytope_forces(system: ContactSystem, coefficients: np.ndarray, magnitudes: Any, w: Any) -> np.ndarray:
+    """``(n_c, 3)`` contact-frame forces (normal, t, o) ``s_i sum_j w_ij (1, mu_i c_j, mu_i s_j)`` [N]
+    of the vertex weights ``w`` (contact-major) and magnitudes ``s_i``."""
+    V = coefficients.shape[0]
+    W = np.asarray(w, dtype=float).reshape(-1, V)
+    mu = np.asarray(system.mu, dtype=float)
+    return np.asarray(magnitudes, dtype=float).reshape(-1)[:, None] * np.column_stack(
+        [W.sum(axis=1), mu * (W @ coefficients[:, 0]), mu * (W @ coefficients[:, 1])])
 
 
 def add_nmdp_step(prog: Program, system: ContactSystem, q0: Any, v0: Any, q1: Any, u: Any, h: float,

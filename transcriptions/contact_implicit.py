@@ -30,6 +30,18 @@ with one of two friction laws (``formulation``):
   ``compliant_friction="pyramid"`` uses the k-gon (``facets``) instead of the disk. There is no
   ``phi / h`` gap stabilization: a body at rest sinks to the spring's depth ``m g / K``, so
   boundary states must be at that depth (or leave the height free).
+* ``"nmdp"``: Pan and Hauser's nonconvex maximal-dissipation step,
+  :func:`~contactmp.formulations.nmdp.add_nmdp_step`: the contact force of contact i is
+  ``s_i(q) sum_j w_ij b_j`` (``V`` pyramid vertices ``b_j``, magnitude ``s_i = k min(phi_i - r, 0)^2
+  + relax``, ``w_i >= 0``, ``1^T w_i <= 1``), the dynamics are backward Euler in ``q_{k+1}``
+  (``M(q_{k+1}) (v_{k+1} - v_k) = h (B u_k - h(q_{k+1}, v_{k+1}) + W(q_{k+1}) w)``) and ``w`` minimizes
+  the kinetic energy at ``k+1``; the step enters as the KKT conditions of that program (stationarity
+  rows and the pairs ``0 <= w _|_ lam_w >= 0``, ``0 <= 1 - 1^T w_i _|_ lam_s >= 0``). A penalty-like
+  contact: the body rests where ``s_i(q)`` carries its weight, below ``phi = r``.
+* ``"mdp"``: the linearized MDP of the same polytopes frozen at ``q_k``,
+  :func:`~contactmp.formulations.linearized_mdp.add_linearized_mdp_step` (the convex QP's KKT, an LCP
+  per step). Both need minimal coordinates (``qdot = v``) and a 0/1 input selection ``B``; the
+  polytope options go in ``polytope={"vertices", "stiffness", "relax", "radius"}``.
 
 Every block is fed with the system's CasADi expressions after substituting ``q, v, u`` by the
 step's variables; its ``v_next`` variables *are* ``v_{k+1}``. Every contact enters every step
@@ -73,7 +85,12 @@ FORMULATIONS: dict[str, str] = {
     "pyramid": "velocity-level k-facet friction pyramid (add_velocity_pyramid_step)",
     "cone": "velocity-level Coulomb cone, disk form (add_velocity_cone_step)",
     "compliant": "Drumwright's compliant cone QP through its KKT conditions (add_velocity_compliant_step)",
+    "nmdp": "Pan-Hauser nonconvex maximal dissipation, backward Euler, through its KKT conditions (add_nmdp_step)",
+    "mdp": "linearized maximal-dissipation QP frozen at q_k, through its KKT/LCP conditions "
+           "(add_linearized_mdp_step)",
 }
+#: the formulations whose contact forces are convex combinations of wrench-polytope vertices
+POLYTOPE_FORMULATIONS = ("nmdp", "mdp")
 
 
 @dataclass
@@ -135,6 +152,9 @@ class ContactImplicitTO:
         step is exactly CompliantFriction's QP (a sliding body rides ``(h + B/K) mu gamma`` high);
         False: Coulomb's non-associated law with the regularized slip, whose ``K, Bt -> inf`` limit
         is the ``"cone"`` step.
+    polytope : ``"nmdp"`` and ``"mdp"`` only: ``vertices`` (V; 2 for planar systems), ``stiffness`` k
+        [N/m^2], ``relax`` [N], ``radius`` r [m] of the wrench polytopes (see
+        :class:`~contactmp.formulations.nmdp.NMDP`).
 
     Handles: ``q[k]``, ``v[k]`` (k = 0..N) and ``u[k]`` (k = 0..N-1) are
     :class:`~contactmp.program.Variables` of ``.program``; ``steps[k]`` (k = 0..N-1) the step
@@ -146,7 +166,7 @@ class ContactImplicitTO:
     def __init__(self, system: ContactSystem, N: int, h: float, formulation: str = "pyramid",
                  facets: int = 4, *, stiffness: ArrayLike | None = None, damping: ArrayLike = 0.0,
                  tangential_damping: ArrayLike | None = None, compliant_friction: str = "cone",
-                 compliant_associated: bool = True) -> None:
+                 compliant_associated: bool = True, polytope: dict[str, Any] | None = None) -> None:
         if not isinstance(system, ContactSystem):
             raise InputError("system", f"must be a ContactSystem, got {type(system).__name__}")
         if not isinstance(N, (int, np.integer)) or isinstance(N, bool) or N < 1:
@@ -167,6 +187,21 @@ class ContactImplicitTO:
             if compliant_friction not in FRICTION_LAWS:
                 raise InputError("compliant_friction", f"must be one of {', '.join(map(repr, FRICTION_LAWS))}, "
                                                        f"got {compliant_friction!r}")
+        self.polytope: dict[str, Any] = {}
+        self._nmdp = None
+        if formulation in POLYTOPE_FORMULATIONS:
+            from contactmp.formulations.nmdp import NMDP
+
+            opts = dict(polytope or {})
+            unknown = set(opts) - {"vertices", "stiffness", "relax", "radius"}
+            if unknown:
+                raise InputError("polytope", f"unknown keys {sorted(unknown)} (allowed: vertices, stiffness, "
+                                             "relax, radius)")
+            self._nmdp = NMDP(system, **opts)  # validates the system (qdot = v, 0/1 B) and every option
+            self.polytope = {"vertices": self._nmdp.vertices, "stiffness": self._nmdp.stiffness,
+                             "relax": self._nmdp.relax, "radius": self._nmdp.radius}
+        elif polytope is not None:
+            raise InputError("polytope", f"is used by the formulations {POLYTOPE_FORMULATIONS} only")
         uses_facets = formulation == "pyramid" or (formulation == "compliant" and compliant_friction == "pyramid")
         if uses_facets:
             pyramid_generators(facets)  # validates facets
@@ -201,6 +236,9 @@ class ContactImplicitTO:
             qk, vk = self.q[k].sym, self.v[k].sym
             uk = prog.add_variables(f"u{k}", nu, block=f"input{k}")
             self.u.append(uk)
+            if self.formulation in POLYTOPE_FORMULATIONS:
+                self._add_polytope_step(k, qk, vk, uk.sym)
+                continue
             M, f, Jn, Jt, Jo, phi = fn(qk, vk, uk.sym)
             if self.formulation == "pyramid":
                 blk = add_velocity_pyramid_step(prog, M=M, f=f, v=vk, Jn=Jn, Jt=Jt, Jo=Jo, mu=s.mu,
@@ -220,6 +258,37 @@ class ContactImplicitTO:
             self.q.append(q_next)
             prog.add_constraint(q_next.sym - qk - hs * qdot(qk, blk.v_next.sym), 0.0, 0.0,
                                 name=f"kinematics{k}", block=f"step{k}")
+
+    def _add_polytope_step(self, k: int, qk: ca.SX, vk: ca.SX, uk: ca.SX) -> None:
+        """Step k of the ``"nmdp"`` / ``"mdp"`` formulations: the block, ``v_{k+1}``, ``q_{k+1}`` and
+        the kinematics ``q_{k+1} = q_k + h v_{k+1}`` (minimal coordinates)."""
+        from contactmp.formulations.linearized_mdp import add_linearized_mdp_step
+        from contactmp.formulations.nmdp import add_nmdp_step
+
+        s, prog, hs = self.system, self.program, self.h
+        if self.formulation == "mdp":
+            blk = add_linearized_mdp_step(prog, s, qk, vk, uk, hs, prefix=f"step{k}", **self.polytope)
+            v_next = blk.v_next
+            q_next = prog.add_variables(f"q{k + 1}", s.n_q, init=s.q_nominal, block=f"state{k + 1}")
+        else:
+            q_next = prog.add_variables(f"q{k + 1}", s.n_q, init=s.q_nominal, block=f"state{k + 1}")
+            v_next = prog.add_variables(f"v{k + 1}", s.n_v, block=f"state{k + 1}")
+            blk = add_nmdp_step(prog, s, qk, vk, q_next.sym, uk, hs, prefix=f"step{k}", **self.polytope)
+        self.steps.append(blk)
+        self.v.append(v_next)
+        self.q.append(q_next)
+        prog.add_constraint(q_next.sym - qk - hs * v_next.sym, 0.0, 0.0, name=f"kinematics{k}", block=f"step{k}")
+
+    def _polytope_impulses(self, k: int, x: np.ndarray) -> np.ndarray:
+        """(n_c, 3) impulses ``h s_i(q) sum_j w_ij (1, mu c_j, mu s_j)`` of polytope step k: the
+        magnitudes at ``q_{k+1}`` (NMDP, backward Euler) or ``q_k`` (linearized MDP)."""
+        from contactmp.formulations.nmdp import polytope_forces
+
+        prog = self.program
+        q_at = self.q[k + 1] if self.formulation == "nmdp" else self.q[k]
+        mags = np.asarray(self._nmdp._c.magnitudes(prog.value(q_at, x)), dtype=float).ravel()
+        blk = self.steps[k]
+        return self.h * polytope_forces(self.system, blk.coefficients, mags, prog.value(blk.w, x))
 
     def to_pyomo(self) -> Any:
         """The Pyomo twin of the whole transcription: ``self.program.to_pyomo()``, a
@@ -414,8 +483,12 @@ class ContactImplicitTO:
         q = np.array([prog.value(h, x) for h in self.q])
         v = np.array([prog.value(h, x) for h in self.v])
         u = np.array([prog.value(h, x) for h in self.u]).reshape(self.N, self.system.n_u)
-        pn = np.array([prog.value(b.p_n, x) for b in self.steps])
-        pto = np.array([self._friction_impulse(b, x) for b in self.steps])
+        if self.formulation in POLYTOPE_FORMULATIONS:
+            imp = np.array([self._polytope_impulses(k, x) for k in range(self.N)]).reshape(self.N, self.system.n_c, 3)
+            pn, pto = imp[:, :, 0], imp[:, :, 1:]
+        else:
+            pn = np.array([prog.value(b.p_n, x) for b in self.steps])
+            pto = np.array([self._friction_impulse(b, x) for b in self.steps])
         if self.system.planar:  # Jo = 0: an o impulse (pyramid generators' o part) exerts no force
             pto[:, :, 1] = 0.0
         return TOResult(t=self.h * np.arange(self.N + 1), q=q, v=v, u=u, p_n=pn, p_t=pto[:, :, 0],

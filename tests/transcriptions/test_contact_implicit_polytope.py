@@ -1,0 +1,70 @@
+"""ContactImplicitTO with the polytope formulations ("nmdp", "mdp"): every optimized step is the
+formulation's own step (replayed through NMDP.solve_ipopt / LinearizedMDP.step), bad options name
+their field."""
+import numpy as np
+import pytest
+
+from contactmp.errors import InputError
+from contactmp.formulations.linearized_mdp import LinearizedMDP
+from contactmp.formulations.nmdp import NMDP
+from contactmp.models.systems import box_3d, point_mass_2d
+from contactmp.result import Status
+from contactmp.transcriptions.contact_implicit import ContactImplicitTO
+
+#: constant-magnitude polytope |f_n| <= 20 N (twice the weight), segment |f_t| <= mu f_n
+POLY = {"stiffness": 0.0, "relax": 20.0}
+N, H = 10, 0.1
+
+
+def _push(formulation: str) -> ContactImplicitTO:
+    to = ContactImplicitTO(point_mass_2d(), N, H, formulation=formulation, polytope=POLY)
+    to.set_initial_state([0.0, 0.0], [0.0, 0.0])
+    to.set_final_state([0.5, 0.0], q_indices=[0])
+    to.bound_inputs([-20.0, 0.0], [20.0, 0.0])
+    to.minimize_effort(1.0)
+    return to
+
+
+@pytest.mark.parametrize("formulation", ["nmdp", "mdp"])
+def test_polytope_push_replays_through_its_own_step(formulation: str) -> None:
+    """The optimized trajectory is a trajectory of the formulation: step k from (q_k, v_k) under
+    tau = u_k, solved on its own (NMDP by IPOPT, the linearized MDP by its QP), lands on q_{k+1}."""
+    to = _push(formulation)
+    res = to.solve(strategy="elastic_l1")
+    assert res.status is Status.SOLVED and res.comp_violation <= 1e-7
+    assert res.q[-1, 0] == pytest.approx(0.5, abs=1e-8)
+    sys_ = to.system
+    if formulation == "nmdp":
+        step = NMDP(sys_, **POLY)
+        nxt = [step.solve_ipopt(res.q[k], res.v[k], H, tau_0=res.u[k]) for k in range(N)]
+        qs = np.array([r.theta for r in nxt])
+    else:
+        step = LinearizedMDP(sys_, pd="explicit", **POLY)
+        nxt = [step.step(res.q[k], res.v[k], H, tau_0=res.u[k]) for k in range(N)]
+        qs = np.array([r.q_next for r in nxt])
+    assert all(r.status is Status.SOLVED for r in nxt)
+    np.testing.assert_allclose(qs, res.q[1:], atol=1e-6)
+    # the impulses the TO reports are the step's forces times h
+    forces = np.array([r.forces for r in nxt])
+    np.testing.assert_allclose(res.p_n, H * forces[:, :, 0], atol=1e-5)
+    np.testing.assert_allclose(res.p_t, H * forces[:, :, 1], atol=1e-5)
+
+
+def test_nmdp_and_mdp_agree_on_a_linear_system() -> None:
+    """A point mass with a constant polytope: backward Euler and the frozen linearization are the
+    same equations, so both transcriptions have the same optimum."""
+    a = _push("nmdp").solve(strategy="elastic_l1")
+    b = _push("mdp").solve(strategy="elastic_l1")
+    assert a.status is Status.SOLVED and b.status is Status.SOLVED
+    assert a.objective == pytest.approx(b.objective, rel=1e-6)
+
+
+def test_polytope_options_are_validated() -> None:
+    with pytest.raises(InputError, match="polytope"):
+        ContactImplicitTO(point_mass_2d(), 3, 0.1, formulation="nmdp", polytope={"stiffnes": 1.0})
+    with pytest.raises(InputError, match="polytope"):
+        ContactImplicitTO(point_mass_2d(), 3, 0.1, formulation="cone", polytope=POLY)
+    with pytest.raises(InputError, match="relax"):
+        ContactImplicitTO(point_mass_2d(), 3, 0.1, formulation="mdp", polytope={"relax": -1.0})
+    with pytest.raises(InputError, match="system"):   # quaternion coordinates: qdot != v
+        ContactImplicitTO(box_3d(), 3, 0.1, formulation="nmdp", polytope=POLY)

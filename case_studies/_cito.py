@@ -44,6 +44,11 @@ class Task:
 #: B = 2 sqrt(K m / 2) = 100 N s/m is critical damping of one corner's spring with half the mass;
 #: Bt = 2.5e3 N s/m keeps the stiction creep ||f_t|| / Bt below mu m g / (2 Bt) = 1 mm/s.
 BOX_GAINS = {"stiffness": 5.0e3, "damping": 100.0, "tangential_damping": 2.5e3}
+#: the compliant box task's end condition on the unactuated vertical and pitch velocities,
+#: ``|vz_N| <= BOX_SETTLE_SPEED`` [m/s] and ``|omega_N| <= BOX_SETTLE_SPEED`` [rad/s]: a residual
+#: vertical kinetic energy of at most m (1e-2)^2 / 2 = 5e-5 J, which the damped springs absorb
+#: within a few steps (the spring rest itself is reached only asymptotically)
+BOX_SETTLE_SPEED = 1.0e-2
 #: compliant gains of the hopper task (one foot carrying the whole 11 kg, weight 107.9 N):
 #: K = 1e5 N/m gives the static penetration 1.08 mm; B = 2 sqrt(K m) = 2.1e3 N s/m is critical
 #: damping of the foot spring under the whole mass; Bt = 1e5 N s/m keeps the stiction creep below
@@ -55,9 +60,25 @@ def _box_task(formulation: str, quick: bool) -> Any:
     """Push a 0.4 m x 0.2 m, 1 kg planar box (mu = 0.5) 1 m along the ground in 1 s, from rest to
     rest, with a horizontal force at its center, |f_x| <= 10 N; minimize h sum f_x^2.
 
-    ``"compliant"`` uses :data:`BOX_GAINS`; the box then starts at rest on its springs (center at
-    ``0.1 - m g / (2 K)``, the static equilibrium of the step) and only the final ``x`` and the final
-    velocity are imposed (the height and tilt at rest follow from the springs)."""
+    The rigid formulations impose the full rest state at both ends: ``q = (0, 0.1, 0)`` and
+    ``(1, 0.1, 0)``, ``v = 0``.
+
+    ``"compliant"`` uses :data:`BOX_GAINS` and a different end condition. The box starts at rest on
+    its springs (center at ``z0 = 0.1 - m g / (2 K)``, the static equilibrium of the step) and must
+    end with ``x_N = 1`` and ``vx_N = 0`` exactly, but only *settling* vertically:
+    ``|vz_N|, |omega_N| <= BOX_SETTLE_SPEED``, with ``z_N`` and ``theta_N`` free. Why: the box has
+    no vertical or pitch actuation, and while it sticks on its springs ``(z, theta, vz, omega)``
+    follow a damped linear step map without input, which reaches the spring rest only
+    geometrically (a TimeStepping replay: ``vz`` shrinks about 4x per step after the box stops), so
+    the exact rest ``(z0, 0, 0, 0)`` cannot be reached in finitely many steps (only by tuning slips
+    through the associated law's ``mu gamma`` term, which ``vx_N = 0`` forbids at the last step).
+    Imposing it made the MPCC locally infeasible (0 of 12 starts; IPOPT stalled at a kinematics
+    residual 2.3e-5, also with ``z_N, theta_N`` free and ``v_N = 0``). The solved trajectories end
+    with ``z_N - z0`` ~ 0.1 mm and ``|theta_N|`` ~ 2e-4; they match a TimeStepping replay of their
+    inputs to 1e-11, and with zero input after ``t = 1 s`` that replay settles within 0.25 s,
+    20 micrometres short of ``x = 1``. (The associated law also lifts the sliding box by
+    ``(h + B / K) mu gamma``, 3.5 cm per m/s of slip with ``h = 0.05``; the solved box rises
+    6.6 cm: a property of the formulation, not of the task.)"""
     from contactmp.models.systems import box_2d
     from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 
@@ -67,7 +88,10 @@ def _box_task(formulation: str, quick: bool) -> Any:
         to = ContactImplicitTO(system, N, 1.0 / N, formulation=formulation, **BOX_GAINS)
         z0 = 0.1 - 1.0 * 9.81 / (2.0 * BOX_GAINS["stiffness"])
         to.set_initial_state([0.0, z0, 0.0], [0.0, 0.0, 0.0])
-        to.set_final_state([1.0, z0, 0.0], [0.0, 0.0, 0.0])
+        to.set_final_state([1.0, z0, 0.0], q_indices=[0])  # z_N, theta_N free (the springs settle them)
+        v_end = to.v[-1]  # vx_N = 0 exactly; vz_N, omega_N settling (see the docstring)
+        v_end.lb = np.array([0.0, -BOX_SETTLE_SPEED, -BOX_SETTLE_SPEED])
+        v_end.ub = np.array([0.0, BOX_SETTLE_SPEED, BOX_SETTLE_SPEED])
     else:
         to = ContactImplicitTO(system, N, 1.0 / N, formulation=formulation)
         to.set_initial_state([0.0, 0.1, 0.0], [0.0, 0.0, 0.0])

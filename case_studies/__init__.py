@@ -18,6 +18,7 @@ STUDIES: dict[str, str] = {
     "drumwright-pendulum": "contactmp.case_studies.drumwright_pendulum",
     "compliant-friction": "contactmp.case_studies.compliant_friction",
     "drumwright-stiff": "contactmp.case_studies.drumwright_stiff",
+    "nmdp-timestep": "contactmp.case_studies.nmdp_timestep",
 }
 
 

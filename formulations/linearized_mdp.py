@@ -14,9 +14,12 @@ so ``tau_e = -Kp (S q_n - q_d) + Kd qd_d + tau_0`` and ``A = M + h B D S`` with
 formula ``qd* = qd_n + h M^-1 (tau - C)`` with ``tau`` evaluated at ``(q_n, qd_n)``, ``A = M``.
 
 With ``qd* = A^-1 (M qd_n + h (B tau_e - h_b))`` and ``P = h A^-1 W`` (so ``qd+ = qd* + P w``),
-the kinetic energy ``1/2 qd+^T M qd+`` is the QP
+the energy ``1/2 qd+^T A qd+`` (``objective="effective"``, default, as in
+:class:`~contactmp.formulations.nmdp.NMDP`: its KKT conditions are maximal dissipation at the contact
+velocities ``W^T qd+``) or the plain kinetic energy ``1/2 qd+^T M qd+`` (``objective="kinetic"``) is
+the QP (``N`` the metric)
 
-    minimize_w  1/2 w^T Q w + c^T w,   Q = P^T M P,  c = P^T M qd*,   w >= 0,  1^T w_i <= 1
+    minimize_w  1/2 w^T Q w + c^T w,   Q = P^T N P,  c = P^T N qd*,   w >= 0,  1^T w_i <= 1
 
 (for ``pd="explicit"`` this is the notes' ``Q = Bt^T J M^-1 J^T Bt``, ``c = Bt^T J qd*`` with
 ``Bt = h B_i``). For a linear system with a constant polytope (a point mass) and ``pd="stable"``
@@ -44,7 +47,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, OptionError, check_number
-from contactmp.formulations.nmdp import (_per, _radius, polytope_columns, selection_matrix,
+from contactmp.formulations.nmdp import (OBJECTIVES, _per, _radius, polytope_columns, selection_matrix,
                                         vertex_coefficients)
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, Constraint, Program, Variables
@@ -135,7 +138,10 @@ class LinearizedMDP:
 
     def __init__(self, system: ContactSystem, *, vertices: int | None = None, stiffness: ArrayLike = 0.0,
                  relax: ArrayLike = 0.0, radius: ArrayLike = 0.0, kp: ArrayLike = 0.0,
-                 kd: ArrayLike = 0.0, pd: str = "stable") -> None:
+                 kd: ArrayLike = 0.0, pd: str = "stable", objective: str = "effective") -> None:
+        if objective not in OBJECTIVES:
+            raise InputError("objective", f"must be one of {', '.join(map(repr, OBJECTIVES))}, got {objective!r}")
+        self.objective = objective
         self.B = selection_matrix(system)
         self.S = self.B.T
         self.system = system
@@ -194,9 +200,10 @@ class LinearizedMDP:
         rhs = M @ qdn + hh * (self.B @ tau_e - hb)
         qd_star = np.linalg.solve(A, rhs)
         P = hh * np.linalg.solve(A, W)
-        Q = P.T @ M @ P
+        N = A if self.objective == "effective" else M
+        Q = P.T @ N @ P
         Q = 0.5 * (Q + Q.T)
-        return {"Q": Q, "c": P.T @ M @ qd_star, "qd_star": qd_star, "P": P, "M": M,
+        return {"Q": Q, "c": P.T @ N @ qd_star, "qd_star": qd_star, "P": P, "M": M,
                 "magnitudes": mags, "q_n": qn, "h": np.array(hh)}
 
     def step(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,

@@ -168,7 +168,11 @@ def test_nmdp_functions_derivatives(box, box_nmdp):
     np.testing.assert_allclose(F.K_hess(th), fd_H, rtol=1e-5, atol=1e-3)
     qd = (th - BOX_STEP["q_n"]) / BOX_STEP["h"]
     M = box.eval_M(th)
-    assert F.K(th) == pytest.approx(0.5 * qd @ M @ qd, rel=1e-12)
+    # effective metric A = M + h B diag(h Kp + Kd) B^T (B = I here; Kp = 2, Kd = 0.1 on the angle)
+    A = M + BOX_STEP["h"] * np.diag(BOX_STEP["h"] * np.array([0.0, 0.0, 2.0]) + np.array([0.0, 0.0, 0.1]))
+    assert F.K(th) == pytest.approx(0.5 * qd @ A @ qd, rel=1e-12)
+    kinetic = NMDP(box, stiffness=1e5, kp=[0.0, 0.0, 2.0], kd=[0.0, 0.0, 0.1], objective="kinetic")
+    assert kinetic.functions(**BOX_STEP).K(th) == pytest.approx(0.5 * qd @ M @ qd, rel=1e-12)
     np.testing.assert_allclose(F.qd_next(th), qd, rtol=1e-12)
     assert F.h == BOX_STEP["h"] and np.array_equal(F.q_n, BOX_STEP["q_n"])
     # G by its definition at the PD torque (kp = 2, kd = 0.1 on the angle)

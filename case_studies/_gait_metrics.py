@@ -72,6 +72,23 @@ def height_periodicity(t: Any, z: Any, period: float, skip_periods: int = 1) -> 
     return diff / spread
 
 
+def height_amplitude(t: Any, z: Any, period: float, skip_periods: int = 1) -> float:
+    """The torso's height swing per gait period (a jump's height): the median over the complete
+    periods after the first ``skip_periods`` of ``max z - min z`` within the period [m]; over the
+    whole run when it is shorter than ``skip_periods + 1`` periods."""
+    t = _series("t", t)
+    z = _series("z", z, t.size)
+    if not (isinstance(period, (int, float)) and period > 0):
+        raise InputError("period", f"must be > 0, got {period!r}")
+    if t.size == 0:
+        return math.nan
+    k = np.floor((t - t[0]) / period).astype(int)
+    full = [j for j in range(skip_periods, int(k.max()) + 1) if t[0] + (j + 1) * period <= t[-1] + 1e-12]
+    if not full:
+        return float(z.max() - z.min())
+    return float(np.median([np.ptp(z[k == j]) for j in full]))
+
+
 def walking_line(t: Any, x: Any) -> dict[str, float]:
     """Least-squares line ``x ~ a + b t``: ``distance = x_end - x_0`` [m], ``speed = b`` [m/s] and
     ``linearity = R^2`` of the fit (1 for a perfectly steady walk; ``nan`` if ``x`` is constant)."""
@@ -89,7 +106,7 @@ def walking_line(t: Any, x: Any) -> dict[str, float]:
 
 def gait_metrics(t: Any, x: Any, z: Any, theta: Any, period: float) -> dict[str, Any]:
     """All of the above for one run: ``exploded`` (+ ``reason``), tilt max/RMS [deg],
-    ``height_periodicity``, walking ``distance``/``speed``/``linearity``. The tilt, periodicity and
+    ``height_periodicity``, ``height_amplitude`` (jump height), walking ``distance``/``speed``/``linearity``. The tilt, periodicity and
     walking metrics are computed over the samples before an explosion."""
     t = _series("t", t)
     x, z, theta = (_series(n, a, t.size) for n, a in (("x", x), ("z", z), ("theta", theta)))
@@ -103,5 +120,6 @@ def gait_metrics(t: Any, x: Any, z: Any, theta: Any, period: float) -> dict[str,
     out: dict[str, Any] = {"exploded": boom, "reason": reason}
     out.update(tilt_stats(theta[keep]) if keep.any() else {"tilt_max_deg": math.nan, "tilt_rms_deg": math.nan})
     out["height_periodicity"] = height_periodicity(t[keep], z[keep], period)
+    out["height_amplitude"] = height_amplitude(t[keep], z[keep], period) if keep.any() else math.nan
     out.update(walking_line(t[keep], x[keep]))
     return out

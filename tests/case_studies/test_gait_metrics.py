@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from contactmp.case_studies._gait_metrics import (exploded, gait_metrics, height_periodicity, tilt_stats,
-                                                  walking_line)
+from contactmp.case_studies._gait_metrics import (exploded, gait_metrics, height_amplitude, height_periodicity,
+                                                  tilt_stats, walking_line)
 from contactmp.errors import InputError
 
 
@@ -58,3 +58,11 @@ def test_bad_input_names_field() -> None:
         gait_metrics([0.0, 1.0], [0.0, 1.0], [0.0], [0.0, 0.0], 1.0)
     with pytest.raises(InputError, match="period"):
         height_periodicity([0.0, 1.0], [0.0, 0.0], -1.0)
+
+
+def test_jump_height_is_the_swing_per_period() -> None:
+    t = np.linspace(0.0, 10.0, 5001)
+    z = 0.5 + 0.15 * np.maximum(np.sin(2 * np.pi * t / 2.0), 0.0)   # 15 cm hops every 2 s
+    assert height_amplitude(t, z, 2.0) == pytest.approx(0.15, rel=1e-6)
+    assert gait_metrics(t, 0 * t, z, 0 * t, 2.0)["height_amplitude"] == pytest.approx(0.15, rel=1e-6)
+    assert height_amplitude(t[:100], z[:100], 2.0) == pytest.approx(np.ptp(z[:100]))  # shorter than 2 periods

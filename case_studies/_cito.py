@@ -54,6 +54,22 @@ BOX_SETTLE_SPEED = 1.0e-2
 #: damping of the foot spring under the whole mass; Bt = 1e5 N s/m keeps the stiction creep below
 #: mu m g / Bt = 0.86 mm/s.
 HOPPER_GAINS = {"stiffness": 1.0e5, "damping": 2.1e3, "tangential_damping": 1.0e5}
+#: static penetration [m] of the polytope formulations ("nmdp", "mdp") per task: the magnitude
+#: s(phi) = k min(phi, 0)^2 carries a contact's share W of the weight at depth d when k = W / d^2;
+#: its slope there, 2 W / d, is the contact's stiffness: 9.8e3 N/m per box corner (1 mm) and
+#: 2.2e4 N/m for the hopper's foot (1 cm; at 1 mm, 2.2e5 N/m, IPOPT diverged on every strategy)
+POLYTOPE_DEPTH = {"box": 1.0e-3, "hopper": 1.0e-2}
+#: the polytope tasks start at rest 1.5 x deeper than the static depth, strictly inside the
+#: polytope (at the static depth the resting state sits on its boundary 1^T w = 1, where the
+#: complementarity pairs are degenerate; the hopper converged on 0/3 strategies from there, 3/3 here)
+POLYTOPE_START = 1.5
+
+
+def polytope_options(weight_share: float, depth: float) -> dict[str, float]:
+    """Wrench-polytope options of the "nmdp" / "mdp" formulations for a contact carrying
+    ``weight_share`` [N] at rest: ``k = weight_share / depth^2`` [N/m^2] (so the resting body sinks
+    ``depth``), ``relax = 0`` (no force without penetration), ``radius = 0``."""
+    return {"stiffness": weight_share / depth ** 2, "relax": 0.0, "radius": 0.0}
 
 
 def _box_task(formulation: str, quick: bool) -> Any:
@@ -62,6 +78,12 @@ def _box_task(formulation: str, quick: bool) -> Any:
 
     The rigid formulations impose the full rest state at both ends: ``q = (0, 0.1, 0)`` and
     ``(1, 0.1, 0)``, ``v = 0``.
+
+    ``"nmdp"`` and ``"mdp"`` use :func:`polytope_options` (each bottom corner carries m g / 2 at
+    the depth :data:`POLYTOPE_DEPTH` ``["box"]``); the box starts at rest :data:`POLYTOPE_START` times
+    deeper and ends with ``x_N = 1``, ``vx_N = 0``, ``|vz_N|, |omega_N| <= BOX_SETTLE_SPEED`` and
+    ``z_N``, ``theta_N`` free, as the compliant box (with ``v_N = 0`` imposed the linearized MDP
+    stalled with a violated pair on 2 of 2 strategies).
 
     ``"compliant"`` uses :data:`BOX_GAINS` and a different end condition. The box starts at rest on
     its springs (center at ``z0 = 0.1 - m g / (2 K)``, the static equilibrium of the step) and must
@@ -92,6 +114,16 @@ def _box_task(formulation: str, quick: bool) -> Any:
         v_end = to.v[-1]  # vx_N = 0 exactly; vz_N, omega_N settling (see the docstring)
         v_end.lb = np.array([0.0, -BOX_SETTLE_SPEED, -BOX_SETTLE_SPEED])
         v_end.ub = np.array([0.0, BOX_SETTLE_SPEED, BOX_SETTLE_SPEED])
+    elif formulation in ("nmdp", "mdp"):
+        depth = POLYTOPE_DEPTH["box"]
+        to = ContactImplicitTO(system, N, 1.0 / N, formulation=formulation,
+                               polytope=polytope_options(1.0 * 9.81 / 2.0, depth))
+        z0 = 0.1 - POLYTOPE_START * depth
+        to.set_initial_state([0.0, z0, 0.0], [0.0, 0.0, 0.0])
+        to.set_final_state([1.0, z0, 0.0], q_indices=[0])  # the depth settles z_N, theta_N
+        v_end = to.v[-1]
+        v_end.lb = np.array([0.0, -BOX_SETTLE_SPEED, -BOX_SETTLE_SPEED])
+        v_end.ub = np.array([0.0, BOX_SETTLE_SPEED, BOX_SETTLE_SPEED])
     else:
         to = ContactImplicitTO(system, N, 1.0 / N, formulation=formulation)
         to.set_initial_state([0.0, 0.1, 0.0], [0.0, 0.0, 0.0])
@@ -114,7 +146,10 @@ def _hopper_task(formulation: str, quick: bool) -> Any:
     expensive, so the optimizer has to discover a hop (a flight phase).
 
     ``"compliant"`` uses :data:`HOPPER_GAINS`; the hopper starts at rest on the foot spring (body
-    lowered by ``m g / K``) and the final body height is left free (it follows from the spring)."""
+    lowered by ``m g / K``) and the final body height is left free (it follows from the spring).
+    ``"nmdp"`` and ``"mdp"`` use :func:`polytope_options` (the foot carries the 11 kg at the depth
+    :data:`POLYTOPE_DEPTH` ``["hopper"]``), start :data:`POLYTOPE_START` times deeper and leave the
+    final height free likewise."""
     from contactmp.models.systems import hopper_2d
     from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 
@@ -124,6 +159,12 @@ def _hopper_task(formulation: str, quick: bool) -> Any:
     if formulation == "compliant":
         to = ContactImplicitTO(system, N, 0.05, formulation=formulation, **HOPPER_GAINS)
         q0[1] -= 11.0 * 9.81 / HOPPER_GAINS["stiffness"]
+        free_height = [0, 2, 3, 4]
+    elif formulation in ("nmdp", "mdp"):
+        depth = POLYTOPE_DEPTH["hopper"]
+        to = ContactImplicitTO(system, N, 0.05, formulation=formulation,
+                               polytope=polytope_options(11.0 * 9.81, depth))
+        q0[1] -= POLYTOPE_START * depth
         free_height = [0, 2, 3, 4]
     else:
         to = ContactImplicitTO(system, N, 0.05, formulation=formulation)

@@ -165,22 +165,23 @@ class NMDPStepping:
 
     # ------------------------------------------------------------------------------ one substep
     def _solve(self, q: np.ndarray, qd: np.ndarray, t: float, hh: float, w0: np.ndarray,
-               targets: Targets) -> dict[str, Any]:
-        """One NMDP / MDP substep of length ``hh`` from ``(q, qd)`` at time ``t``."""
+               targets: Targets, tau_0: np.ndarray | None = None) -> dict[str, Any]:
+        """One NMDP / MDP substep of length ``hh`` from ``(q, qd)`` at time ``t`` (feedforward
+        torque ``tau_0`` added to the PD torque)."""
         q_d, qd_d = targets(t + hh)
         if self.kind == "mdp":
-            r = self.formulation.step(q, qd, hh, q_d, qd_d)
+            r = self.formulation.step(q, qd, hh, q_d, qd_d, tau_0)
             return {"status": r.status, "q": r.q_next, "qd": r.qd_next, "w": r.w, "forces": r.forces,
                     "outer": r.iterations, "proj": 0, "message": r.message}
         theta0 = q + hh * qd
         if self.kind == "ipopt":
-            r = self.formulation.solve_ipopt(q, qd, hh, q_d, qd_d, backend=self.option, theta0=theta0,
+            r = self.formulation.solve_ipopt(q, qd, hh, q_d, qd_d, tau_0, backend=self.option, theta0=theta0,
                                              w0=w0, **self.solver_options)
             return {"status": r.status, "q": r.theta, "qd": r.qd_next, "w": r.w, "forces": r.forces,
                     "outer": r.iterations, "proj": 0, "message": r.message}
         from contactmp.solvers.nmdp_pgm import pgm
 
-        fns = self.formulation.functions(q, qd, hh, q_d, qd_d)
+        fns = self.formulation.functions(q, qd, hh, q_d, qd_d, tau_0)
         r = pgm(fns, theta0, w0, zeroth_order=self.option, **self.solver_options)
         finite = bool(np.all(np.isfinite(r.theta)) and np.all(np.isfinite(r.w)))
         forces = fns.forces(r.theta, r.w) if finite else np.full((self.n_c, 3), np.nan)
@@ -190,9 +191,10 @@ class NMDPStepping:
 
     # ------------------------------------------------------------------------------ one frame
     def step(self, q: ArrayLike, qd: ArrayLike, t: float, targets: Targets,
-             w0: ArrayLike | None = None) -> StepRecord:
+             w0: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> StepRecord:
         """Advance ``(q, qd)`` at time ``t`` by one frame ``h`` (module docstring) with the PD
-        targets ``targets(time) -> (q_d, qd_d)``; ``w0`` warm-starts the weights (default 0)."""
+        targets ``targets(time) -> (q_d, qd_d)``; ``w0`` warm-starts the weights (default 0);
+        ``tau_0`` (``n_u``) is a feedforward torque held over the frame (default 0)."""
         s = self.system
         q = s._vec("q", q, self.n)
         qd = s._vec("qd", qd, self.n)
@@ -200,9 +202,10 @@ class NMDPStepping:
         if not callable(targets):
             raise InputError("targets", "must be callable as targets(t) -> (q_d, qd_d)")
         w_start = np.zeros(self.n_w) if w0 is None else s._vec("w0", w0, self.n_w)
+        ff = None if tau_0 is None else s._vec("tau_0", tau_0, s.n_u)
         t0 = time.perf_counter()
         if self.kind == "mdp" or not self.adaptive:
-            r = self._solve(q, qd, t, self.h, w_start, targets)
+            r = self._solve(q, qd, t, self.h, w_start, targets, ff)
             return StepRecord(t + self.h, r["q"], r["qd"], r["status"], r["outer"], r["proj"], [self.h],
                               self.h, time.perf_counter() - t0, r["forces"], r["w"], r["message"])
         from contactmp.solvers.nmdp_pgm import adaptive_step
@@ -212,7 +215,7 @@ class NMDPStepping:
         def step_fn(state: tuple[np.ndarray, np.ndarray, float, np.ndarray], hh: float
                     ) -> tuple[tuple[np.ndarray, np.ndarray, float, np.ndarray], bool]:
             qq, vv, tt, ww = state
-            r = self._solve(qq, vv, tt, hh, ww, targets)
+            r = self._solve(qq, vv, tt, hh, ww, targets, ff)
             acc["outer"] += r["outer"]
             acc["proj"] += r["proj"]
             if r["status"] is not Status.SOLVED:
@@ -225,7 +228,7 @@ class NMDPStepping:
         status, msg = Status.SOLVED, ad.message
         if not ad.success:  # finish the frame with one unverified substep over the remaining time
             rest = t + self.h - tt
-            r = self._solve(qq, vv, tt, rest, ww, targets)
+            r = self._solve(qq, vv, tt, rest, ww, targets, ff)
             acc["outer"] += r["outer"]
             acc["proj"] += r["proj"]
             qq, vv, ww = r["q"], r["qd"], r["w"]

@@ -36,6 +36,18 @@ The impulses ``p`` are forces times ``h``. Two friction laws:
   (``phi1 = phi0 + h Jn v+`` enters the law linearly) but explicit in the gains. A contact whose
   gains give ``h K + B = 0`` (e.g. Hertz at zero depth) carries no force in that step.
 
+* ``"nmdp"`` / ``"mdp"``: Pan and Hauser's maximal-dissipation steps with wrench polytopes
+  (``polytope={"vertices", "stiffness", "relax", "radius"}``, see
+  :class:`~contactmp.formulations.nmdp.NMDP`), run by
+  :class:`~contactmp.transcriptions.nmdp_stepping.NMDPStepping`: ``"nmdp"`` is the backward-Euler
+  NMDP (``solver``: ``"pgm"`` (default), ``"zopgm"``, ``"ipopt"``, ``"ipopt-cyipopt"``; failed steps
+  are halved adaptively), ``"mdp"`` the linearized MDP QP frozen at ``q_k``. Here the input is the
+  torque ``B u`` held over the step (no PD controller; gait tracking with the stable PD is
+  NMDPStepping's own interface). Every contact is in every step (the polytope magnitude decides
+  whether it pushes); the impulses are ``h`` times the step's mean forces. The solver's own check
+  (``||G||``, feasibility, stationarity; the QP's natural-map residual) certifies ``solved``, so
+  ``residual`` and ``dynamics_residual`` are not recomputed here (NaN).
+
 Only contacts with ``phi <= active_gap`` enter a step's problem; the others get zero impulses.
 A step never raises on non-convergence: its status is recorded, and :meth:`TimeStepping.simulate`
 either continues with the best iterate or stops (``on_failure``).
@@ -56,7 +68,10 @@ from contactmp.program import Program
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import lcp_residual
 
-__all__ = ["TimeStepping", "StepResult", "Trajectory"]
+__all__ = ["TimeStepping", "StepResult", "Trajectory", "FORMULATIONS"]
+
+#: the contact formulations of a step
+FORMULATIONS = ("pyramid", "cone", "compliant", "nmdp", "mdp")
 
 #: Lemke first, then the globalized semismooth Newton method
 _PYRAMID_FALLBACK: tuple[str, ...] = ("lemke", "newton")
@@ -139,7 +154,8 @@ class TimeStepping:
     ----------
     system : ContactSystem
     h : float, the step length (s), > 0.
-    formulation : ``"pyramid"`` (LCP), ``"cone"`` (fc3d) or ``"compliant"`` (cone QP, needs the gains).
+    formulation : ``"pyramid"`` (LCP), ``"cone"`` (fc3d), ``"compliant"`` (cone QP, needs the gains),
+        ``"nmdp"`` or ``"mdp"`` (wrench polytopes, needs ``polytope``).
     facets : number of pyramid facets (>= 3; even for planar systems).
     solver : LCP solver name (pyramid; default: Lemke, then Newton), fc3d solver name (cone;
         default: the registry's auto order) or cone-QP backend (compliant: ``"ipopt"`` (default) or
@@ -152,6 +168,8 @@ class TimeStepping:
         contact (scalars broadcast; ``h K + B > 0``, ``Bt > 0``); used by ``"compliant"`` only.
         ``stiffness`` and ``damping`` may also be callables ``gain(phi, q)`` returning a scalar or
         ``n_c`` values >= 0, evaluated at the start of every step and frozen over it.
+    polytope : ``"nmdp"`` / ``"mdp"`` only: the wrench-polytope options ``vertices``, ``stiffness``
+        [N/m^2], ``relax`` [N], ``radius`` [m] of :class:`~contactmp.formulations.nmdp.NMDP`.
     """
 
     def __init__(self, system: ContactSystem, h: float, formulation: str = "pyramid",
@@ -159,13 +177,30 @@ class TimeStepping:
                  tol: float = 1e-10, on_failure: str = "continue",
                  stiffness: ArrayLike | Callable[[np.ndarray, np.ndarray], ArrayLike] | None = None,
                  damping: ArrayLike | Callable[[np.ndarray, np.ndarray], ArrayLike] = 0.0,
-                 tangential_damping: ArrayLike | None = None) -> None:
+                 tangential_damping: ArrayLike | None = None,
+                 polytope: dict[str, Any] | None = None) -> None:
         if not isinstance(system, ContactSystem):
             raise InputError("system", f"must be a ContactSystem, got {type(system).__name__}")
         if not (isinstance(h, (int, float)) and not isinstance(h, bool) and math.isfinite(h) and h > 0):
             raise InputError("h", f"must be a positive finite step, got {h!r}")
-        if formulation not in ("pyramid", "cone", "compliant"):
-            raise OptionError(f"formulation must be 'pyramid', 'cone' or 'compliant', got {formulation!r}")
+        if formulation not in FORMULATIONS:
+            raise OptionError(f"formulation must be one of {', '.join(map(repr, FORMULATIONS))}, got {formulation!r}")
+        self._polytope_stepper = None
+        if formulation in ("nmdp", "mdp"):
+            from contactmp.transcriptions.nmdp_stepping import METHODS, NMDPStepping
+
+            method = "mdp" if formulation == "mdp" else (solver or "pgm")
+            if formulation == "nmdp" and (method not in METHODS or METHODS[method][0] == "mdp"):
+                raise OptionError(f"solver for formulation='nmdp' must be one of "
+                                  f"{[m for m, k in METHODS.items() if k[0] != 'mdp']}, got {solver!r}")
+            opts = dict(polytope or {})
+            unknown = set(opts) - {"vertices", "stiffness", "relax", "radius"}
+            if unknown:
+                raise InputError("polytope", f"unknown keys {sorted(unknown)} (allowed: vertices, stiffness, "
+                                             "relax, radius)")
+            self._polytope_stepper = NMDPStepping(system, float(h), method, **opts)
+        elif polytope is not None:
+            raise InputError("polytope", "is used by formulation='nmdp' or 'mdp' only")
         self.stiffness = self.damping = self.tangential_damping = None
         if formulation == "compliant":
             gains = {}
@@ -217,6 +252,8 @@ class TimeStepping:
         q = sys_._vec("q", q, sys_.n_q)
         v = sys_._vec("v", v, sys_.n_v)
         u = np.zeros(sys_.n_u) if u is None else sys_._vec("u", u, sys_.n_u)
+        if self._polytope_stepper is not None:
+            return self._polytope_step(q, v, u)
         hs = self.h
         M = sys_.eval_M(q)
         f = sys_.eval_B(q) @ u - sys_.eval_h(q, v)
@@ -262,6 +299,22 @@ class TimeStepping:
                           status=status, residual=float(residual), solver=solver,
                           dynamics_residual=float(np.max(np.abs(dyn), initial=0.0)),
                           gap_rate=phi[idx] / hs + Jn[idx] @ v_next, result=result)
+
+    def _polytope_step(self, q: np.ndarray, v: np.ndarray, u: np.ndarray) -> StepResult:
+        """One ``"nmdp"`` / ``"mdp"`` step through NMDPStepping with the torque ``B u`` (no PD)."""
+        n_u, nc = self.system.n_u, self.system.n_c
+        zero = (np.zeros(n_u), np.zeros(n_u))
+        rec = self._polytope_stepper.step(q, v, 0.0, lambda _t: zero, tau_0=u)
+        imp = self.h * np.asarray(rec.forces, dtype=float)
+        nan = float("nan")
+        solver = f"{self.formulation}/{self._polytope_stepper.method}"
+        res = Result(status=rec.status, x=rec.w, solver=solver, residual=nan, tol=self.tol,
+                     iterations=int(rec.outer_iterations), time_s=rec.time_s, message=rec.message,
+                     extras={"substeps": rec.substeps, "h_smallest": rec.h_smallest,
+                             "projections": rec.projections, "forces": rec.forces})
+        return StepResult(q=rec.q, v=rec.qd, p_n=imp[:, 0], p_t=imp[:, 1], p_o=imp[:, 2],
+                          active=np.ones(nc, dtype=bool), status=rec.status, residual=nan, solver=solver,
+                          dynamics_residual=nan, gap_rate=np.full(nc, nan), result=res)
 
     def _pyramid(self, M: np.ndarray, f: np.ndarray, v: np.ndarray, Jn: np.ndarray, Jt: np.ndarray,
                  Jo: np.ndarray, mu: np.ndarray, phi: np.ndarray

@@ -84,8 +84,8 @@ def test_adaptive_step_halves_forced_failures(pm):
     sim = NMDPStepping(pm, 0.04, "pgm", stiffness=0.0, relax=100.0)
     inner = sim._solve
 
-    def failing(q, qd, t, hh, w0, targets):  # any substep longer than 0.015 s fails
-        r = inner(q, qd, t, hh, w0, targets)
+    def failing(q, qd, t, hh, w0, targets, tau_0=None):  # any substep longer than 0.015 s fails
+        r = inner(q, qd, t, hh, w0, targets, tau_0)
         return {**r, "status": Status.NOT_SOLVED} if hh > 0.015 else r
 
     sim._solve = failing
@@ -96,7 +96,7 @@ def test_adaptive_step_halves_forced_failures(pm):
     np.testing.assert_allclose(rec.q, ref.q[-1], atol=1e-8)  # = four frames of 0.01 s
     np.testing.assert_allclose(rec.qd, ref.qd[-1], atol=1e-6)
     # every substep fails: the frame gives up below h_min and says so
-    sim._solve = lambda q, qd, t, hh, w0, tg: {**inner(q, qd, t, hh, w0, tg), "status": Status.NOT_SOLVED}
+    sim._solve = lambda q, qd, t, hh, w0, tg, ff=None: {**inner(q, qd, t, hh, w0, tg, ff), "status": Status.NOT_SOLVED}
     sim.h_min = 0.005
     rec = sim.step([0.0, 0.0], [1.0, 0.0], 0.0, lambda t: (np.zeros(2), np.zeros(2)))
     assert rec.status is Status.NUMERICAL_ERROR and rec.substeps == []

@@ -117,7 +117,7 @@ def test_inputs_are_checked() -> None:
     with pytest.raises(InputError, match="h"):
         TimeStepping(pm, -1.0)
     with pytest.raises(OptionError):
-        TimeStepping(pm, H, "mdp")
+        TimeStepping(pm, H, "no-such-formulation")
     with pytest.raises(InputError, match="facets"):
         TimeStepping(pm, H, facets=5)
     ts = TimeStepping(pm, H)

@@ -11,9 +11,19 @@
   as a Program block; :func:`add_velocity_cone_step` -- one velocity-level time step with Coulomb's
   disk (the cone counterpart of :func:`add_velocity_pyramid_step`);
 * :class:`CompliantQP` -- Drumwright's compliant constraint step (bilateral: one linear solve;
-  unilateral: a strictly convex QP / symmetric positive-definite LCP), also as a Program block.
+  unilateral: a strictly convex QP / symmetric positive-definite LCP), also as a Program block;
+  :class:`CompliantFriction` -- its frictional contact on the true Coulomb cone (a convex SOC QP);
+  :func:`add_velocity_compliant_step` -- the compliant step as a velocity-level Program block;
+* :class:`NMDP` -- the nonconvex maximal-dissipation step of Pan and Hauser (backward Euler, wrench
+  polytopes; IPOPT here, the projected gradient method in :mod:`contactmp.solvers.nmdp_pgm`) and
+  :func:`add_nmdp_step` (its KKT conditions as a Program block); :class:`LinearizedMDP` -- the
+  linearized MDP QP baseline and :func:`add_linearized_mdp_step`.
 """
+from contactmp.formulations.compliant_friction import CompliantFriction, compliant_friction_step
 from contactmp.formulations.compliant_qp import CompliantQP, CompliantStepResult, as_program_block, compliant_step
+from contactmp.formulations.linearized_mdp import LinearizedMDP, add_linearized_mdp_step
+from contactmp.formulations.nmdp import NMDP, NMDPFunctions, add_nmdp_step
+from contactmp.formulations.velocity_compliant import add_velocity_compliant_step
 from contactmp.formulations.cone_ncp import ConeNCP, ConeSolution, FC3DBlock, add_fc3d_block
 from contactmp.formulations.pyramid_lcp import PyramidLCP, PyramidSolution, facet_generators, facet_normals
 from contactmp.formulations.velocity_cone import VelocityConeStep, add_velocity_cone_step
@@ -28,4 +38,6 @@ __all__ = [
     "PyramidLCP", "PyramidSolution", "VelocityPyramidStep", "add_velocity_pyramid_step",
     "facet_generators", "facet_normals", "pyramid_generators", "VelocityConeStep", "add_velocity_cone_step",
     "CompliantQP", "CompliantStepResult", "as_program_block", "compliant_step",
+    "CompliantFriction", "compliant_friction_step", "add_velocity_compliant_step",
+    "NMDP", "NMDPFunctions", "add_nmdp_step", "LinearizedMDP", "add_linearized_mdp_step",
 ]

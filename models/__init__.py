@@ -23,7 +23,9 @@ from contactmp.models.systems import (
     point_mass_2d,
     quaternion_to_rotation,
 )
-from contactmp.models.compliance import elastic_foundation, hertz_point_contact, range_of_motion_limit
+from contactmp.models.compliance import elastic_foundation, hertz_gains, hertz_point_contact, range_of_motion_limit
+from contactmp.models.gaits import Gait, gait
+from contactmp.models.legged import spider, spider_standing
 from contactmp.models.painleve import RodState, lotstedt_rod, painleve_rod
 from contactmp.models.urdf import example_robot_names, example_robot_urdf, solo12, solo12_standing, urdf_system
 from contactmp.models.rigid_bodies import (
@@ -46,5 +48,6 @@ __all__ = [
     "random_problem", "random_pyramid_lcp", "rotation_about", "split_islands", "trinkle_dataset",
     "box_on_plane", "two_stacks", "RodState", "lotstedt_rod", "painleve_rod",
     "example_robot_names", "example_robot_urdf", "solo12", "solo12_standing", "urdf_system",
-    "elastic_foundation", "hertz_point_contact", "range_of_motion_limit",
+    "elastic_foundation", "hertz_gains", "hertz_point_contact", "range_of_motion_limit",
+    "Gait", "gait", "spider", "spider_standing",
 ]

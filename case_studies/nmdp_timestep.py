@@ -11,6 +11,11 @@ The spider of the paper (:func:`contactmp.models.legged.spider`, 100 kg, ``mu = 
 * ``mdp``: the linearized MDP QP (everything frozen at ``q_n``; stable PD, implicit in ``qd+``; no
   adaptivity), and ``mdp-explicit``: the same QP with the notes' explicit PD torque
   ``tau(q_n, qd_n)`` (the baseline as the notes write it);
+* ``mdp-kinetic`` (every dt) and ``pgm-kinetic`` (dt = 5, 50 ms), walk only: the same steps
+  minimizing the plain kinetic energy ``1/2 qd+^T M qd+`` instead of the stable-PD effective metric
+  ``1/2 qd+^T (M + h B diag(h Kp + Kd) B^T) qd+`` that every other method uses (see
+  :class:`~contactmp.formulations.nmdp.NMDP`): with the plain metric the stance feet slip and the
+  walking distance shrinks with dt, for NMDP and MDP alike;
 
 plus, as an extra, the sagittal Solo12 (:func:`contactmp.models.urdf.solo12`, 2.5 kg) walking at
 ``dt = 10, 50 ms`` with ``pgm`` and ``mdp``. Every run starts standing at rest (``q_nominal``, feet on
@@ -70,7 +75,10 @@ PARAMS: dict[str, dict[str, float]] = {
     "solo12": {"stiffness": 1.5e6, "relax": 0.01, "radius": 0.0, "kp": 15.0, "kd": 0.3},
 }
 METHODS = ("ipopt", "pgm", "zopgm", "mdp", "mdp-explicit")
-NMDP_METHODS = ("ipopt", "pgm", "zopgm")
+NMDP_METHODS = ("ipopt", "pgm", "zopgm", "pgm-kinetic")
+#: the same steps minimizing the plain kinetic energy 1/2 qd+^T M qd+ (the notes' literal objective)
+#: instead of the stable-PD effective metric: run to show what the metric does (walk only)
+KINETIC_METHODS = ("pgm-kinetic", "mdp-kinetic")
 DTS_MS = (5, 10, 20, 30, 40, 50)
 T_FULL, T_QUICK = 10.0, 2.0
 DRIFT_REL, DRIFT_ABS, DRIFT_TILT_DEG, SMALL_TILT_DEG = 0.25, 0.05, 20.0, 10.0
@@ -92,6 +100,8 @@ def grid(quick: bool) -> list[tuple[str, str, str, int, float]]:
         items += [("spider", g, "ipopt", 50, T_QUICK) for g in ("walk", "jump")]
         return items
     items = [("spider", g, m, dt, T_FULL) for g in ("walk", "jump") for m in METHODS for dt in DTS_MS]
+    items += [("spider", "walk", "mdp-kinetic", dt, T_FULL) for dt in DTS_MS]
+    items += [("spider", "walk", "pgm-kinetic", dt, T_FULL) for dt in (5, 50)]
     items += [("solo12", "walk", m, dt, T_FULL) for m in ("pgm", "mdp") for dt in (10, 50)]
     return items
 
@@ -141,7 +151,9 @@ def run_item(item: tuple[str, str, str, int, float]) -> dict[str, Any]:
     targets, period = _targets(robot, gait_name, system)
     dt = dt_ms / 1000.0
     t0 = time.perf_counter()
-    sim = NMDPStepping(system, dt, method, solver_options=SOLVER_OPTIONS.get(method), **PARAMS[robot])
+    base, objective = (method[:-len("-kinetic")], "kinetic") if method.endswith("-kinetic") else (method, "effective")
+    sim = NMDPStepping(system, dt, base, solver_options=SOLVER_OPTIONS.get(base), objective=objective,
+                       **PARAMS[robot])
     build_s = time.perf_counter() - t0
     q0 = np.array(system.q_nominal, dtype=float)
     z0 = q0[1]

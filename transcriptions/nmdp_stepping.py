@@ -130,13 +130,15 @@ class NMDPStepping:
     adaptive : halve a failed NMDP substep (Algorithm 2); ignored for ``"mdp"``.
     h_min : the smallest substep [s] before the adaptive step gives up.
     solver_options : extra keyword options of ``pgm`` or ``NMDP.solve_ipopt`` (e.g. ``tol``).
+    objective : the step's energy metric, ``"effective"`` (default) or ``"kinetic"`` (see
+        :class:`~contactmp.formulations.nmdp.NMDP`).
     """
 
     def __init__(self, system: ContactSystem, h: float, method: str = "pgm", *,
                  vertices: int | None = None, stiffness: ArrayLike = 0.0, relax: ArrayLike = 0.0,
                  radius: ArrayLike = 0.0, kp: ArrayLike = 0.0, kd: ArrayLike = 0.0,
                  adaptive: bool = True, h_min: float = 1e-5,
-                 solver_options: dict[str, Any] | None = None) -> None:
+                 solver_options: dict[str, Any] | None = None, objective: str = "effective") -> None:
         if not isinstance(system, ContactSystem):
             raise InputError("system", f"must be a ContactSystem, got {type(system).__name__}")
         self.h = check_number("h", h, positive=True)
@@ -152,7 +154,8 @@ class NMDPStepping:
         self.system, self.method, self.adaptive = system, method, adaptive
         self.kind, self.option = METHODS[method]
         self.solver_options = dict(solver_options or {})
-        kw = dict(vertices=vertices, stiffness=stiffness, relax=relax, radius=radius, kp=kp, kd=kd)
+        kw = dict(vertices=vertices, stiffness=stiffness, relax=relax, radius=radius, kp=kp, kd=kd,
+                  objective=objective)
         if self.kind == "mdp":
             from contactmp.formulations.linearized_mdp import LinearizedMDP
 

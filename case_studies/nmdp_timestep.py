@@ -236,6 +236,7 @@ def checks(records: list[dict[str, Any]]) -> dict[str, Any]:
             "methods": res,
             "mdp_fails_at_dt": res.get("mdp", {}).get("fails_at_dt"),
             "mdp_explicit_fails_at_dt": res.get("mdp-explicit", {}).get("fails_at_dt"),
+            "mdp_kinetic_fails_at_dt": res.get("mdp-kinetic", {}).get("fails_at_dt"),
             "nmdp_stable_to_max_dt": {m: e["stable_small_tilt"] for m, e in res.items() if m in NMDP_METHODS},
             "nmdp_distance_ratio": {m: e["distance_ratio"] for m, e in res.items() if m in NMDP_METHODS},
             "nmdp_height_amplitude_ratio": {m: e["height_amplitude_ratio"] for m, e in res.items()
@@ -317,7 +318,8 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
              table, "", "## checks", ""]
     for k, v in chk.items():
         lines.append(f"- {k}: MDP fails (explodes or drifts) first at dt = {v['mdp_fails_at_dt']} ms "
-                     f"(explicit-PD MDP: {v['mdp_explicit_fails_at_dt']} ms); "
+                     f"(explicit-PD MDP: {v['mdp_explicit_fails_at_dt']} ms; plain-kinetic MDP: "
+                     f"{v['mdp_kinetic_fails_at_dt']} ms); "
                      f"NMDP stable with small tilt at every dt: {v['nmdp_stable_to_max_dt']}; "
                      f"distance(max dt) / distance(min dt): {v['nmdp_distance_ratio']}; "
                      f"height swing (max dt) / (min dt): {v['nmdp_height_amplitude_ratio']}")

@@ -70,22 +70,15 @@ __all__ = ["NMDP", "NMDPFunctions", "NMDPStepResult", "NMDPBlock", "add_nmdp_ste
 
 BACKENDS = ("casadi", "cyipopt")
 
-#: IPOPT's return texts that count as a converged answer (still checked independently)
 #: the step's objective: the metric of the kinetic energy (see the module docstring)
 OBJECTIVES = ("effective", "kinetic")
+#: IPOPT's return texts that count as a converged answer (still checked independently)
 _IPOPT_OK = ("Solve_Succeeded", "Solved_To_Acceptable_Level")
 _IPOPT_STATUS: dict[str, Status] = {
     "Maximum_Iterations_Exceeded": Status.MAX_ITER,
     "Maximum_CpuTime_Exceeded": Status.TIME_LIMIT,
     "Maximum_WallTime_Exceeded": Status.TIME_LIMIT,
     "Infeasible_Problem_Detected": Status.INFEASIBLE,
-}
-_IPOPT_CODES: dict[int, str] = {
-    0: "Solve_Succeeded", 1: "Solved_To_Acceptable_Level", 2: "Infeasible_Problem_Detected",
-    3: "Search_Direction_Becomes_Too_Small", 4: "Diverging_Iterates", 5: "User_Requested_Stop",
-    6: "Feasible_Point_Found", -1: "Maximum_Iterations_Exceeded", -2: "Restoration_Failed",
-    -3: "Error_In_Step_Computation", -4: "Maximum_CpuTime_Exceeded", -5: "Maximum_WallTime_Exceeded",
-    -13: "Invalid_Number_Detected", -199: "Internal_Error",
 }
 
 
@@ -521,62 +514,28 @@ class _CasadiIpopt:
 
 
 class _CyIpopt:
-    """IPOPT through cyipopt with callbacks evaluating the same CasADi graph."""
+    """IPOPT through cyipopt with callbacks evaluating the same CasADi graph
+    (:class:`~contactmp.solvers.nlp.CyipoptCallbacks`); one ``cyipopt.Problem`` per set of bounds."""
 
     def __init__(self, nlp: dict[str, ca.SX], ipopt: dict[str, Any], n_theta: int) -> None:
         import cyipopt
 
+        from contactmp.solvers.nlp import CyipoptCallbacks, IPOPT_RETURN_CODES
+
         self.n_theta = n_theta
-        x, p, f, g = nlp["x"], nlp["p"], nlp["f"], nlp["g"]
-        lam, obj = ca.SX.sym("lam", g.shape[0]), ca.SX.sym("obj")
-        jac = ca.jacobian(g, x)
-        hess = ca.tril(ca.hessian(obj * f + ca.dot(lam, g), x)[0])
-        self._f = ca.Function("nmdp_f", [x, p], [f])
-        self._grad = ca.Function("nmdp_grad_f", [x, p], [ca.gradient(f, x)])
-        self._g = ca.Function("nmdp_g", [x, p], [g])
-        self._jac = ca.Function("nmdp_jac_g", [x, p], [jac])
-        self._hess = ca.Function("nmdp_hess_l", [x, p, obj, lam], [hess])
-        self._jac_rc = tuple(np.asarray(v, dtype=int) for v in jac.sparsity().get_triplet())
-        self._hess_rc = tuple(np.asarray(v, dtype=int) for v in hess.sparsity().get_triplet())
-        self.n, self.m = x.shape[0], g.shape[0]
+        self.cb = CyipoptCallbacks(nlp["x"], nlp["p"], nlp["f"], nlp["g"])
+        self.n, self.m = nlp["x"].shape[0], nlp["g"].shape[0]
         self.ipopt = ipopt
-        self.p = np.zeros(p.shape[0])
-        self.iterations = 0
         self._cyipopt = cyipopt
+        self._codes = IPOPT_RETURN_CODES
         self._problem: Any = None
         self._bounds: tuple[bytes, ...] = ()
-
-    # cyipopt callbacks
-    def objective(self, x: np.ndarray) -> float:
-        return float(self._f(x, self.p))
-
-    def gradient(self, x: np.ndarray) -> np.ndarray:
-        return self._grad(x, self.p).full().ravel()
-
-    def constraints(self, x: np.ndarray) -> np.ndarray:
-        return self._g(x, self.p).full().ravel()
-
-    def jacobian(self, x: np.ndarray) -> np.ndarray:
-        return np.asarray(self._jac(x, self.p).nonzeros(), dtype=float)
-
-    def jacobianstructure(self) -> tuple[np.ndarray, np.ndarray]:
-        return self._jac_rc
-
-    def hessian(self, x: np.ndarray, lagrange: np.ndarray, obj_factor: float) -> np.ndarray:
-        return np.asarray(self._hess(x, self.p, obj_factor, lagrange).nonzeros(), dtype=float)
-
-    def hessianstructure(self) -> tuple[np.ndarray, np.ndarray]:
-        return self._hess_rc
-
-    def intermediate(self, alg_mod: int, iter_count: int, *args: Any) -> bool:
-        self.iterations = int(iter_count)
-        return True
 
     def solve(self, x0: np.ndarray, p: np.ndarray, lbx: np.ndarray, ubx: np.ndarray, lbg: np.ndarray,
               ubg: np.ndarray) -> tuple[np.ndarray, int, str, np.ndarray, np.ndarray]:
         bounds = tuple(np.asarray(b, dtype=float).tobytes() for b in (lbx, ubx, lbg, ubg))
         if self._problem is None or bounds != self._bounds:  # built once per set of bounds
-            prob = self._cyipopt.Problem(n=self.n, m=self.m, problem_obj=self, lb=lbx, ub=ubx, cl=lbg,
+            prob = self._cyipopt.Problem(n=self.n, m=self.m, problem_obj=self.cb, lb=lbx, ub=ubx, cl=lbg,
                                          cu=ubg)
             for k, v in self.ipopt.items():
                 try:
@@ -584,13 +543,12 @@ class _CyIpopt:
                 except TypeError:
                     raise OptionError(f"IPOPT (cyipopt) rejected the option {k}={v!r}") from None
             self._problem, self._bounds = prob, bounds
-        prob = self._problem
-        self.p = np.asarray(p, dtype=float)
-        self.iterations = 0
-        x, info = prob.solve(np.asarray(x0, dtype=float))
+        self.cb.p = np.asarray(p, dtype=float)
+        self.cb.iterations = 0
+        x, info = self._problem.solve(np.asarray(x0, dtype=float))
         code = int(info["status"])
-        return (np.asarray(x, dtype=float).ravel(), self.iterations,
-                _IPOPT_CODES.get(code, f"ipopt status {code}"),
+        return (np.asarray(x, dtype=float).ravel(), self.cb.iterations,
+                self._codes.get(code, f"ipopt status {code}"),
                 np.asarray(info["mult_g"], dtype=float).ravel(),
                 np.asarray(info["mult_x_L"], dtype=float).ravel()[self.n_theta:])
 

@@ -58,13 +58,8 @@ from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError
 from contactmp.formulations.cone_ncp import _cone_law
-from contactmp.formulations.velocity_cone import VelocityConeStep, _segment_law, _structurally_zero
-from contactmp.formulations.velocity_pyramid import (
-    VelocityPyramidStep,
-    _matrix,
-    _step_inputs,
-    pyramid_generators,
-)
+from contactmp.formulations.velocity_cone import VelocityConeStep, _segment_law, disk_step_inputs
+from contactmp.formulations.velocity_pyramid import VelocityPyramidStep, pyramid_generators
 from contactmp.program import Program
 
 __all__ = ["add_velocity_compliant_step", "compliant_gains", "FRICTION_LAWS"]
@@ -134,29 +129,12 @@ def add_velocity_compliant_step(
     ``associated`` (default) the block's conditions are exactly the KKT conditions of
     :class:`~contactmp.formulations.compliant_friction.CompliantFriction`'s QP (impulses ``p = h lambda``).
     """
-    if not (isinstance(h, (int, float)) and not isinstance(h, bool) and h > 0 and np.isfinite(h)):
-        raise InputError("h", f"must be a positive finite step, got {h!r}")
     if friction not in FRICTION_LAWS:
         raise InputError("friction", f"must be one of {', '.join(map(repr, FRICTION_LAWS))}, got {friction!r}")
     if not isinstance(associated, (bool, np.bool_)):
         raise InputError("associated", f"must be True or False, got {associated!r}")
-    if planar is not None and not isinstance(planar, (bool, np.bool_)):
-        raise InputError("planar", f"must be True, False or None, got {planar!r}")
-    Jn_ = Jn if isinstance(Jn, (ca.SX, ca.MX, ca.DM)) else np.atleast_2d(np.asarray(Jn, dtype=float))
-    nc, nv = Jn_.shape
-    Jn_ = _matrix(Jn_, (nc, nv), "Jn")
-    Jt_ = _matrix(Jt, (nc, nv), "Jt")
-    Jo_ = None if Jo is None else _matrix(Jo, (nc, nv), "Jo")
-    zero_o = Jo_ is None or _structurally_zero(Jo_)
-    if planar is None:
-        planar = zero_o
-    elif planar and not zero_o:
-        raise InputError("Jo", "must be zero (or None) when planar=True")
-    elif not planar and Jo_ is None:
-        raise InputError("Jo", "is required when planar=False")
-    M_, f_, v_, phi_, mu_ = _step_inputs(M, f, v, phi, mu, nc, nv)
-    if isinstance(mu_, np.ndarray):
-        mu_ = ca.DM(mu_)
+    nc, nv, planar, M_, f_, v_, Jn_, Jt_, Jo_, phi_, mu_ = disk_step_inputs(M, f, v, Jn, Jt, Jo, mu, phi, h,
+                                                                             planar)
     K, B, Bt = compliant_gains(stiffness, damping, tangential_damping, nc, h)
     Dn = 1.0 / (h * K + B)
     DK = ca.DM(Dn * K)

@@ -131,6 +131,33 @@ def _segment_law(
     return friction, direction, slack
 
 
+def disk_step_inputs(M: Any, f: Any, v: Any, Jn: Any, Jt: Any, Jo: Any, mu: Any, phi: Any, h: float,
+                     planar: bool | None) -> tuple[Any, ...]:
+    """Checked inputs of a velocity step with Coulomb's disk: ``(n_c, n_v, planar, M, f, v, Jn, Jt,
+    Jo, phi, mu)`` (``mu`` as a CasADi DM when numeric; ``planar`` decided from ``Jo`` when None, as
+    :func:`add_velocity_cone_step` documents). InputError naming the bad field."""
+    if not (isinstance(h, (int, float)) and not isinstance(h, bool) and h > 0 and np.isfinite(h)):
+        raise InputError("h", f"must be a positive finite step, got {h!r}")
+    if planar is not None and not isinstance(planar, (bool, np.bool_)):
+        raise InputError("planar", f"must be True, False or None, got {planar!r}")
+    Jn_ = Jn if isinstance(Jn, (ca.SX, ca.MX, ca.DM)) else np.atleast_2d(np.asarray(Jn, dtype=float))
+    nc, nv = Jn_.shape
+    Jn_ = _matrix(Jn_, (nc, nv), "Jn")
+    Jt_ = _matrix(Jt, (nc, nv), "Jt")
+    Jo_ = None if Jo is None else _matrix(Jo, (nc, nv), "Jo")
+    zero_o = Jo_ is None or _structurally_zero(Jo_)
+    if planar is None:
+        planar = zero_o
+    elif planar and not zero_o:
+        raise InputError("Jo", "must be zero (or None) when planar=True")
+    elif not planar and Jo_ is None:
+        raise InputError("Jo", "is required when planar=False")
+    M_, f_, v_, phi_, mu_ = _step_inputs(M, f, v, phi, mu, nc, nv)
+    if isinstance(mu_, np.ndarray):
+        mu_ = ca.DM(mu_)
+    return nc, nv, bool(planar), M_, f_, v_, Jn_, Jt_, Jo_, phi_, mu_
+
+
 def add_velocity_cone_step(
     prog: Program,
     *,
@@ -161,25 +188,8 @@ def add_velocity_cone_step(
     no ``p_o`` when planar), ``w`` (2 n_c: ``w_t`` then ``w_o``; n_c when planar), ``gamma``
     (n_c, >= 0).
     """
-    if not (isinstance(h, (int, float)) and not isinstance(h, bool) and h > 0 and np.isfinite(h)):
-        raise InputError("h", f"must be a positive finite step, got {h!r}")
-    if planar is not None and not isinstance(planar, (bool, np.bool_)):
-        raise InputError("planar", f"must be True, False or None, got {planar!r}")
-    Jn_ = Jn if isinstance(Jn, (ca.SX, ca.MX, ca.DM)) else np.atleast_2d(np.asarray(Jn, dtype=float))
-    nc, nv = Jn_.shape
-    Jn_ = _matrix(Jn_, (nc, nv), "Jn")
-    Jt_ = _matrix(Jt, (nc, nv), "Jt")
-    Jo_ = None if Jo is None else _matrix(Jo, (nc, nv), "Jo")
-    zero_o = Jo_ is None or _structurally_zero(Jo_)
-    if planar is None:
-        planar = zero_o
-    elif planar and not zero_o:
-        raise InputError("Jo", "must be zero (or None) when planar=True")
-    elif not planar and Jo_ is None:
-        raise InputError("Jo", "is required when planar=False")
-    M_, f_, v_, phi_, mu_ = _step_inputs(M, f, v, phi, mu, nc, nv)
-    if isinstance(mu_, np.ndarray):
-        mu_ = ca.DM(mu_)
+    nc, nv, planar, M_, f_, v_, Jn_, Jt_, Jo_, phi_, mu_ = disk_step_inputs(M, f, v, Jn, Jt, Jo, mu, phi, h,
+                                                                             planar)
 
     blk = prefix
     v_next = prog.add_variables(f"{prefix}/v_next", nv, init=0.0, block=blk)

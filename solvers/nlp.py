@@ -145,7 +145,8 @@ _IPOPT_STATUS: dict[str, Status] = {
 }
 
 #: IPOPT's ApplicationReturnStatus codes (cyipopt reports the integer)
-_IPOPT_CODES: dict[int, str] = {
+#: IPOPT's integer return codes (what cyipopt reports) -> its return texts
+IPOPT_RETURN_CODES: dict[int, str] = {
     0: "Solve_Succeeded", 1: "Solved_To_Acceptable_Level", 2: "Infeasible_Problem_Detected",
     3: "Search_Direction_Becomes_Too_Small", 4: "Diverging_Iterates", 5: "User_Requested_Stop",
     6: "Feasible_Point_Found", -1: "Maximum_Iterations_Exceeded", -2: "Restoration_Failed",
@@ -550,11 +551,12 @@ class _CasadiBackend:
         )
 
 
-class _CyipoptCallbacks:
-    """The callbacks ``cyipopt.Problem`` calls, each one a CasADi Function evaluation."""
+class CyipoptCallbacks:
+    """The callbacks ``cyipopt.Problem`` calls for ``min f(x, p) s.t. g(x, p)`` (CasADi SX in the
+    symbols ``x``, ``p``), each one a CasADi Function evaluation; set ``.p`` before a solve,
+    ``.iterations`` counts IPOPT's iterations of the last solve."""
 
-    def __init__(self, nlp: _RelaxedNLP) -> None:
-        x, p, f, g = nlp.x, nlp.p, nlp.f, nlp.g
+    def __init__(self, x: ca.SX, p: ca.SX, f: ca.SX, g: ca.SX) -> None:
         m = g.shape[0]
         lam = ca.SX.sym("lam", m)
         obj = ca.SX.sym("obj_factor")
@@ -609,7 +611,7 @@ class _CyipoptBackend:
         import cyipopt
 
         self.nlp = nlp
-        self.cb = _CyipoptCallbacks(nlp)
+        self.cb = CyipoptCallbacks(nlp.x, nlp.p, nlp.f, nlp.g)
         self.problem = cyipopt.Problem(
             n=nlp.x.shape[0], m=nlp.g.shape[0], problem_obj=self.cb,
             lb=nlp.lbx, ub=nlp.ubx, cl=nlp.lbg, cu=nlp.ubg,
@@ -629,7 +631,7 @@ class _CyipoptBackend:
             x=np.asarray(x, dtype=float).ravel(),
             f=float(info["obj_val"]),
             iterations=self.cb.iterations,
-            status_text=_IPOPT_CODES.get(code, f"ipopt status {code}"),
+            status_text=IPOPT_RETURN_CODES.get(code, f"ipopt status {code}"),
         )
 
 

@@ -71,32 +71,35 @@ FRICTION_LAWS: dict[str, str] = {
 }
 
 
+def gain_array(name: str, val: ArrayLike | None, n_c: int) -> np.ndarray:
+    """One compliant gain as an array of ``n_c`` finite values ``>= 0`` (a scalar broadcasts);
+    InputError naming ``name`` otherwise (also when ``val`` is None)."""
+    if val is None:
+        raise InputError(name, "is required by the compliant formulation")
+    try:
+        raw = np.asarray(val, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(name, f"must be numbers, got {val!r}") from None
+    arr = np.broadcast_to(raw.reshape(-1) if raw.ndim else raw, (n_c,)).copy() \
+        if raw.ndim == 0 or raw.size == n_c else None
+    if arr is None or not np.isfinite(arr).all() or (arr < 0).any():
+        raise InputError(name, f"must be >= 0, a scalar or {n_c} values, got {val!r}")
+    return arr
+
+
 def compliant_gains(stiffness: ArrayLike | None, damping: ArrayLike | None,
                     tangential_damping: ArrayLike | None, n_c: int, h: float
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(K, B, Bt)`` as arrays of length ``n_c`` (scalars broadcast), validated: finite, ``>= 0``,
     ``Bt > 0`` and ``h K + B > 0``. Raises :class:`InputError` naming ``stiffness``, ``damping`` or
     ``tangential_damping`` (the argument names of TimeStepping's compliant gains)."""
-    gains = {}
-    for name, val in (("stiffness", stiffness), ("damping", damping), ("tangential_damping", tangential_damping)):
-        if val is None:
-            raise InputError(name, "is required by the compliant formulation")
-        try:
-            raw = np.asarray(val, dtype=float)
-        except (TypeError, ValueError):
-            raise InputError(name, f"must be numbers, got {val!r}") from None
-        if raw.ndim == 0 or raw.size == n_c:
-            arr = np.broadcast_to(raw.reshape(-1) if raw.ndim else raw, (n_c,)).copy()
-        else:
-            arr = None
-        if arr is None or not np.isfinite(arr).all() or (arr < 0).any():
-            raise InputError(name, f"must be >= 0, a scalar or {n_c} values, got {val!r}")
-        gains[name] = arr
-    if (gains["tangential_damping"] <= 0).any():
+    K, B, Bt = (gain_array(name, val, n_c) for name, val in
+                (("stiffness", stiffness), ("damping", damping), ("tangential_damping", tangential_damping)))
+    if (Bt <= 0).any():
         raise InputError("tangential_damping", "must be > 0")
-    if (float(h) * gains["stiffness"] + gains["damping"] <= 0).any():
+    if (float(h) * K + B <= 0).any():
         raise InputError("stiffness", "h * stiffness + damping must be > 0")
-    return gains["stiffness"], gains["damping"], gains["tangential_damping"]
+    return K, B, Bt
 
 
 def add_velocity_compliant_step(

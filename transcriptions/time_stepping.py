@@ -203,26 +203,17 @@ class TimeStepping:
             raise InputError("polytope", "is used by formulation='nmdp' or 'mdp' only")
         self.stiffness = self.damping = self.tangential_damping = None
         if formulation == "compliant":
-            gains = {}
-            for name, val in (("stiffness", stiffness), ("damping", damping),
-                              ("tangential_damping", tangential_damping)):
-                if val is None:
-                    raise InputError(name, "is required by formulation='compliant'")
-                if callable(val) and name != "tangential_damping":
-                    gains[name] = val
-                    continue
-                arr = np.broadcast_to(np.asarray(val, dtype=float), (system.n_c,)).copy() \
-                    if np.ndim(val) == 0 or np.size(val) == system.n_c else None
-                if arr is None or not np.isfinite(arr).all() or (arr < 0).any():
-                    raise InputError(name, f"must be >= 0, a scalar or {system.n_c} values, got {val!r}")
-                gains[name] = arr
-            if (gains["tangential_damping"] <= 0).any():
-                raise InputError("tangential_damping", "must be > 0")
-            if not (callable(gains["stiffness"]) or callable(gains["damping"])) and \
-                    (float(h) * gains["stiffness"] + gains["damping"] <= 0).any():
-                raise InputError("stiffness", "h * stiffness + damping must be > 0")
-            self.stiffness, self.damping = gains["stiffness"], gains["damping"]
-            self.tangential_damping = gains["tangential_damping"]
+            from contactmp.formulations.velocity_compliant import compliant_gains, gain_array
+
+            if callable(stiffness) or callable(damping):  # configuration-dependent: checked per step
+                self.stiffness, self.damping = (val if callable(val) else gain_array(name, val, system.n_c)
+                                                for name, val in (("stiffness", stiffness), ("damping", damping)))
+                self.tangential_damping = gain_array("tangential_damping", tangential_damping, system.n_c)
+                if (self.tangential_damping <= 0).any():
+                    raise InputError("tangential_damping", "must be > 0")
+            else:
+                self.stiffness, self.damping, self.tangential_damping = compliant_gains(
+                    stiffness, damping, tangential_damping, system.n_c, float(h))
         if formulation == "compliant" and solver is not None:
             from contactmp.formulations.compliant_friction import CONE_SOLVERS
             if solver not in CONE_SOLVERS:

@@ -12,7 +12,10 @@ Siconos' ``info`` is recorded but not trusted.
 
 Timing. Ours: median over ``--repeats`` calls of the whole
 ``contactmp.solvers.solve_lcp(M, q, solver=NAME)`` (validation and residual check included), after
-a warm-up so that numba is compiled. Siconos: the ``time_s`` of ``shared/tools/siconos_solve.py``
+a warm-up so that numba is compiled. Both sides time single calls, back to back on one problem, and
+take the median of the same number of them (15 by default): the first call on a problem runs with
+cold caches on either side (ours right after the Siconos subprocess has run), and a median over
+more calls than a handful keeps that from deciding a ratio of microsecond solves. Siconos: the ``time_s`` of ``shared/tools/siconos_solve.py``
 (median of the same number of repeats; only the driver call is timed; it runs under
 ``/usr/bin/python3`` in a subprocess). Ratios ours/Siconos are per problem, from this run only.
 
@@ -256,20 +259,20 @@ def print_summary(summary: list[dict[str, Any]], with_siconos: bool) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """The command line; ``--quick`` sets 3 seeds and 3 repeats unless they are given."""
+    """The command line; ``--quick`` sets 3 seeds and 5 repeats unless they are given."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=common.REPO / "benchmarks" / "out" / "lcp_vs_siconos",
                     help="output folder (default benchmarks/out/lcp_vs_siconos)")
-    ap.add_argument("--quick", action="store_true", help="3 seeds per size instead of 10, 3 repeats")
+    ap.add_argument("--quick", action="store_true", help="3 seeds per size instead of 10, 5 repeats")
     ap.add_argument("--repeats", type=int, default=None,
-                    help="timed repeats per solve, ours and Siconos' (default 5; 3 with --quick)")
+                    help="timed repeats per solve, ours and Siconos' (default 15; 5 with --quick)")
     ap.add_argument("--seeds", type=int, default=None, help="seeds per generated size (default 10; 3 with --quick)")
     ap.add_argument("--seed", type=int, default=0, help="first seed of the generated problems")
     ap.add_argument("--mu", type=float, default=0.5, help="friction coefficient of the generated problems")
     ap.add_argument("--siconos-timeout", type=float, default=300.0, help="seconds per Siconos subprocess")
     args = ap.parse_args(argv)
     if args.repeats is None:
-        args.repeats = 3 if args.quick else 5
+        args.repeats = 5 if args.quick else 15
     if args.seeds is None:
         args.seeds = 3 if args.quick else 10
     if args.repeats < 1 or args.seeds < 0:

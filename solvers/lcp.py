@@ -88,7 +88,7 @@ def residual_kernel(M: np.ndarray, q: np.ndarray, z: np.ndarray) -> float:
 
 
 @numba.njit(cache=True)
-def _w_and_residual(M: np.ndarray, q: np.ndarray, z: np.ndarray, w: np.ndarray) -> float:
+def w_and_residual_kernel(M: np.ndarray, q: np.ndarray, z: np.ndarray, w: np.ndarray) -> float:
     """w <- M z + q; return ||min(z, w)||_inf (inf if z or w is not finite). One pass, no allocation."""
     n = q.shape[0]
     res = 0.0
@@ -115,7 +115,7 @@ def lcp_residual(M: np.ndarray, q: np.ndarray, z: np.ndarray) -> float:
         return float("inf")
     M = np.ascontiguousarray(M, dtype=np.float64)
     q = np.ascontiguousarray(q, dtype=np.float64)
-    return float(_w_and_residual(M, q, z, np.empty_like(q)))
+    return float(w_and_residual_kernel(M, q, z, np.empty_like(q)))
 
 
 def verified_result(
@@ -145,7 +145,30 @@ def verified_result(
     elif type(z) is not np.ndarray or z.dtype != np.float64 or not z.flags.c_contiguous:
         z = np.ascontiguousarray(z, dtype=np.float64)
     w = np.empty(n)
-    res = _w_and_residual(M, q, z, w) if z.shape == q.shape else float("inf")
+    res = w_and_residual_kernel(M, q, z, w) if z.shape == q.shape else float("inf")
+    return judged_result(z, w, res, solver=solver, claimed=claimed, tol=tol, iterations=iterations,
+                         t_start=t_start, message=message, extras=extras)
+
+
+def judged_result(
+    z: np.ndarray,
+    w: np.ndarray,
+    residual: float,
+    *,
+    solver: str,
+    claimed: Status,
+    tol: float,
+    iterations: int,
+    t_start: float,
+    message: str,
+    extras: dict[str, Any],
+) -> Result:
+    """The :class:`Result` of :func:`verified_result` from an already computed check:
+    ``w = M z + q`` and ``residual = ||min(z, w)||_inf`` evaluated from the original ``M, q`` and
+    the returned ``z`` (for example by :func:`w_and_residual_kernel` inside a solver's compiled
+    kernel, which saves a second call on tiny problems). The claim is judged here, as there;
+    ``extras`` (taken over, not copied) gets ``"w"`` unless it has one."""
+    res = float(residual)
     status, passed = claimed, res <= tol
     if (claimed is Status.SOLVED) != passed:  # only then is there anything to judge (hot path)
         why = f"the independent residual {res:.3e} exceeds tol {tol:.1e}"

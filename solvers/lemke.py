@@ -27,7 +27,14 @@ import numpy as np
 
 from contactmp.errors import OptionError
 from contactmp.result import Result, Status
-from contactmp.solvers.lcp import SolverOptions, residual_kernel, validate_lcp, verified_result
+from contactmp.errors import InputError
+from contactmp.solvers.lcp import (
+    SolverOptions,
+    judged_result,
+    residual_kernel,
+    validate_lcp,
+    w_and_residual_kernel,
+)
 
 NAME = "lemke"
 
@@ -204,13 +211,17 @@ def _pivot(bt, qbar, col, r):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _lu_solve_refined(A, b):  # pragma: no cover - compiled
-    """Solve ``A x = b`` by LU with partial pivoting plus one step of iterative refinement.
+def _lu_solve_refined(M, q, idx, m):  # pragma: no cover - compiled
+    """Solve ``A x = b`` with ``A = M[idx, idx]``, ``b = -q[idx]`` (the first ``m`` entries of
+    ``idx``) by LU with partial pivoting plus one step of iterative refinement against the
+    original ``M`` (the submatrix is never formed).
 
     Returns ``(x, ok)``; ``ok`` is False when a pivot is exactly zero (singular ``A``).
     """
-    m = A.shape[0]
-    lu = A.copy()
+    lu = np.empty((m, m))
+    for a in range(m):
+        for c in range(m):
+            lu[a, c] = M[idx[a], idx[c]]
     perm = np.arange(m)
     x = np.zeros(m)
     for k in range(m):
@@ -241,14 +252,14 @@ def _lu_solve_refined(A, b):  # pragma: no cover - compiled
     for step in range(2):
         if step == 0:
             for i in range(m):
-                rhs[i] = b[perm[i]]
+                rhs[i] = -q[idx[perm[i]]]
         else:
-            # residual b - A x with the original A, permuted
+            # residual b - A x with the original M, permuted
             for i in range(m):
-                pi = perm[i]
-                s = b[pi]
+                ri = idx[perm[i]]
+                s = -q[ri]
                 for j in range(m):
-                    s -= A[pi, j] * x[j]
+                    s -= M[ri, idx[j]] * x[j]
                 rhs[i] = s
         for i in range(m):  # forward substitution (unit lower)
             s = rhs[i]
@@ -280,7 +291,7 @@ def _lemke_start(M, q, d, max_piv, lexico):  # pragma: no cover - compiled
             qmin = q[i]
     if qmin >= 0.0:
         return z, 0, 0
-    dd = np.ones(n) if d.shape[0] == 0 else d
+    ones = d.shape[0] == 0  # covering vector of ones, not stored
     z0_var = 2 * n
     bt = np.eye(n)  # (B^{-1})^T
     qbar = q.copy()
@@ -291,10 +302,10 @@ def _lemke_start(M, q, d, max_piv, lexico):  # pragma: no cover - compiled
     # First pivot: z0 enters at level max_i(-q_i/d_i); the leaving row is the lexicographic
     # minimum of (q_i, e_i) / d_i. Its column is -d; the ratio test is run on +d.
     for i in range(n):
-        col[i] = dd[i]
+        col[i] = 1.0 if ones else d[i]
     r = _leaving_row(qbar, bt, col, basis, -1, lexico, False, ties)
     for i in range(n):
-        col[i] = -dd[i]
+        col[i] = -col[i]
     _pivot(bt, qbar, col, r)
     leaving = basis[r]
     basis[r] = z0_var
@@ -339,20 +350,14 @@ def _lemke_start(M, q, d, max_piv, lexico):  # pragma: no cover - compiled
     if code != _SOLVED or nz == 0:
         return z, code, pivots
     # Refinement from the original data: with z_Z basic (w_Z nonbasic = 0), M_ZZ z_Z = -q_Z.
-    idx = np.empty(nz, dtype=np.int64)
+    idx = ties  # work array reused: the basic z indices
     m = 0
     for i in range(n):
         v = basis[i]
         if v >= n and v < z0_var:
             idx[m] = v - n
             m += 1
-    A = np.empty((nz, nz))
-    b = np.empty(nz)
-    for a in range(nz):
-        b[a] = -q[idx[a]]
-        for c in range(nz):
-            A[a, c] = M[idx[a], idx[c]]
-    x, ok = _lu_solve_refined(A, b)
+    x, ok = _lu_solve_refined(M, q, idx, nz)
     if ok:
         z2 = np.zeros(n)
         for a in range(nz):
@@ -362,11 +367,51 @@ def _lemke_start(M, q, d, max_piv, lexico):  # pragma: no cover - compiled
     return z, code, pivots
 
 
+@numba.njit(
+    "Tuple((int64, int64, float64, int64))(float64[:, ::1], float64[::1], float64[::1], int64, boolean, float64[::1])",
+    cache=True,
+)
+def _lemke_checked(M, q, d, max_piv, lexico, zw):  # pragma: no cover - compiled
+    """One start of :func:`_lemke_start` and the independent check, in one compiled call.
+
+    Writes ``z`` into ``zw[:n]`` and ``w = M z + q`` into ``zw[n:]`` and returns
+    ``(code, pivots, residual, bad)`` with ``residual = ||min(z, w)||_inf`` evaluated from the
+    original data. ``bad`` is 1 (2) when ``M`` (``q``) holds a NaN or inf and 3 when the shapes
+    do not form an LCP (``M`` not ``n x n``, ``q`` not of length ``n``, ``zw`` not of length
+    ``2 n``, ``n = 0``); then nothing else is computed. ``max_piv <= 0`` means
+    :func:`default_max_pivots`. The explicit signature makes the dispatcher itself refuse
+    anything but C-contiguous float64 arrays (``TypeError``), which is the caller's cue to
+    convert. On tiny problems the Python-numba boundary dominates the work (each call and each
+    returned array costs about as much as the pivoting), hence one call and one caller-owned array.
+    """
+    n = q.shape[0]
+    if n == 0 or M.shape[0] != n or M.shape[1] != n or zw.shape[0] != 2 * n:
+        return _MAX_ITER, 0, np.inf, 3
+    if max_piv <= 0:
+        max_piv = max(1000, 50 * n)
+    for i in range(n):
+        for j in range(n):
+            if not np.isfinite(M[i, j]):
+                return _MAX_ITER, 0, np.inf, 1
+    for i in range(n):
+        if not np.isfinite(q[i]):
+            return _MAX_ITER, 0, np.inf, 2
+    z, code, piv = _lemke_start(M, q, d, max_piv, lexico)
+    w = zw[n:]
+    res = w_and_residual_kernel(M, q, z, w)
+    for i in range(n):
+        zw[i] = z[i]
+    return code, piv, res, 0
+
+
 _EMPTY = np.empty(0)
+_BAD_FIELD = {1: "M", 2: "q"}
 
 
 def _message(code: int, start: int, d_kind: str, piv: int, statuses: list[str]) -> str:
     """Human-readable account of the last start (and of the failed ones before it)."""
+    if code == _SOLVED and len(statuses) == 1:  # the common case, kept cheap
+        return f"z0 left the basis after {piv} pivot{'s' if piv != 1 else ''} (start 1 of 1, ones covering vector)"
     p = f"{piv} pivot{'s' if piv != 1 else ''}"
     where = f"start {start + 1} of {len(statuses)}, {d_kind} covering vector"
     before = ""
@@ -392,16 +437,31 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
     ``starts``, ``start_statuses`` and ``pivots_per_start``.
     """
     t0 = time.perf_counter()
-    M, q = validate_lcp(M, q)
-    if options is None and not overrides:
-        opts = _DEFAULT_OPTIONS  # skips the strict build: a few microseconds on tiny problems
+    if options is None and not overrides:  # skips the strict build: microseconds on tiny problems
+        opts, max_piv, lexico = _DEFAULT_OPTIONS, 0, True
     else:
         opts = Options.build(options, **overrides)
-    n = q.shape[0]
-    max_piv = opts.max_iter if opts.max_iter is not None else default_max_pivots(n)
-    lexico = bool(opts.lexicographic)
-
-    z, code, piv = _lemke_start(M, q, _EMPTY, max_piv, lexico)
+        max_piv = opts.max_iter if opts.max_iter is not None else 0  # 0: default_max_pivots(n)
+        lexico = bool(opts.lexicographic)
+    try:  # the hot path: float64 C-contiguous arrays go straight into the compiled start
+        n = q.shape[0]
+        zw = np.empty(2 * n)
+        code, piv, res, bad = _lemke_checked(M, q, _EMPTY, max_piv, lexico, zw)
+    except (TypeError, AttributeError, IndexError):  # other types: convert (or refuse) first
+        M, q = validate_lcp(M, q)
+        n = q.shape[0]
+        zw = np.empty(2 * n)
+        code, piv, res, bad = _lemke_checked(M, q, _EMPTY, max_piv, lexico, zw)
+    if bad:
+        if bad == 3:
+            validate_lcp(M, q)  # raises the InputError that names the field
+        raise InputError(_BAD_FIELD[bad], "contains NaN or inf")
+    if code == _SOLVED and res <= opts.tol:
+        # The first start ended with z0 leaving and the independent residual, computed from the
+        # original M, q in the same compiled call, confirms it: nothing to judge, build the answer.
+        message = "q >= 0: z = 0 solves the LCP (no pivot)" if piv == 0 else _message(code, 0, "ones", piv, _ONE_SOLVED)
+        extras = {"w": zw[n:], "starts": 1, "start_statuses": ["solved"], "pivots_per_start": [piv]}
+        return Result(Status.SOLVED, zw[:n], NAME, res, opts.tol, piv, time.perf_counter() - t0, message, extras)
     statuses = [_STATUS_OF_CODE[code]]
     pivots = [int(piv)]
     start = 0
@@ -411,7 +471,7 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
         d_kind = "random"
         for start in range(1, opts.restarts + 1):
             d = rng.uniform(0.5, 1.5, size=n)
-            z, code, piv = _lemke_start(M, q, d, max_piv, lexico)
+            code, piv, res, _ = _lemke_checked(M, q, d, max_piv, lexico, zw)
             statuses.append(_STATUS_OF_CODE[code])
             pivots.append(int(piv))
             if code == _SOLVED:
@@ -419,15 +479,15 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
     claimed = Status.SOLVED if code == _SOLVED else (
         Status.RAY_TERMINATION if code == _RAY else Status.MAX_ITER
     )
-    if piv == 0 and code == _SOLVED:
-        message = "q >= 0: z = 0 solves the LCP (no pivot)"
-    else:
-        message = _message(code, start, d_kind, int(piv), statuses)
-    return verified_result(
-        M, q, z,
+    return judged_result(
+        zw[:n], zw[n:], res,
         solver=NAME, claimed=claimed, tol=opts.tol, iterations=sum(pivots), t_start=t0,
-        message=message, starts=len(statuses), start_statuses=statuses, pivots_per_start=pivots,
+        message=_message(code, start, d_kind, int(piv), statuses),
+        extras={"starts": len(statuses), "start_statuses": statuses, "pivots_per_start": pivots},
     )
+
+
+_ONE_SOLVED = ["solved"]
 
 
 def warmup() -> None:

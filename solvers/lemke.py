@@ -449,6 +449,7 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
         code, piv, res, bad = _lemke_checked(M, q, _EMPTY, max_piv, lexico, zw)
     except (TypeError, AttributeError, IndexError):  # other types: convert (or refuse) first
         M, q = validate_lcp(M, q)
+        M, q = np.require(M, requirements="W"), np.require(q, requirements="W")  # read-only: copy
         n = q.shape[0]
         zw = np.empty(2 * n)
         code, piv, res, bad = _lemke_checked(M, q, _EMPTY, max_piv, lexico, zw)

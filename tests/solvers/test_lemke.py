@@ -255,6 +255,48 @@ def test_bad_input():
         lemke.solve(M, [-1.0, 1.0], max_iter=0)
 
 
+def test_bad_input_on_the_compiled_path():
+    """float64 C-contiguous arrays skip the Python checks; the compiled start must refuse the
+    same things with the same named fields."""
+    q = np.array([-1.0, 1.0])
+    with pytest.raises(InputError) as err:
+        lemke.solve(np.array([[1.0, np.inf], [0.0, 1.0]]), q)
+    assert err.value.field == "M"
+    with pytest.raises(InputError) as err:
+        lemke.solve(np.eye(2), np.array([-1.0, np.nan]))
+    assert err.value.field == "q"
+    with pytest.raises(InputError) as err:
+        lemke.solve(np.eye(2), np.array([-1.0, 1.0, 2.0]))
+    assert err.value.field == "q"
+    with pytest.raises(InputError) as err:
+        lemke.solve(np.ones((2, 3)), q)
+    assert err.value.field == "M"
+    with pytest.raises(InputError) as err:
+        lemke.solve(np.ones((0, 0)), np.ones(0))
+    assert err.value.field == "M"
+
+
+def test_any_array_layout_gives_the_same_answer():
+    """Read-only, Fortran-ordered, strided, integer and list inputs take the converting path and
+    give the answer of the float64 C-contiguous path (z = (4/3, 7/3) for this P-matrix LCP)."""
+    M = np.array([[2.0, 1.0], [1.0, 2.0]])
+    q = np.array([-5.0, -6.0])
+    expected = np.linalg.solve(M, -q)
+    ro_M, ro_q = M.copy(), q.copy()
+    ro_M.flags.writeable = False
+    ro_q.flags.writeable = False
+    wide = np.zeros((2, 4))
+    wide[:, ::2] = M
+    cases = [
+        (M, q), (ro_M, ro_q), (np.asfortranarray(M), q), (wide[:, ::2], q[::1]),
+        (M.astype(int), q.astype(np.float32)), (M.tolist(), q.tolist()), (M, q.reshape(2, 1)),
+    ]
+    for Mi, qi in cases:
+        res = lemke.solve(Mi, qi)
+        assert res.success and np.allclose(res.x, expected, atol=1e-14)
+        assert np.allclose(res.extras["w"], 0.0, atol=1e-13)
+
+
 def test_max_iter_status():
     M, q = load("lcp_exp_murty2")
     res = lemke.solve(M, q, max_iter=10, restarts=0)

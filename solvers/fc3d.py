@@ -14,6 +14,7 @@ has the same structure at the acceleration level (forces c, accelerations a).
 """
 from __future__ import annotations
 
+import copy
 import math
 import time
 from typing import Any
@@ -55,13 +56,60 @@ def validate_fc3d(W: Any, q: Any, mu: Any) -> tuple[np.ndarray, np.ndarray, np.n
         raise InputError("mu", f"cannot be read as friction coefficients ({exc})") from None
     if mu_arr.shape[0] != nc:
         raise InputError("mu", f"has {mu_arr.shape[0]} entries but W has {nc} contacts")
-    if not np.isfinite(W).all():
+    bad = _first_bad(W, q, mu_arr)
+    if bad == 1:
         raise InputError("W", "contains NaN or inf")
-    if not np.isfinite(q).all():
+    if bad == 2:
         raise InputError("q", "contains NaN or inf")
-    if not np.isfinite(mu_arr).all() or (mu_arr < 0).any():
+    if bad == 3:
         raise InputError("mu", "friction coefficients must be finite and >= 0")
     return W, q, mu_arr
+
+
+@numba.njit(cache=True)
+def _first_bad(W: np.ndarray, q: np.ndarray, mu: np.ndarray) -> int:
+    """0 when W and q are finite and mu finite and >= 0; else 1 (W), 2 (q) or 3 (mu)."""
+    for i in range(W.shape[0]):
+        for k in range(W.shape[1]):
+            if not np.isfinite(W[i, k]):
+                return 1
+    for i in range(q.shape[0]):
+        if not np.isfinite(q[i]):
+            return 2
+    for j in range(mu.shape[0]):
+        if not (np.isfinite(mu[j]) and mu[j] >= 0.0):
+            return 3
+    return 0
+
+
+_OPTIONS_CACHE: dict[tuple[Any, ...], Any] = {}
+
+
+def build_options(cls: Any, options: Any, overrides: dict[str, Any]) -> Any:
+    """``cls.build(options, **overrides)``, memoized when ``options`` is None and every override is
+    a plain number, string, bool or None (the auto mode's calls): building and checking a
+    dataclass costs more than a small solve. ``time_limit`` (which the auto mode changes on every
+    call) is left out of the key and set on a copy when it is a positive number; anything else
+    goes through ``cls.build`` and its checks. Solvers treat their options as read-only."""
+    if options is not None or not all(
+        v is None or isinstance(v, (bool, int, float, str)) for v in overrides.values()
+    ):
+        return cls.build(options, **overrides)
+    rest = dict(overrides)
+    tl = rest.pop("time_limit", None)
+    if "time_limit" in overrides and (isinstance(tl, bool) or not isinstance(tl, (int, float)) or not tl > 0):
+        return cls.build(options, **overrides)  # let the class reject (or accept) it
+    key = (cls, *sorted((k, type(v).__name__, v) for k, v in rest.items()))
+    base = _OPTIONS_CACHE.get(key)
+    if base is None:
+        base = cls.build(None, **rest)
+        if len(_OPTIONS_CACHE) < 256:
+            _OPTIONS_CACHE[key] = base
+    if "time_limit" not in overrides:
+        return base
+    opts = copy.copy(base)
+    opts.time_limit = tl
+    return opts
 
 
 @numba.njit(cache=True)

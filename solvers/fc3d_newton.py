@@ -91,6 +91,7 @@ import scipy.sparse.linalg as spla
 from contactmp.errors import InputError, OptionError
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import (
+    build_options,
     dual_violation,
     fc3d_residual,
     project_cone,
@@ -437,11 +438,65 @@ def default_rho(W: np.ndarray | sp.spmatrix) -> np.ndarray:
 
     A zero block falls back to the largest diagonal entry of W (and to 1 if W is zero).
     """
-    norms = np.linalg.norm(_diag_blocks(W), ord=2, axis=(1, 2))
+    norms = _spectral_norms(np.ascontiguousarray(_diag_blocks(W)))
     diag = W.diagonal() if sp.issparse(W) else np.diag(W)
     biggest = float(np.max(np.abs(diag)))
     norms = np.where(norms > 0, norms, biggest if biggest > 0 else 1.0)
     return 1.0 / norms
+
+
+@numba.njit(cache=True)
+def _spectral_norms(blocks):  # pragma: no cover - compiled
+    """``||W_jj||_2`` (largest singular value) of each 3 x 3 block of ``blocks`` (nc, 3, 3)."""
+    out = np.empty(blocks.shape[0])
+    for j in range(blocks.shape[0]):
+        out[j] = np.linalg.norm(blocks[j].copy(), 2)
+    return out
+
+
+@numba.njit(cache=True)
+def _eval(code, r, u, mu, rho, phi, A, B, jac):  # pragma: no cover - compiled
+    """The formulation ``code`` (0 ac, 1 fb, 2 natural) into ``phi`` (and ``A``, ``B``)."""
+    if code == 0:
+        _ac_eval(r, u, mu, rho, phi, A, B, jac)
+    elif code == 1:
+        _fb_eval(r, u, mu, rho, phi, A, B, jac)
+    else:
+        _natural_eval(r, u, mu, rho, phi, A, B, jac)
+
+
+@numba.njit(cache=True)
+def _merit_kernel(phi):  # pragma: no cover - compiled
+    """``||phi||^2 / 2``, ``inf`` when not finite."""
+    v = 0.0
+    for i in range(phi.shape[0]):
+        v += phi[i] * phi[i]
+    v *= 0.5
+    return v if np.isfinite(v) else np.inf
+
+
+@numba.njit(cache=True)
+def _eval_merit(code, r, u, mu, rho, phi, A, B, jac):  # pragma: no cover - compiled
+    """``phi <- Phi(r)`` at ``u`` (and the blocks with ``jac``); returns the merit ``||phi||^2 / 2``."""
+    _eval(code, r, u, mu, rho, phi, A, B, jac)
+    return _merit_kernel(phi)
+
+
+@numba.njit(cache=True)
+def _dense_jacobian(A, B, W, H):  # pragma: no cover - compiled
+    """``H <- A + B W`` with ``A``, ``B`` block diagonal (nc, 3, 3)."""
+    n = W.shape[0]
+    for j in range(A.shape[0]):
+        for a in range(3):
+            i = 3 * j + a
+            b0, b1, b2 = B[j, a, 0], B[j, a, 1], B[j, a, 2]
+            for k in range(n):
+                H[i, k] = b0 * W[3 * j, k] + b1 * W[3 * j + 1, k] + b2 * W[3 * j + 2, k]
+            for b in range(3):
+                H[i, 3 * j + b] += A[j, a, b]
+
+
+_CODES = {"ac": 0, "fb": 1, "natural": 2}
 
 
 def _diag_blocks(W: np.ndarray | sp.spmatrix) -> np.ndarray:
@@ -461,17 +516,32 @@ class _Problem:
         self.W, self.q, self.mu, self.rho = W, q, mu, rho
         self.n, self.nc = q.shape[0], mu.shape[0]
         self.sparse = sp.issparse(W)
-        self.eval = {"ac": _ac_eval, "fb": _fb_eval, "natural": _natural_eval}[formulation]
+        self.code = _CODES[formulation]
         self.A = np.zeros((self.nc, 3, 3))
         self.B = np.zeros((self.nc, 3, 3))
         self.qnorm = float(np.linalg.norm(q))
 
     def phi(self, r: np.ndarray, jac: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """``(Phi(r), u)``; with ``jac`` the blocks ``A``, ``B`` are refreshed."""
-        u = self.W @ r + self.q
-        out = np.empty_like(r)
-        self.eval(r, u, self.mu, self.rho, out, self.A, self.B, jac)
+        out, u, _ = self.phi_merit(r, jac)
         return out, u
+
+    def phi_merit(self, r: np.ndarray, jac: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(Phi(r), u, ||Phi(r)||^2 / 2)``: ``u = W r + q`` by BLAS (as before: the iterates of hard
+        problems depend on its round-off), then one compiled pass for ``Phi`` and the merit."""
+        r = np.ascontiguousarray(r, dtype=np.float64)
+        out = np.empty_like(r)
+        if self.sparse:
+            u = np.ascontiguousarray(self.W @ r + self.q)
+            psi = _eval_merit(self.code, r, u, self.mu, self.rho, out, self.A, self.B, jac)
+            return out, u, float(psi)
+        u = self.W @ r + self.q
+        psi = _eval_merit(self.code, r, u, self.mu, self.rho, out, self.A, self.B, jac)
+        return out, u, float(psi)
+
+    def merit(self, r: np.ndarray) -> float:
+        """``||Phi(r)||^2 / 2``."""
+        return self.phi_merit(r)[2]
 
     def residual(self, r: np.ndarray, u: np.ndarray) -> float:
         """The normalized natural-map residual of this problem at ``(r, u)``."""
@@ -489,9 +559,8 @@ class _Problem:
             A = sp.bsr_matrix((self.A, *blocks), shape=(n, n))
             B = sp.bsr_matrix((self.B, *blocks), shape=(n, n))
             return (A + B.tocsr() @ self.W).tocsc()
-        H = np.einsum("jab,jbn->jan", self.B, self.W.reshape(nc, 3, n)).reshape(n, n)
-        idx = np.arange(nc)
-        H.reshape(nc, 3, nc, 3)[idx, :, idx, :] += self.A
+        H = np.empty((n, n))
+        _dense_jacobian(self.A, self.B, self.W, H)
         return H
 
     def solve(self, H: np.ndarray | sp.csc_matrix, rhs: np.ndarray, shift: float = 0.0) -> np.ndarray | None:
@@ -503,12 +572,7 @@ class _Problem:
                     M = (H + shift * sp.identity(self.n, format="csc")).tocsc() if shift else H
                     d = spla.splu(M).solve(rhs)
                 else:
-                    M = H + shift * np.eye(self.n) if shift else H
-                    lu, piv = sla.lu_factor(M, check_finite=False)
-                    pivots = np.abs(np.diag(lu))
-                    if not pivots.min() > 1e-13 * max(pivots.max(), 1e-300):
-                        return None
-                    d = sla.lu_solve((lu, piv), rhs, check_finite=False)
+                    return _dense_solve(H, rhs, shift)
             except (RuntimeError, ValueError, np.linalg.LinAlgError):
                 return None
         return d if np.isfinite(d).all() else None
@@ -531,11 +595,33 @@ class _Problem:
         return d if np.isfinite(d).all() else None
 
 
+def _dense_solve(H: np.ndarray, rhs: np.ndarray, shift: float = 0.0) -> np.ndarray | None:
+    """``(H + shift I)^{-1} rhs`` by LAPACK's LU (getrf/getrs called directly: the scipy.linalg
+    wrappers cost more than the factorization at these sizes); ``None`` when a pivot is below
+    ``1e-13`` times the largest or the answer is not finite."""
+    if shift:
+        M = H.copy()
+        M.flat[::H.shape[0] + 1] += shift
+    else:
+        M = H
+    lu, piv, info = _getrf(M, overwrite_a=shift != 0.0)
+    if info < 0:
+        return None
+    pivots = np.abs(lu.diagonal())
+    if not pivots.min() > 1e-13 * max(pivots.max(), 1e-300):
+        return None
+    d, info = _getrs(lu, piv, rhs)
+    if info != 0 or not np.isfinite(d).all():
+        return None
+    return d
+
+
+_getrf, _getrs = sla.get_lapack_funcs(("getrf", "getrs"), (np.empty((1, 1)),))
+
+
 def _merit(phi: np.ndarray) -> float:
     """``||phi||^2 / 2`` (inf on overflow or NaN)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        v = 0.5 * float(phi @ phi)
-    return v if math.isfinite(v) else math.inf
+    return float(_merit_kernel(phi))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -565,8 +651,7 @@ def _newton(prob: _Problem, r: np.ndarray, opts: Options, budget: int, deadline:
     ``check`` returns the dimensionless residual that decides convergence (and sets the
     regularization weight). Returns the iterate with the smallest ``check`` value.
     """
-    phi, u = prob.phi(r, jac=True)
-    psi = _merit(phi)
+    phi, u, psi = prob.phi_merit(r, jac=True)
     history = [psi]
     best = (math.inf, r)
     stall_ref, stall_k = psi, 0
@@ -605,14 +690,13 @@ def _newton(prob: _Problem, r: np.ndarray, opts: Options, budget: int, deadline:
                     step = _search(prob, r, d, ref, float(g @ d), opts)
         if step is None:
             kind, trial = "fixed_point_steps", r - phi
-            if _merit(prob.phi(trial)[0]) < ref:
+            if prob.merit(trial) < ref:
                 step = trial
         if step is None:
             return _Run(best[1], best[0], k, "no_step")
         counts[kind] += 1
         r = step
-        phi, u = prob.phi(r, jac=True)
-        psi = _merit(phi)
+        phi, u, psi = prob.phi_merit(r, jac=True)
         history.append(psi)
         k += 1
 
@@ -623,7 +707,7 @@ def _search(prob: _Problem, r: np.ndarray, d: np.ndarray, ref: float, slope: flo
     t = 1.0
     while t >= opts.min_step:
         trial = r + t * d
-        if _merit(prob.phi(trial)[0]) <= ref + opts.sigma * t * slope:
+        if prob.merit(trial) <= ref + opts.sigma * t * slope:
             return trial
         t *= opts.beta
     return None
@@ -678,7 +762,7 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: 
     """
     t0 = time.perf_counter()
     W, q, mu = validate_fc3d(W, q, mu)
-    opts = Options.build(options, **overrides)
+    opts = build_options(Options, options, overrides)
     n, nc = q.shape[0], mu.shape[0]
     r = _start(opts.r0, n)
     if opts.rho is None:

@@ -19,14 +19,14 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numba
 import numpy as np
 
 from contactmp.errors import InputError, OptionError
 from contactmp.result import Result, Status
-from contactmp.solvers.fc3d import validate_fc3d, verified_fc3d_result
+from contactmp.solvers.fc3d import build_options, validate_fc3d, verified_fc3d_result
 from contactmp.solvers.fc3d_local import solve_cone_local
 from contactmp.solvers.lcp import SolverOptions
 
@@ -61,6 +61,12 @@ class Options(SolverOptions):
         Wall-clock limit in seconds (checked between batches of sweeps).
     r0 : array or None
         Warm start (3 nc); ``None`` starts from 0.
+    early_stop : bool
+        Give up (status ``not_solved``) as soon as the observed rate of convergence says that
+        ``tol`` will not be reached within ``max_iter`` sweeps: from the 4th sweep on, with
+        ``rate = (res_k / res_{k-3})^(1/3)`` (needs ``check_every = 1``), stop when ``rate >= 1``
+        or ``k + log(tol / res_k) / log(rate) > max_iter``. The default solver (auto mode) uses it
+        to try a few cheap sweeps before Newton's method (see ``registry.solve_fc3d``).
     """
 
     max_iter: int = 10000
@@ -68,6 +74,7 @@ class Options(SolverOptions):
     check_every: int = 1
     time_limit: float | None = None
     r0: Any = None
+    early_stop: bool = False
 
     def check(self) -> None:
         """Reject ill-typed values."""
@@ -77,6 +84,8 @@ class Options(SolverOptions):
         if isinstance(self.omega, bool) or not isinstance(self.omega, (int, float)) or not 0.0 < self.omega < 2.0:
             raise OptionError(f"omega must be a number in (0, 2), got {self.omega!r}")
         _time_limit(self.time_limit)
+        if not isinstance(self.early_stop, bool):
+            raise OptionError(f"early_stop must be True or False, got {self.early_stop!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -85,15 +94,39 @@ class Options(SolverOptions):
 
 
 def block_data(W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(indptr, indices, data, diag)``: ``W`` in compressed sparse rows and its 3x3 diagonal
-    blocks ``diag[j] = W_jj`` (contiguous, for the compiled sweeps)."""
-    import scipy.sparse as sp
+    """``(indptr, indices, data, diag)``: ``W`` in compressed sparse rows (its nonzeros, column
+    indices sorted) and its 3x3 diagonal blocks ``diag[j] = W_jj`` (contiguous, for the compiled
+    sweeps). Built by one compiled pass over ``W`` (no scipy.sparse object per call)."""
+    return _block_data(np.ascontiguousarray(W, dtype=np.float64))
 
-    C = sp.csr_matrix(W)
-    C.sort_indices()
-    nc = W.shape[0] // 3
-    diag = np.ascontiguousarray(W.reshape(nc, 3, nc, 3)[np.arange(nc), :, np.arange(nc), :])
-    return (C.indptr.astype(np.int64), C.indices.astype(np.int64), np.ascontiguousarray(C.data), diag)
+
+@numba.njit(cache=True)
+def _block_data(W):  # pragma: no cover - compiled
+    """The compiled body of :func:`block_data`."""
+    m = W.shape[0]
+    nc = m // 3
+    nnz = 0
+    for i in range(m):
+        for k in range(m):
+            if W[i, k] != 0.0:
+                nnz += 1
+    indptr = np.zeros(m + 1, dtype=np.int64)
+    indices = np.empty(nnz, dtype=np.int64)
+    data = np.empty(nnz)
+    p = 0
+    for i in range(m):
+        for k in range(m):
+            if W[i, k] != 0.0:
+                indices[p] = k
+                data[p] = W[i, k]
+                p += 1
+        indptr[i + 1] = p
+    diag = np.empty((nc, 3, 3))
+    for j in range(nc):
+        for a in range(3):
+            for b in range(3):
+                diag[j, a, b] = W[3 * j + a, 3 * j + b]
+    return indptr, indices, data, diag
 
 
 @numba.njit(cache=True)
@@ -161,11 +194,15 @@ def csr_residual(indptr, indices, data, q, mu, r, u):  # pragma: no cover - comp
 
 
 @numba.njit(cache=True)
-def _nsgs_sweeps(indptr, indices, data, diag, q, mu, r, tol, omega, sweeps, check_every):  # pragma: no cover
-    """Run up to ``sweeps`` NSGS sweeps on ``r`` in place. Returns ``(sweeps done, residual)``.
+def _nsgs_sweeps(indptr, indices, data, diag, q, mu, r, tol, omega, sweeps, check_every,
+                 hist, offset, horizon):  # pragma: no cover
+    """Run up to ``sweeps`` NSGS sweeps on ``r`` in place. Returns ``(sweeps done, residual, gave_up)``.
 
     The residual is checked every ``check_every`` sweeps and after the last one; ``inf`` comes
-    back when the iterate is not finite.
+    back when the iterate is not finite. With ``horizon > 0`` (early stop, ``check_every = 1``)
+    the residual after global sweep ``k = offset + done`` is stored in ``hist[k]`` and the sweeps
+    stop (``gave_up``) when the rate over the last three sweeps predicts that ``tol`` is not
+    reached by sweep ``horizon`` (see ``Options.early_stop``).
     """
     nc = mu.shape[0]
     ql = np.empty(3)
@@ -185,7 +222,14 @@ def _nsgs_sweeps(indptr, indices, data, diag, q, mu, r, tol, omega, sweeps, chec
             res = csr_residual(indptr, indices, data, q, mu, r, u)
             if res <= tol or not res < np.inf:
                 break
-    return done, res
+            if horizon > 0:
+                k = offset + done
+                hist[k] = res
+                if k >= 4 and hist[k - 3] > 0.0:
+                    rate = (res / hist[k - 3]) ** (1.0 / 3.0)
+                    if not rate < 1.0 or k + math.log(tol / res) / math.log(rate) > horizon:
+                        return done, res, True
+    return done, res, False
 
 
 def warm_start(r0: Any, m: int) -> np.ndarray:
@@ -212,19 +256,22 @@ def bad_diagonal(diag: np.ndarray) -> int:
 
 def run_batches(
     kernel, max_iter: int, time_limit: float | None, t0: float, tol: float,
+    stopped: Callable[[], bool] | None = None,
 ) -> tuple[int, float, bool]:
     """Call ``kernel(n) -> (done, residual)`` in batches of growing size until the residual is
-    at most ``tol`` (or not finite), ``max_iter`` sweeps are done or ``time_limit`` seconds have
-    passed since ``t0``. Returns ``(sweeps, residual, timed_out)``."""
+    at most ``tol`` (or not finite), ``stopped()`` is true, ``max_iter`` sweeps are done or
+    ``time_limit`` seconds have passed since ``t0``. Returns ``(sweeps, residual, timed_out)``."""
     total = 0
     res = np.inf
     batch = 1 if time_limit is not None else max_iter
+    if time_limit is not None and math.isinf(time_limit):
+        batch = max_iter
     while total < max_iter:
         n = min(batch, max_iter - total)
         t_b = time.perf_counter()
         done, res = kernel(n)
         total += done
-        if res <= tol or not res < np.inf:
+        if res <= tol or not res < np.inf or (stopped is not None and stopped()):
             return total, res, False
         if time_limit is not None:
             elapsed = time.perf_counter() - t0
@@ -245,7 +292,7 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: 
     """
     t0 = time.perf_counter()
     W, q, mu = validate_fc3d(W, q, mu)
-    opts = Options.build(options, **overrides)
+    opts = build_options(Options, options, overrides)
     m = q.shape[0]
     r = warm_start(opts.r0, m)
     indptr, indices, data, diag = block_data(W)
@@ -257,13 +304,26 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: 
             f"{diag[j, 0, 0]:g}", bad_contact=j,
         )
     tol, omega, every = float(opts.tol), float(opts.omega), int(opts.check_every)
+    max_iter = int(opts.max_iter)
+    early = bool(opts.early_stop) and every == 1
+    hist = np.zeros(max_iter + 1 if early else 1)
+    state = {"total": 0, "gave_up": False}
 
     def kernel(n: int) -> tuple[int, float]:
-        return _nsgs_sweeps(indptr, indices, data, diag, q, mu, r, tol, omega, n, every)
+        done, res_, gave_up = _nsgs_sweeps(indptr, indices, data, diag, q, mu, r, tol, omega, n, every,
+                                           hist, state["total"], max_iter if early else 0)
+        state["total"] += done
+        state["gave_up"] = gave_up
+        return done, res_
 
-    sweeps, res, timed_out = run_batches(kernel, int(opts.max_iter), opts.time_limit, t0, tol)
+    sweeps, res, timed_out = run_batches(kernel, max_iter, opts.time_limit, t0, tol,
+                                         lambda: state["gave_up"])
     if res <= tol:
         claimed, message = Status.SOLVED, f"converged in {sweeps} sweeps"
+    elif state["gave_up"]:
+        claimed = Status.NOT_SOLVED
+        message = (f"stopped early after {sweeps} sweeps: the residual ({res:.3e}) does not fall fast "
+                   f"enough to reach tol within {max_iter} sweeps")
     elif not np.isfinite(res):
         claimed, message = Status.NUMERICAL_ERROR, f"iterates not finite after {sweeps} sweeps"
     elif timed_out:

@@ -47,7 +47,7 @@ import numpy as np
 
 from contactmp.errors import OptionError
 from contactmp.result import Result, Status
-from contactmp.solvers.fc3d import validate_fc3d, verified_fc3d_result
+from contactmp.solvers.fc3d import build_options, validate_fc3d, verified_fc3d_result
 from contactmp.solvers.fc3d_local import solve_cylinder_local
 from contactmp.solvers.fc3d_nsgs import (
     _positive_int, _time_limit, bad_diagonal, block_data, csr_residual, csr_velocity, local_q,
@@ -167,7 +167,7 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: 
     """
     t0 = time.perf_counter()
     W, q, mu = validate_fc3d(W, q, mu)
-    opts = Options.build(options, **overrides)
+    opts = build_options(Options, options, overrides)
     m = q.shape[0]
     r = warm_start(opts.r0, m)
     indptr, indices, data, diag = block_data(W)

@@ -363,6 +363,8 @@ class TimeStepping:
             W[2::3, 2::3] = w_dummy * np.eye(nc)
             qc[2::3] = 0.0
         opts: dict[str, Any] = {"tol": self.tol}
+        if self.solver is None:  # Newton first: no Gauss-Seidel squeezing friction at rest
+            opts["quick"] = False
         res = solve_fc3d(W, qc, mu, solver=self.solver, **opts)
         r = np.asarray(res.x, dtype=float).ravel() if res.x is not None else np.zeros(3 * nc)
         if self.system.planar:

@@ -50,3 +50,59 @@ def test_validation_names_the_field() -> None:
         validate_fc3d(np.eye(3), np.zeros(3), [-0.1])
     with pytest.raises(InputError, match="mu"):
         validate_fc3d(np.eye(6), np.zeros(6), [0.1, 0.2, 0.3])
+
+
+def test_default_solver_runs_quick_nsgs_first_and_falls_back_to_newton(shared_data) -> None:
+    """The auto chain: a small problem that NSGS solves is answered by the quick NSGS pass; one
+    where NSGS stagnates falls through to Newton; both verified by the independent residual."""
+    from contactmp.io import load_fc3d
+    from contactmp.solvers.registry import DEFAULT_FC3D_ORDER, solve_fc3d
+
+    assert DEFAULT_FC3D_ORDER[:2] == ("nsgs", "newton")
+    W, q, mu = load_fc3d(shared_data / "fc3d" / "Rover4144.npz")
+    res = solve_fc3d(W, q, mu)
+    assert res.solver == "nsgs" and res.status is Status.SOLVED
+    assert fc3d_residual(W, q, mu, res.x) <= 1e-8
+    W, q, mu = load_fc3d(shared_data / "fc3d" / "OneObject-i100000-316_hdf5.npz")
+    res = solve_fc3d(W, q, mu, time_limit=30.0)
+    assert [a["solver"] for a in res.extras["attempts"]] == ["nsgs", "newton"]
+    assert res.extras["attempts"][0]["status"] == "not_solved" and res.extras["attempts"][0]["iterations"] < 50
+    assert res.solver == "newton" and fc3d_residual(W, q, mu, res.x) <= 1e-8
+
+
+def test_nonfinite_input_names_the_field() -> None:
+    W, q = np.eye(3), np.array([-1.0, 0.0, 0.0])
+    for field, args in (("W", (np.full((3, 3), np.nan), q, 0.5)), ("q", (W, [np.inf, 0, 0], 0.5)),
+                        ("mu", (W, q, -0.1)), ("mu", (W, q, np.nan))):
+        with pytest.raises(InputError) as exc:
+            validate_fc3d(*args)
+        assert exc.value.field == field
+
+
+def test_quick_false_starts_with_newton_and_keeps_a_resting_box_unsqueezed() -> None:
+    """A box resting on four corners (W of rank 3 in the normal rows: forces not unique):
+    with ``quick=False`` the chain starts with Newton from r = 0 and leaves no internal friction;
+    both answers are verified solutions."""
+    from contactmp.errors import OptionError
+    from contactmp.solvers.registry import solve_fc3d
+
+    corners = np.array([[1, 1], [1, -1], [-1, 1], [-1, -1]], dtype=float) * 0.1
+    m, I, h, g = 1.0, np.diag([0.01, 0.01, 0.02]), 0.01, 9.81
+    J = []
+    for x, y in corners:  # rows n, t, o of each corner: velocity of the point (x, y, -0.05)
+        p = np.array([x, y, -0.05])
+        for d in np.eye(3)[[2, 0, 1]]:
+            J.append(np.concatenate([d, np.cross(p, d)]))
+    J = np.array(J)
+    Minv = np.diag(np.concatenate([np.full(3, 1 / m), 1 / np.diag(I)]))
+    W = J @ Minv @ J.T
+    q = J @ (Minv @ np.array([0, 0, -m * g * h, 0, 0, 0]))
+    mu = np.full(4, 0.5)
+    res = solve_fc3d(W, q, mu, quick=False)
+    assert res.success and res.extras["attempts"][0]["solver"] == "newton"
+    r = res.x.reshape(4, 3)
+    np.testing.assert_allclose(r[:, 0].sum(), m * g * h, rtol=1e-9)
+    assert np.abs(r[:, 1:]).max() <= 1e-9
+    assert solve_fc3d(W, q, mu).success
+    with pytest.raises(OptionError):
+        solve_fc3d(W, q, mu, quick="yes")

@@ -164,3 +164,37 @@ def test_nonpositive_normal_diagonal_is_numerical_error():
     W = np.diag([0.0, 1.0, 1.0])
     out = fc3d_nsgs.solve(W, np.array([-1.0, 0.0, 0.0]), 0.3)
     assert out.status is Status.NUMERICAL_ERROR and out.extras["bad_contact"] == 0
+
+
+def test_block_data_matches_scipy_csr():
+    """The compiled CSR builder gives scipy's compressed rows (nonzeros only, sorted columns)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(3)
+    W = rng.standard_normal((12, 12)) * (rng.random((12, 12)) < 0.4)
+    indptr, indices, data, diag = fc3d_nsgs.block_data(W)
+    C = sp.csr_matrix(W)
+    C.sort_indices()
+    np.testing.assert_array_equal(indptr, C.indptr)
+    np.testing.assert_array_equal(indices, C.indices)
+    np.testing.assert_array_equal(data, C.data)
+    for j in range(4):
+        np.testing.assert_array_equal(diag[j], W[3 * j:3 * j + 3, 3 * j:3 * j + 3])
+
+
+def test_early_stop_gives_up_on_stagnation_and_keeps_convergent_runs(shared_data):
+    """early_stop: where NSGS stagnates (residual ~1e-3 after hundreds of sweeps) it gives up
+    within a few sweeps; where it converges linearly it still reaches tol (same sweeps as without)."""
+    for stem in sorted(NSGS_HARD):
+        d = np.load(shared_data / "fc3d" / f"{stem}.npz", allow_pickle=False)
+        out = fc3d_nsgs.solve(d["W"], d["q"], d["mu"], max_iter=50, early_stop=True)
+        assert out.status is Status.NOT_SOLVED and 4 <= out.iterations < 50, stem
+        assert out.residual == pytest.approx(fc3d_residual(d["W"], d["q"], d["mu"], out.x))
+    for stem in ("Rover1039", "NESpheres_10_1", "Confeti-ex03-Fc3D-SBM"):
+        d = np.load(shared_data / "fc3d" / f"{stem}.npz", allow_pickle=False)
+        full = fc3d_nsgs.solve(d["W"], d["q"], d["mu"])
+        quick = fc3d_nsgs.solve(d["W"], d["q"], d["mu"], max_iter=50, early_stop=True, time_limit=10.0)
+        assert quick.status is Status.SOLVED and quick.iterations == full.iterations, stem
+        assert fc3d_residual(d["W"], d["q"], d["mu"], quick.x) <= 1e-8
+    with pytest.raises(OptionError, match="early_stop"):
+        fc3d_nsgs.solve(np.eye(3), np.array([-1.0, 0.0, 0.0]), 0.5, early_stop=1)

@@ -44,6 +44,7 @@ from contactmp.models.contact_model import ContactModel
 
 if TYPE_CHECKING:  # pragma: no cover
     from contactmp.program import Program
+    from contactmp.result import Result
 
 
 @dataclass
@@ -113,6 +114,7 @@ class PyramidLCP:
     z_names, w_names : names of the variables, e.g. ``"c_n[3]"``, ``"s+_t[5]"``, ``"a-_o[5]"``
         (the number is the contact index in the model)
     index : dict mapping each name of ``z_names`` to its position
+    contact_of : (size,) the contact index each entry of ``z`` (and ``w``) belongs to
     S, R : the sliding and rolling contact indices (in the order used in ``z``)
     L : (3 n_c, size) the linear map ``c = L z`` back to the contact forces
     """
@@ -186,6 +188,7 @@ class PyramidLCP:
         M[zao + kR, zso + kR] = -1.0
         self.L, self.M, self.q = L, M, q
         S, R = self.S.tolist(), self.R.tolist()
+        self.contact_of = np.array(S + R * 5, dtype=np.int64)
         self.z_names = (
             [f"c_n[{j}]" for j in S] + [f"c_n[{j}]" for j in R] + [f"s+_t[{j}]" for j in R]
             + [f"s+_o[{j}]" for j in R] + [f"a-_t[{j}]" for j in R] + [f"a-_o[{j}]" for j in R]
@@ -226,6 +229,7 @@ class PyramidLCP:
             M[zl + r, rows] = -1.0
         self.L, self.M, self.q = L, M, q
         S, R = self.S.tolist(), self.R.tolist()
+        self.contact_of = np.array(S + R + [j for j in R for _ in range(k)] + R, dtype=np.int64)
         self.z_names = (
             [f"c_n[{j}]" for j in S] + [f"c_n[{j}]" for j in R]
             + [f"beta{i}[{j}]" for j in R for i in range(k)] + [f"lambda[{j}]" for j in R]
@@ -236,6 +240,60 @@ class PyramidLCP:
         )
 
     # -----------------------------------------------------------------------------------------
+    def island_blocks(self) -> list[np.ndarray]:
+        """Positions in ``z`` of each island's variables, islands as in
+        :func:`~contactmp.models.islands.contact_islands` (connected components of the body-contact
+        graph). ``M`` is block diagonal over them: rows and columns of different islands meet only
+        in exact zeros of ``A``."""
+        from contactmp.models.islands import contact_islands
+
+        label = np.empty(self.model.n_c, dtype=np.int64)
+        islands = contact_islands(self.model)
+        for k, contacts in enumerate(islands):
+            label[contacts] = k
+        owner = label[self.contact_of]
+        return [np.flatnonzero(owner == k) for k in range(len(islands))]
+
+    def solve(
+        self, solver: str | None = None, *, islands: bool = True, tol: float = 1e-8, **options: object
+    ) -> tuple["Result", PyramidSolution | None]:
+        """Solve LCP(q, M) and map the answer back to physics.
+
+        With ``islands=True`` each independent sub-problem (:meth:`island_blocks`) is its own LCP
+        ``(M[I, I], q[I])``, solved by :func:`~contactmp.solvers.solve_lcp` with ``solver`` (``None``:
+        the default order) and ``options``; the pieces are assembled into one ``z``. Either way the
+        returned :class:`~contactmp.result.Result` judges the whole ``z`` by the whole LCP's residual
+        ``||min(z, M z + q)||_inf <= tol``, so ``solved`` means the whole problem is solved;
+        ``extras["islands"]`` lists each island's size, status, solver and iterations (one entry when
+        ``islands=False``). The :class:`PyramidSolution` is ``None`` when ``z`` is not finite.
+        """
+        import time
+
+        from contactmp.result import Status
+        from contactmp.solvers import solve_lcp
+        from contactmp.solvers.lcp import verified_result
+
+        t0 = time.perf_counter()
+        blocks = self.island_blocks() if islands else [np.arange(self.size)]
+        z = np.zeros(self.size)
+        parts, claimed, iterations = [], Status.SOLVED, 0
+        for I in blocks:
+            res = solve_lcp(self.M[np.ix_(I, I)], self.q[I], solver, tol=tol, **options)
+            z[I] = res.x
+            iterations += res.iterations
+            parts.append({"size": int(I.size), "status": res.status.value, "solver": res.solver,
+                          "iterations": int(res.iterations), "residual": float(res.residual)})
+            if not res.success and claimed is Status.SOLVED:
+                claimed = res.status
+        names = sorted({p["solver"] for p in parts})
+        result = verified_result(
+            self.M, self.q, z, solver="+".join(names), claimed=claimed, tol=tol, iterations=iterations,
+            t_start=t0, message=f"{len(blocks)} island{'s' if len(blocks) != 1 else ''} solved separately"
+            if islands else "solved whole", islands=parts,
+        )
+        sol = self.solution(result.x, tol=tol) if np.isfinite(result.x).all() else None
+        return result, sol
+
     def to_program(self, name: str = "pyramid_lcp") -> "Program":
         """This LCP declared as a :class:`~contactmp.program.Program` block ``name``.
 

@@ -1,7 +1,7 @@
 """contactmp.models: the instantaneous multi-rigid-body contact model of Trinkle, Pang, Sudarsky and
 Lo (1995), its islands, and the random problems of their section 6."""
 from contactmp.models.contact_model import Contact, ContactModel
-from contactmp.models.islands import contact_graph, split_islands
+from contactmp.models.islands import contact_graph, contact_islands, split_islands
 from contactmp.models.random_problems import (
     TRINKLE_MUS,
     TRINKLE_PROBLEMS,
@@ -45,7 +45,7 @@ __all__ = [
     "quaternion_to_rotation",
     "STYLES", "SceneStyle", "block_between_jaws", "BodyRef", "Contact", "ContactModel", "DataSet", "GRAVITY", "GROUND", "Manipulator", "RigidBody",
     "TRINKLE_MUS", "TRINKLE_PROBLEMS", "box_inertia", "contact_graph", "link", "obj", "problem_seed",
-    "random_problem", "random_pyramid_lcp", "rotation_about", "split_islands", "trinkle_dataset",
+    "random_problem", "random_pyramid_lcp", "rotation_about", "contact_islands", "split_islands", "trinkle_dataset",
     "box_on_plane", "two_stacks", "RodState", "lotstedt_rod", "painleve_rod",
     "example_robot_names", "example_robot_urdf", "solo12", "solo12_standing", "urdf_system",
     "elastic_foundation", "hertz_gains", "hertz_point_contact", "range_of_motion_limit",

@@ -47,12 +47,9 @@ def contact_graph(model: ContactModel) -> nx.MultiGraph:
     return G
 
 
-def split_islands(model: ContactModel) -> list[ContactModel]:
-    """The independent sub-problems of ``model``, one :class:`ContactModel` per connected component
-    of :func:`contact_graph` that holds at least one contact (ordered by their smallest contact
-    index). Objects and joints are renumbered in increasing order; contacts keep their order.
-    Bodies without contacts (free flight) are left out.
-    """
+def _components(model: ContactModel) -> list[tuple[list[int], set]]:
+    """(sorted contact indices, node set) of each component of :func:`contact_graph` that holds a
+    contact, ordered by smallest contact index."""
     G = contact_graph(model)
     islands = []
     for comp in nx.connected_components(G):
@@ -60,6 +57,24 @@ def split_islands(model: ContactModel) -> list[ContactModel]:
         if contacts:
             islands.append((contacts, comp))
     islands.sort(key=lambda item: item[0][0])
+    return islands
+
+
+def contact_islands(model: ContactModel) -> list[list[int]]:
+    """The contacts of each island of ``model`` (indices in ``model.contacts``, sorted; islands
+    ordered by their smallest contact index). The rows and columns of ``A`` in (24) that belong to
+    different islands couple through exact zeros, so any formulation built on ``A, b`` splits the
+    same way."""
+    return [contacts for contacts, _ in _components(model)]
+
+
+def split_islands(model: ContactModel) -> list[ContactModel]:
+    """The independent sub-problems of ``model``, one :class:`ContactModel` per connected component
+    of :func:`contact_graph` that holds at least one contact (ordered by their smallest contact
+    index). Objects and joints are renumbered in increasing order; contacts keep their order.
+    Bodies without contacts (free flight) are left out.
+    """
+    islands = _components(model)
     out = []
     for contacts, comp in islands:
         objs = sorted(i for kind, i in comp if kind == "object")

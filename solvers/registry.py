@@ -59,7 +59,10 @@ def solve_lcp(M: Any, q: Any, solver: str | None = None, **options: Any) -> Resu
     (unknown keys are rejected); in auto mode only ``tol`` is accepted.
     """
     if solver is not None and solver != "auto":
-        return lcp_solver(solver)(M, q, **options)  # the solver validates its input
+        fn = _LOADED.get(solver) if type(solver) is str else None  # hot path: a loaded name
+        if fn is None:
+            fn = lcp_solver(solver)
+        return fn(M, q, **options) if options else fn(M, q)  # the solver validates its input
     M, q = validate_lcp(M, q)
     best, tried = _try_in_order(DEFAULT_LCP_ORDER, lcp_solver, (M, q), options, {"tol"})
     if not best.success:

@@ -80,12 +80,24 @@ def test_quick_study_writes_its_files_and_resumes(tmp_path: Path) -> None:
     summary = json.loads((out_dir / "summary.json").read_text())
     lines = (out_dir / "records.jsonl").read_text().splitlines()
     assert summary["records"] == len(lines) > 0
-    # every record's 'solved' claims are backed by residuals
-    for line in lines:
-        rec = json.loads(line)
-        for solver in ("lemke", "fip", "newton"):
+    # every record's 'solved' claims are backed by residuals and by the paper's conditions
+    recs = [json.loads(line) for line in lines]
+    for rec in recs:
+        assert rec["size"] == rec["n_S"] + 5 * rec["n_R"] and sum(rec["island_sizes"]) == rec["size"]
+        for solver in ("lemke", "fip", "newton", "lemke_uncapped", "lemke_islands"):
             if rec[solver]["solved"]:
-                assert rec[solver]["residual"] <= 1e-8
+                assert rec[solver]["residual"] <= 1e-8 and rec[solver]["physics_residual"] <= 1e-6
+    # the summary's counts are the records' counts; the quick selection is all solved
+    overall = summary["overall"]
+    for solver, key in (("lemke", "lemke_with_restarts"), ("fip", "fip"), ("newton", "newton"),
+                        ("lemke_islands", "lemke_islands")):
+        assert overall[key] == sum(r[solver]["solved"] for r in recs), key
+    assert overall["lemke_first_start"] == sum(r["lemke"]["first_start_solved"] for r in recs)
+    assert overall["split_into_islands"] == sum(len(r["island_sizes"]) > 1 for r in recs) > 0
+    assert overall["any"] == overall["data_sets"] == len(recs) == 54
+    assert summary["beats_paper_best"] == (overall["any"] > 228)
+    sizes = {row["size"] for row in summary["by_size"]}
+    assert sizes == {r["size"] for r in recs} and min(sizes) == 2
     # interrupted run: drop the last two records and a half-written line, run again
     (out_dir / "records.jsonl").write_text("\n".join(lines[:-2]) + "\n" + lines[-1][:20])
     res = runner.invoke(app, ["study", "trinkle-table1", "--quick", "--out", str(out_dir)])

@@ -53,7 +53,7 @@ from contactmp.solvers.registry import FC3D_SOLVERS, solve_fc3d  # noqa: E402
 
 TOL = 1e-8
 #: our default solver: the one whose time is compared with Siconos' best
-DEFAULT_SOLVER = "auto"  # what `contactmp solve FILE` runs: newton, then nsgs, qvi, ipopt until verified
+DEFAULT_SOLVER = "auto"  # what `contactmp solve FILE` runs: quick nsgs (nc <= 64), newton, nsgs, qvi, ipopt
 OUR_SOLVERS = ("auto", "newton", "nsgs", "qvi")
 OUR_SLOW_SOLVERS = ("pyramid", "ipopt")
 SICONOS_SOLVERS = ("NSGS", "NSN_AC", "NSN_FB", "PROX", "ADMM")
@@ -250,12 +250,15 @@ def summarize(results: list[dict[str, Any]], keys: list[str]) -> dict[str, Any]:
         "ratio_count": len(ratios),
         "ratio_range": [min(ratios), max(ratios)] if ratios else None,
         "unsolved_by_all": [r["problem"] for r in results if not any(s["solved"] for s in r["solves"].values())],
+        "unsolved_by_default": [r["problem"] for r in results
+                                if not (r["solves"].get(DEFAULT_SOLVER) or {}).get("solved", False)],
     }
 
 
 def print_tables(results: list[dict[str, Any]], summary: dict[str, Any], keys: list[str],
                  ours: list[str], with_siconos: bool, cap: float) -> None:
-    """Per-problem table, summary table, and the residuals where no solver reached the tolerance."""
+    """Per-problem table, summary table, and the residuals (ours beside Siconos' best) wherever
+    our default did not reach the tolerance."""
     cols = ["problem", "nc"] + [label(k) for k in keys]
     if with_siconos:
         cols += ["best Siconos", f"{DEFAULT_SOLVER}/best"]
@@ -287,7 +290,7 @@ def print_tables(results: list[dict[str, Any]], summary: dict[str, Any], keys: l
             lo, hi = summary["ratio_range"]
             print(f"{DEFAULT_SOLVER} time / best Siconos time on the same problem: median {m:.2f} "
                   f"(range {lo:.2g} to {hi:.2g}) over the {summary['ratio_count']} problems both solved.")
-    unsolved = [r for r in results if r["problem"] in summary["unsolved_by_all"]]
+    unsolved = [r for r in results if r["problem"] in summary["unsolved_by_default"]]
     if unsolved:
         ucols = ["problem", "nc"] + [f"{label(s)} residual" for s in ours]
         if with_siconos:
@@ -299,8 +302,10 @@ def print_tables(results: list[dict[str, Any]], summary: dict[str, Any], keys: l
                 low = lowest_residual(r["solves"], "siconos")
                 row += [common.fmt_residual(low and low["residual"]), label(low["solver"]) if low else "-"]
             urows.append(row)
-        common.print_table(f"No solver reached {TOL:g} within {cap:g} s: the residuals they reached",
-                           ucols, urows)
+        common.print_table(f"Our default ({DEFAULT_SOLVER}) did not reach {TOL:g} within {cap:g} s: "
+                           "the residuals reached, ours and Siconos' best, side by side", ucols, urows)
+    else:
+        print(f"Our default ({DEFAULT_SOLVER}) reached {TOL:g} on every problem.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -317,8 +322,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--ipopt", action="store_true", help="also run our IPOPT solver (slow)")
     ap.add_argument("--time-cap", type=float, default=60.0,
                     help="seconds per solve, ours (time_limit) and Siconos' (default 60)")
-    ap.add_argument("--repeats", type=int, default=3,
-                    help="timed repeats per solve, ours and Siconos' (default 3; the median is kept)")
+    ap.add_argument("--repeats", type=int, default=7,
+                    help="timed repeats per solve, ours and Siconos' (default 7; the median is kept)")
     ap.add_argument("--siconos-max-iter", type=int, default=10000,
                     help="Siconos' iteration limit (its --max-iter; default 10000)")
     ap.add_argument("--only", default=None, help="comma-separated problem names (file stems) to run")

@@ -6,7 +6,10 @@ the plugin. A solve:
 1. writes the model as an AMPL ``.nl`` file in a temporary directory with Pyomo's NL writer
    (numeric labels, no scaling, no linear presolve); the writer's returned ``NLWriterInfo`` gives
    the exact order of the variables (column j of the file is ``info.variables[j]``) and of the
-   constraints;
+   constraints. This list is what a ``.col`` file holds, one name per column in file order; Pyomo
+   writes ``.col``/``.row`` files only with ``symbolic_solver_labels=True``, which also puts
+   ``#label`` comments into the ``.nl`` body, so the plugin keeps the writer's own list instead of
+   reading the names back from a file;
 2. reads the file with CasADi's NL importer (``casadi.NlpBuilder.import_nl``);
 3. solves ``min f(x) s.t. lbg <= g(x) <= ubg, lbx <= x <= ubx`` with ``casadi.nlpsol(..., "ipopt")``
    from the model's current variable values (``None`` -> 0);

@@ -170,7 +170,6 @@ def test_list_shows_the_fc3d_solvers() -> None:
     assert ", ".join(registry.DEFAULT_FC3D_ORDER) in out.output
 
 
-@pytest.mark.skipif(not (REPO / "solvers" / "fc3d_newton.py").is_file(), reason="fc3d_newton not written yet")
 @pytest.mark.parametrize("name", ["FC3D_Example1.dat", "Rover1039.dat"])
 def test_real_default_solver_on_raw_files(shared_data: Path, name: str) -> None:
     path = shared_data / "raw" / name

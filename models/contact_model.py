@@ -190,14 +190,17 @@ class ContactModel:
     # -----------------------------------------------------------------------------------------
     @property
     def n_obj(self) -> int:
+        """Number of passive objects (6 velocity coordinates each)."""
         return len(self.objects)
 
     @property
     def n_l(self) -> int:
+        """Number of manipulator joints (0 without a manipulator)."""
         return 0 if self.manipulator is None else self.manipulator.n_joints
 
     @property
     def n_c(self) -> int:
+        """Number of contacts."""
         return len(self.contacts)
 
     @property
@@ -334,14 +337,17 @@ class ContactModel:
 
     @property
     def v_n(self) -> np.ndarray:
+        """Normal relative velocities ``v_jn`` of the contacts (the ``n`` rows of ``v``)."""
         return self.split(self.v)[0]
 
     @property
     def v_t(self) -> np.ndarray:
+        """Tangential relative velocities ``v_jt`` along each contact's ``t`` axis."""
         return self.split(self.v)[1]
 
     @property
     def v_o(self) -> np.ndarray:
+        """Tangential relative velocities ``v_jo`` along each contact's ``o`` axis."""
         return self.split(self.v)[2]
 
     @property

@@ -66,6 +66,16 @@ and at the end, :func:`~contactmp.solvers.lcp.polish_lcp` (one solve with the ba
 ``{z_i > w_i}``) is tried; a run stops as soon as its candidate passes the residual check. The
 final iterate is replaced by its projection onto ``z >= 0`` when that keeps the residual below
 ``tol`` (or does not increase it), then by the polished one when that does not increase it.
+
+Implementation. :func:`solve_mcp` runs the iteration in Python (:func:`_run`; any ``F``, dense or
+sparse Jacobian). :func:`solve` runs the same iteration compiled
+(:mod:`contactmp.solvers._newton_kernels`, numba, LAPACK from SciPy): ``Phi``, ``Da``, ``Db`` and
+the merit in one pass, the Newton system reduced to the rows with ``Db_i != 0`` (a row with
+``Db_i = 0``, i.e. ``z_i = 0 < w_i``, gives ``d_i = -Phi_i / Da_i``), the Levenberg-Marquardt
+system ``H^T H + nu I`` by a rank-k update and Cholesky, and the polish's least squares by a
+complete orthogonal factorization (``dgelsy``, the minimum-norm solution as ``np.linalg.lstsq``).
+The mathematics is that of :func:`_run`; round-off is not, and on the singular Newton matrices of
+contact LCPs it can change which steps later iterations take (tests compare the first steps).
 """
 from __future__ import annotations
 
@@ -80,10 +90,11 @@ import scipy.sparse.linalg as spla
 
 from contactmp.errors import InputError, OptionError
 from contactmp.result import Result, Status
+from contactmp.solvers import _newton_kernels as _kernels
 from contactmp.solvers.lcp import (
     SolverOptions,
     lcp_residual,
-    polish_lcp,
+    residual_kernel,
     validate_lcp,
     verified_result,
 )
@@ -102,6 +113,8 @@ _LCP_RUNS = ((False, False, 0.3), (True, False, 0.2), (False, True, 0.25), (True
 #: polish again only once the natural residual has fallen below this share of its value at the
 #: last attempt (an attempt costs about one iteration, and a rank-deficient basis a least-squares)
 _POLISH_DROP = 0.1
+#: LCP: at most this many polished bases are remembered (so as not to polish them again)
+_MAX_TRIED = 256
 
 
 @dataclass
@@ -130,9 +143,9 @@ class Options(SolverOptions):
         straight lines (the rest), each begun only if the previous one failed. False: one run
         along projected paths with all ``max_iter`` iterations.
     free_memory : ``memory`` of the nonmonotone search of the run along straight lines.
-    polish_every : LCP only: try :func:`polish_lcp` every this many iterations, when the natural
-        residual has fallen tenfold since the last attempt, and stop as soon as its candidate
-        verifies (0: only at the end).
+    polish_every : LCP only: try the polish of :func:`polish_lcp` every this many iterations,
+        when the natural residual has fallen tenfold since the last attempt, and stop as soon as
+        its candidate verifies (0: only at the end).
     lam : weight of the Chen-Chen-Kanzow penalized FB function
         ``lam phi(a, b) - (1 - lam) a_+ b_+`` in ``(0, 1]``; 1 is the plain FB function. The
         default 0.95 (their suggestion) solves lcp_tobenna and badly scaled P0 LCPs that plain FB
@@ -181,6 +194,9 @@ class Options(SolverOptions):
             self.p > 2 and np.isfinite(self.p)
         ):
             raise OptionError(f"p must be a finite number > 2, got {self.p!r}")
+
+
+_DEFAULT_OPTIONS = Options()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -647,76 +663,104 @@ def _mcp_result(out: _Outcome, box: _Box, opts: Options, t_start: float) -> Resu
 def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> Result:
     """Solve LCP(q, M) as the MCP with ``l = 0``, ``u = inf``, ``F(z) = M z + q`` (dense).
 
-    Up to four runs (option ``restart``, see the module docstring); :func:`polish_lcp` is tried
-    during the runs (option ``polish_every``) and at the end, where the final iterate is replaced
-    by its polished form when that does not increase ``||min(z, M z + q)||_inf``; ``solved`` is
-    claimed only through :func:`verified_result`.
+    Up to four runs (option ``restart``, see the module docstring); the polish of
+    :func:`polish_lcp` is tried during the runs (option ``polish_every``) and at the end, where the
+    final iterate is replaced by its polished form when that does not increase
+    ``||min(z, M z + q)||_inf``; ``solved`` is claimed only through :func:`verified_result`.
     ``iterations`` counts all runs. Statuses: ``solved``, ``max_iter``, ``not_solved`` (stopped at
     a stationary point of the merit function that is not a solution) and ``numerical_error``
     (non-finite ``F`` or Jacobian). ``extras``: ``newton_steps``, ``lm_steps``,
     ``gradient_steps`` (all runs), ``merit`` (final ``Psi``), ``restarts`` (runs after the first),
     ``polished``, ``w``.
+
+    The runs are compiled (:func:`contactmp.solvers._newton_kernels.run_lcp`, the iteration of
+    :func:`solve_mcp` specialized to the LCP).
     """
     t_start = time.perf_counter()
     M, q = validate_lcp(M, q)
-    opts = Options.build(options, **overrides)
+    if options is None and not overrides:
+        opts = _DEFAULT_OPTIONS  # skips the strict build: microseconds on tiny problems
+    else:
+        opts = Options.build(options, **overrides)
     n = q.shape[0]
-    box = _Box.make(np.zeros(n), np.full(n, np.inf))
-    z_init = _start(opts.z0, n, box)
-
-    def F(z: np.ndarray) -> np.ndarray:
-        return M @ z + q
-
-    def J(z: np.ndarray) -> np.ndarray:
-        return M
-
-    tried: set[bytes] = set()  # bases {z_i > w_i} already tried
-
-    def polish(z: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        key = np.packbits(z > F(z)).tobytes()
-        if key in tried:
-            return None
-        tried.add(key)
-        cand = polish_lcp(M, q, z)
-        if cand is not None and lcp_residual(M, q, cand) <= opts.tol:
-            return cand, F(cand)
-        return None
-
+    if opts.z0 is None:
+        z_init = np.zeros(n)
+    else:
+        z_init = _start(opts.z0, n, _Box.make(np.zeros(n), np.full(n, np.inf)))
     runs = _LCP_RUNS if opts.restart else ((False, False, 1.0),)
-    z_interior = np.full(n, max(1.0, float(np.max(np.abs(q)))))
-    steps = {key: 0 for key in ("newton_steps", "lm_steps", "gradient_steps")}
+    # bases already polished (an attempt needs a tenfold drop of the residual, so few are made; a
+    # basis not recorded once the table is full is only polished again, to the same candidate)
+    tried = np.zeros((min(opts.max_iter + len(runs) + 1, _MAX_TRIED), n), dtype=np.bool_)
+    n_tried = np.zeros(1, dtype=np.int64)
     used = 0
-    out: _Outcome | None = None
+    steps = [0, 0, 0]
+    best = None  # (z, w, code, iterations, merit, residual) of the answer so far
     notes = []
     for r, (free, interior, share) in enumerate(runs):
         last = r == len(runs) - 1
         budget = opts.max_iter - used if last else int(round(share * opts.max_iter))
-        o = _run(F, J, box, z_interior if interior else z_init, opts, budget, free=free,
-                 memory=opts.free_memory if free else opts.memory, polish=polish)
-        used += o.iterations
-        for key in steps:
-            steps[key] += o.extras[key]
-        if out is None or o.status is Status.SOLVED or (
-            natural_residual(o.z, o.f, box.lb, box.ub)
-            < natural_residual(out.z, out.f, box.lb, box.ub)
+        start = np.full(n, max(1.0, float(np.max(np.abs(q))))) if interior else z_init
+        z, w, code, k, n_newton, n_lm, n_grad, psi, res = _kernels.run_lcp(
+            M, q, start, budget, free, opts.free_memory if free else opts.memory, opts.tol,
+            opts.sigma, opts.beta, opts.rho, opts.p, opts.lam, opts.lm, _LM_MAX, _LM_FACTOR,
+            _MIN_NEWTON_STEP, opts.polish_every, _POLISH_DROP, tried, n_tried)
+        used += k
+        steps[0] += n_newton
+        steps[1] += n_lm
+        steps[2] += n_grad
+        solved = code in (_kernels.SOLVED, _kernels.POLISHED)
+        if best is None or solved or (
+            _kernels.natural_residual(z, w) < _kernels.natural_residual(best[0], best[1])
         ):
-            out = o
-        notes.append(f"run {r + 1} ({'straight lines' if free else 'projected paths'} from "
-                     f"{'s 1' if interior else 'z0'}): {o.message}")
-        if o.status in (Status.SOLVED, Status.NUMERICAL_ERROR) or last:
+            best = (z, w, code, k, psi, res)
+        notes.append((free, interior, code, k, res))
+        if solved or code == _kernels.NOT_FINITE or last:
             break
+    z, w, code, k, psi, res = best
     restarts = len(notes) - 1
-    message = "; ".join(notes) if restarts else out.message
-    out = _Outcome(out.z, out.f, out.status, used, message, {**out.extras, **steps})
-    z = out.z
+    if restarts:
+        message = "; ".join(
+            f"run {i + 1} ({'straight lines' if fr else 'projected paths'} from "
+            f"{'s 1' if inter else 'z0'}): {_kernel_message(c, kk, rr)}"
+            for i, (fr, inter, c, kk, rr) in enumerate(notes))
+    else:
+        message = _kernel_message(code, k, res)
     if (z < 0).any():  # the straight-line run may end just outside z >= 0
         zp = np.maximum(z, 0.0)
         if lcp_residual(M, q, zp) <= max(lcp_residual(M, q, z), opts.tol):
             z = zp
     polished = False
-    cand = polish_lcp(M, q, z)
-    if cand is not None and lcp_residual(M, q, cand) <= lcp_residual(M, q, z):
+    found, cand = _kernels.polish(M, q, z)
+    if found and residual_kernel(M, q, cand) <= residual_kernel(M, q, z):
         z, polished = cand, True
-    return verified_result(M, q, z, solver=NAME, claimed=out.status, tol=opts.tol,
-                           iterations=out.iterations, t_start=t_start, message=out.message,
-                           polished=polished, restarts=restarts, **out.extras)
+    return verified_result(M, q, z, solver=NAME, claimed=_KERNEL_STATUS[code], tol=opts.tol,
+                           iterations=used, t_start=t_start, message=message,
+                           polished=polished, restarts=restarts, newton_steps=steps[0],
+                           lm_steps=steps[1], gradient_steps=steps[2], merit=psi)
+
+
+#: Status of each outcome code of :func:`~contactmp.solvers._newton_kernels.run_lcp`
+_KERNEL_STATUS = {
+    _kernels.SOLVED: Status.SOLVED,
+    _kernels.POLISHED: Status.SOLVED,
+    _kernels.MAX_ITER: Status.MAX_ITER,
+    _kernels.STATIONARY: Status.NOT_SOLVED,
+    _kernels.NO_DECREASE: Status.NOT_SOLVED,
+    _kernels.NOT_FINITE: Status.NUMERICAL_ERROR,
+}
+
+
+def _kernel_message(code: int, k: int, res: float) -> str:
+    """The message of :func:`_run` for an outcome code of the compiled run (same wording)."""
+    if code == _kernels.SOLVED:
+        return f"natural residual {res:.3e} <= tol"
+    if code == _kernels.POLISHED:
+        return f"polished at iteration {k}"
+    if code == _kernels.MAX_ITER:
+        return f"{k} iterations, natural residual {res:.3e}"
+    if code == _kernels.STATIONARY:
+        return "stationary point of the merit function that is not a solution"
+    if code == _kernels.NO_DECREASE:
+        return ("no decrease along the projected gradient (stationary point of the"
+                " merit function that is not a solution)")
+    return "F is not finite at the starting point"

@@ -344,3 +344,159 @@ def test_registry_entry() -> None:
     assert newton.NAME == "newton"
     res = lcp_solver("newton")(np.eye(3), -np.ones(3))
     np.testing.assert_allclose(res.x, np.ones(3), atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# The compiled LCP run (solvers/_newton_kernels.py) against the reference iteration
+# ---------------------------------------------------------------------------------------------
+
+
+def _kernel_run(M, q, z0, max_iter, free, polish_every, tried=None):
+    from contactmp.solvers import _newton_kernels as K
+
+    o = newton._DEFAULT_OPTIONS
+    if tried is None:
+        tried = np.zeros((max_iter + 2, q.shape[0]), dtype=bool)
+    return K.run_lcp(M, q, z0, max_iter, free, o.free_memory if free else o.memory, o.tol,
+                     o.sigma, o.beta, o.rho, o.p, o.lam, o.lm, newton._LM_MAX, newton._LM_FACTOR,
+                     newton._MIN_NEWTON_STEP, polish_every, newton._POLISH_DROP, tried,
+                     np.zeros(1, dtype=np.int64))
+
+
+def _compare_runs(M, q, free: bool, max_iter: int, atol: float = 1e-10) -> None:
+    n = q.shape[0]
+    box = newton._Box.make(np.zeros(n), np.full(n, np.inf))
+    ref = newton._run(lambda z: M @ z + q, lambda z: M, box, np.zeros(n), newton.Options(),
+                      max_iter, free=free, memory=10 if free else 5)
+    z, w, code, k, n_newton, n_lm, n_grad, psi, res = _kernel_run(M, q, np.zeros(n), max_iter,
+                                                                   free, 0)
+    assert newton._KERNEL_STATUS[code] is ref.status
+    assert k == ref.iterations
+    assert (n_newton, n_lm, n_grad) == tuple(ref.extras[key] for key in
+                                             ("newton_steps", "lm_steps", "gradient_steps"))
+    np.testing.assert_allclose(z, ref.z, rtol=1e-9, atol=atol)
+    np.testing.assert_allclose(w, M @ z + q, rtol=1e-12, atol=1e-12)
+    assert psi == pytest.approx(ref.extras["merit"], rel=1e-6, abs=1e-20)
+
+
+@pytest.mark.parametrize("free", [False, True])
+@pytest.mark.parametrize("stem", ["lcp_CPS_2", "lcp_CPS_4", "lcp_exp_murty2", "lcp_mmc",
+                                  "lcp_enum_fails", "lcp_inf_sol_perturbed"])
+def test_compiled_run_takes_the_reference_steps(stem: str, free: bool) -> None:
+    """Without polishing, the compiled run and ``_run`` (the MCP iteration with ``F = M z + q``)
+    take the same Newton / LM / gradient steps to the same iterate (to round-off)."""
+    d = np.load(DATA / f"{stem}.npz", allow_pickle=False)
+    _compare_runs(np.ascontiguousarray(d["M"], dtype=float), np.asarray(d["q"], dtype=float),
+                  free, 200)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_compiled_run_on_degenerate_p0_lcps(seed: int) -> None:
+    """Rank-deficient P0 LCPs that start degenerate (the De Luca-Facchinei-Kanzow limit at
+    z_i = w_i = 0): same steps as ``_run`` for the first iterations."""
+    rng = np.random.default_rng(200 + seed)
+    n = 12
+    M = random_p0(n, 5, rng)
+    zs = np.maximum(rng.standard_normal(n), 0)
+    ws = np.maximum(rng.standard_normal(n), 0)
+    ws[zs > 0] = 0
+    q = ws - M @ zs
+    q[:3] = 0.0  # z_i = w_i = 0 at the start for i with q_i = 0: degenerate rows
+    _compare_runs(M, q, False, 3)
+
+
+@pytest.mark.parametrize("size, seed", [(15, 0), (20, 3), (30, 1)])
+def test_compiled_run_on_pyramid_lcps(size: int, seed: int) -> None:
+    """Pyramid LCPs (singular Newton matrices, LM steps): the first four steps agree with
+    ``_run``. Later the runs may part: on a singular ``H`` round-off (here LAPACK from SciPy's
+    build with Cholesky for the LM system, there NumPy's with LU) picks the direction."""
+    from contactmp.models.random_problems import random_pyramid_lcp
+
+    M, q = random_pyramid_lcp(size, seed, mu=0.5)
+    _compare_runs(M, q, False, 4, atol=1e-8)
+
+
+def test_compiled_polish_matches_polish_lcp() -> None:
+    """The compiled polish gives polish_lcp's candidate, also with a singular basis matrix."""
+    from contactmp.solvers import _newton_kernels as K
+    from contactmp.solvers.lcp import polish_lcp
+
+    rng = np.random.default_rng(7)
+    for trial in range(30):
+        n = int(rng.integers(2, 15))
+        M = random_p0(n, int(rng.integers(1, n + 1)), rng)
+        zs = np.maximum(rng.standard_normal(n), 0)
+        q = np.maximum(rng.standard_normal(n), 0) * (zs == 0) - M @ zs
+        z = zs + 1e-3 * rng.standard_normal(n) * (trial % 3 != 0)
+        ref = polish_lcp(M, q, z)
+        found, cand = K.polish(M, q, z)
+        assert found == (ref is not None)
+        if found:
+            np.testing.assert_allclose(cand, ref, rtol=1e-8, atol=1e-10)
+
+
+def test_compiled_linear_algebra() -> None:
+    """gram = H^T H (both triangles), LU reports singular matrices, the SPD solve falls back to
+    LU on an indefinite matrix."""
+    from contactmp.solvers import _newton_kernels as K
+
+    rng = np.random.default_rng(8)
+    h = rng.standard_normal((7, 7))
+    b = rng.standard_normal(7)
+    np.testing.assert_allclose(K.gram(h), h.T @ h, rtol=1e-13, atol=1e-13)
+    ok, x = K.lu_solve(h, b)
+    assert ok
+    np.testing.assert_allclose(h @ x, b, atol=1e-10)
+    assert not K.lu_solve(np.zeros((3, 3)), np.ones(3))[0]
+    indefinite = np.diag([1.0, -2.0, 3.0])
+    ok, x = K.spd_solve(indefinite, np.ones(3))
+    assert ok
+    np.testing.assert_allclose(x, [1.0, -0.5, 1.0 / 3.0])
+    spd = h.T @ h + np.eye(7)
+    ok, x = K.spd_solve(spd, b)
+    assert ok
+    np.testing.assert_allclose(spd @ x, b, atol=1e-10)
+
+
+def test_default_options_fast_path() -> None:
+    """solve(M, q) with no options gives what explicit default options give."""
+    d = np.load(DATA / "lcp_tobenna.npz", allow_pickle=False)
+    a = newton.solve(d["M"], d["q"])
+    b = newton.solve(d["M"], d["q"], options=newton.Options(), tol=1e-8)
+    assert a.status is b.status and a.iterations == b.iterations
+    np.testing.assert_array_equal(a.x, b.x)
+
+
+def test_compiled_lstsq_is_the_minimum_norm_solution() -> None:
+    """On a singular system (rank 4 of 6, inconsistent right-hand side) the compiled least
+    squares gives np.linalg.lstsq's minimum-norm solution."""
+    from contactmp.solvers import _newton_kernels as K
+
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((6, 4)) @ rng.standard_normal((4, 6))
+    a[2] = 0.0
+    b = rng.standard_normal(6)
+    np.testing.assert_allclose(K.lstsq(a, b), np.linalg.lstsq(a, b, rcond=None)[0],
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_compiled_newton_direction_eliminates_inactive_rows() -> None:
+    """Rows with Db_i = 0 eliminated: the same H d = -Phi and H^T H + nu I as the dense forms;
+    a zero row (Da_i = Db_i = 0) is reported singular."""
+    from contactmp.solvers import _newton_kernels as K
+
+    rng = np.random.default_rng(10)
+    n = 9
+    M = rng.standard_normal((n, n))
+    da, db, phi = rng.standard_normal(n), rng.standard_normal(n), rng.standard_normal(n)
+    db[[1, 4, 5]] = 0.0
+    h = db[:, None] * M + np.diag(da)
+    rest = np.flatnonzero(db != 0).astype(np.int64)
+    ok, d = K.newton_direction(h, phi, da, db, rest, rest.size)
+    assert ok
+    np.testing.assert_allclose(h @ d, -phi, atol=1e-10)
+    np.testing.assert_allclose(K.lm_matrix(h, da, db, 0.3, rest, rest.size),
+                               h.T @ h + 0.3 * np.eye(n), rtol=1e-12, atol=1e-12)
+    da[4] = 0.0
+    h = db[:, None] * M + np.diag(da)
+    assert not K.newton_direction(h, phi, da, db, rest, rest.size)[0]

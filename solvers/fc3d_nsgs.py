@@ -26,7 +26,15 @@ import numpy as np
 
 from contactmp.errors import InputError, OptionError
 from contactmp.result import Result, Status
-from contactmp.solvers.fc3d import build_options, validate_fc3d, verified_fc3d_result
+from contactmp.solvers.fc3d import (
+    _first_bad,
+    _residual_kernel,
+    build_options,
+    checked_fc3d_result,
+    dual_violation,
+    validate_fc3d,
+    verified_fc3d_result,
+)
 from contactmp.solvers.fc3d_local import solve_cone_local
 from contactmp.solvers.lcp import SolverOptions
 
@@ -101,7 +109,7 @@ def block_data(W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
 
 
 @numba.njit(cache=True)
-def _block_data(W):  # pragma: no cover - compiled
+def _block_data(W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
     """The compiled body of :func:`block_data`."""
     m = W.shape[0]
     nc = m // 3
@@ -130,8 +138,10 @@ def _block_data(W):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def local_q(indptr, indices, data, diag, q, r, j, out):  # pragma: no cover - compiled
-    """``out <- q_j + sum_{k != j} W_jk r_k`` (rows ``3j..3j+2`` of ``W r + q`` minus ``W_jj r_j``)."""
+def local_q(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, diag: np.ndarray, q: np.ndarray,
+            r: np.ndarray, j: int, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``out <- q_j + sum_{k != j} W_jk r_k``: the local ``q`` of contact ``j`` (rows ``3j..3j+2`` of
+    ``W r + q`` minus ``W_jj r_j``), ``W`` in CSR ``(indptr, indices, data)``, ``diag[j] = W_jj``."""
     for a in range(3):
         row = 3 * j + a
         s = q[row]
@@ -143,7 +153,8 @@ def local_q(indptr, indices, data, diag, q, r, j, out):  # pragma: no cover - co
 
 
 @numba.njit(cache=True)
-def relaxed_update(r, j, rn, rp, omega):  # pragma: no cover - compiled
+def relaxed_update(r: np.ndarray, j: int, rn: np.ndarray, rp: np.ndarray,
+                   omega: float) -> None:  # pragma: no cover - compiled
     """Contact j of ``r`` <- ``omega * rn + (1 - omega) * rp`` (the local answer, relaxed)."""
     if omega == 1.0:
         r[3 * j], r[3 * j + 1], r[3 * j + 2] = rn[0], rn[1], rn[2]
@@ -153,7 +164,8 @@ def relaxed_update(r, j, rn, rp, omega):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def csr_velocity(indptr, indices, data, q, r, u):  # pragma: no cover - compiled
+def csr_velocity(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, q: np.ndarray, r: np.ndarray,
+                 u: np.ndarray) -> float:  # pragma: no cover - compiled
     """``u <- W r + q`` (W in CSR); return the scale ``max(||q||, ||r||, ||u||)`` of the residuals."""
     nq = nr = nu = 0.0
     for i in range(q.shape[0]):
@@ -168,7 +180,8 @@ def csr_velocity(indptr, indices, data, q, r, u):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def csr_residual(indptr, indices, data, q, mu, r, u):  # pragma: no cover - compiled
+def csr_residual(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, q: np.ndarray, mu: np.ndarray,
+                 r: np.ndarray, u: np.ndarray) -> float:  # pragma: no cover - compiled
     """``u <- W r + q`` and the normalized natural-map residual of fc3d (as ``fc3d_residual``)."""
     scale = csr_velocity(indptr, indices, data, q, r, u)
     err = 0.0
@@ -194,8 +207,9 @@ def csr_residual(indptr, indices, data, q, mu, r, u):  # pragma: no cover - comp
 
 
 @numba.njit(cache=True)
-def _nsgs_sweeps(indptr, indices, data, diag, q, mu, r, tol, omega, sweeps, check_every,
-                 hist, offset, horizon):  # pragma: no cover
+def _nsgs_sweeps(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, diag: np.ndarray, q: np.ndarray,
+                 mu: np.ndarray, r: np.ndarray, tol: float, omega: float, sweeps: int, check_every: int,
+                 hist: np.ndarray, offset: int, horizon: int) -> tuple[int, float, bool]:  # pragma: no cover
     """Run up to ``sweeps`` NSGS sweeps on ``r`` in place. Returns ``(sweeps done, residual, gave_up)``.
 
     The residual is checked every ``check_every`` sweeps and after the last one; ``inf`` comes
@@ -255,7 +269,7 @@ def bad_diagonal(diag: np.ndarray) -> int:
 
 
 def run_batches(
-    kernel, max_iter: int, time_limit: float | None, t0: float, tol: float,
+    kernel: Callable[[int], tuple[int, float]], max_iter: int, time_limit: float | None, t0: float, tol: float,
     stopped: Callable[[], bool] | None = None,
 ) -> tuple[int, float, bool]:
     """Call ``kernel(n) -> (done, residual)`` in batches of growing size until the residual is
@@ -281,6 +295,73 @@ def run_batches(
             per = dt / max(done, 1)
             batch = int(max(1, min(4 * batch, 0.25 * (time_limit - elapsed) / per)))
     return total, res, False
+
+
+def claim(res: float, tol: float, sweeps: int, gave_up: bool, timed_out: bool, max_iter: int,
+          time_limit: float | None) -> tuple[Status, str]:
+    """What an NSGS run claims (before the independent check) and why, from its last sweep
+    residual ``res``: ``solved`` (``res <= tol``), ``not_solved`` (the early stop gave up),
+    ``numerical_error`` (iterates not finite), ``time_limit`` or ``max_iter``."""
+    if res <= tol:
+        return Status.SOLVED, f"converged in {sweeps} sweeps"
+    if gave_up:
+        return Status.NOT_SOLVED, (f"stopped early after {sweeps} sweeps: the residual ({res:.3e}) does not "
+                                   f"fall fast enough to reach tol within {max_iter} sweeps")
+    if not np.isfinite(res):
+        return Status.NUMERICAL_ERROR, f"iterates not finite after {sweeps} sweeps"
+    if timed_out:
+        return Status.TIME_LIMIT, f"time limit {time_limit} s reached after {sweeps} sweeps (residual {res:.3e})"
+    return Status.MAX_ITER, f"{sweeps} sweeps without reaching tol (residual {res:.3e})"
+
+
+@numba.njit(cache=True)
+def _quick_kernel(W: np.ndarray, q: np.ndarray, mu: np.ndarray, tol: float, sweeps: int, r: np.ndarray,
+                  u: np.ndarray) -> tuple[int, int, float, bool, float, float]:  # pragma: no cover
+    """The quick pass in one compiled call: input check, CSR, NSGS sweeps, independent check.
+
+    Returns ``(code, sweeps_or_contact, sweep_residual, gave_up, residual, dual)``. ``code`` is 1, 2
+    or 3 when ``W``, ``q`` or ``mu`` is not finite (or ``mu < 0``, as ``_first_bad``), 4 when contact
+    ``sweeps_or_contact`` has ``(W_jj)_nn <= 0``, 0 after the sweeps: ``r`` (zero on entry) holds the
+    iterate after ``sweeps_or_contact`` sweeps (``omega = 1``, residual checked every sweep,
+    early stop with horizon ``sweeps``), ``u = W r + q`` and ``residual``, ``dual`` are the two
+    measures of ``verified_fc3d_result`` computed from the dense ``W`` (``_residual_kernel``,
+    ``dual_violation``), not from the sweeps' own CSR residual ``sweep_residual``.
+    """
+    bad = _first_bad(W, q, mu)
+    if bad != 0:
+        return bad, -1, np.inf, False, np.inf, np.inf
+    indptr, indices, data, diag = _block_data(W)
+    for j in range(mu.shape[0]):
+        if not diag[j, 0, 0] > 0.0:
+            return 4, j, np.inf, False, np.inf, np.inf
+    hist = np.zeros(sweeps + 1)
+    done, res, gave_up = _nsgs_sweeps(indptr, indices, data, diag, q, mu, r, tol, 1.0, sweeps, 1, hist, 0,
+                                      sweeps)
+    check = _residual_kernel(W, q, mu, r, u)
+    dual = dual_violation(q, mu, u) if np.isfinite(check) else np.inf
+    return 0, done, res, gave_up, check, dual
+
+
+def quick_pass(W: np.ndarray, q: np.ndarray, mu: np.ndarray, tol: float, max_iter: int,
+               t_start: float) -> Result | None:
+    """The quick pass of the default solver (``solve(W, q, mu, tol=tol, max_iter=max_iter,
+    early_stop=True)`` from ``r = 0``) on arrays already of the right type: float64, C-contiguous,
+    ``W`` 3nc x 3nc, ``q`` 3nc, ``mu`` nc. One compiled call checks the data, runs the sweeps and
+    computes the independent residual and dual-cone check of :func:`verified_fc3d_result`; the
+    :class:`Result` (same status, message, ``r``, residual, extras) is built once.
+
+    Returns ``None`` when the data are not finite, ``mu < 0`` or some ``(W_jj)_nn <= 0``: the caller
+    then takes the general path, which names the bad field or reports the bad block.
+    """
+    m = q.shape[0]
+    r = np.zeros(m)
+    u = np.empty(m)
+    code, sweeps, res, gave_up, check, dual = _quick_kernel(W, q, mu, tol, max_iter, r, u)
+    if code != 0:
+        return None
+    claimed, message = claim(res, tol, sweeps, gave_up, False, max_iter, None)
+    return checked_fc3d_result(r, u, check, dual, solver=NAME, claimed=claimed, tol=tol, iterations=sweeps,
+                               t_start=t_start, message=message)
 
 
 def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: Any) -> Result:
@@ -318,19 +399,7 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: 
 
     sweeps, res, timed_out = run_batches(kernel, max_iter, opts.time_limit, t0, tol,
                                          lambda: state["gave_up"])
-    if res <= tol:
-        claimed, message = Status.SOLVED, f"converged in {sweeps} sweeps"
-    elif state["gave_up"]:
-        claimed = Status.NOT_SOLVED
-        message = (f"stopped early after {sweeps} sweeps: the residual ({res:.3e}) does not fall fast "
-                   f"enough to reach tol within {max_iter} sweeps")
-    elif not np.isfinite(res):
-        claimed, message = Status.NUMERICAL_ERROR, f"iterates not finite after {sweeps} sweeps"
-    elif timed_out:
-        claimed = Status.TIME_LIMIT
-        message = f"time limit {opts.time_limit} s reached after {sweeps} sweeps (residual {res:.3e})"
-    else:
-        claimed, message = Status.MAX_ITER, f"{sweeps} sweeps without reaching tol (residual {res:.3e})"
+    claimed, message = claim(res, tol, sweeps, state["gave_up"], timed_out, max_iter, opts.time_limit)
     return verified_fc3d_result(
         W, q, mu, r, solver=NAME, claimed=claimed, tol=opts.tol, iterations=sweeps, t_start=t0,
         message=message,
@@ -338,5 +407,7 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: 
 
 
 def warmup() -> None:
-    """Compile the sweep on a one-contact problem."""
-    solve(np.diag([2.0, 1.0, 1.0]), np.array([-1.0, 0.5, 0.2]), 0.3)
+    """Compile the sweep and the quick pass on a one-contact problem."""
+    W, q, mu = np.diag([2.0, 1.0, 1.0]), np.array([-1.0, 0.5, 0.2]), np.array([0.3])
+    solve(W, q, mu)
+    quick_pass(W, q, mu, 1e-8, 50, time.perf_counter())

@@ -7,6 +7,7 @@ missing optional backend only affects the solvers that need it, with its own err
 from __future__ import annotations
 
 import importlib
+import math
 import time
 from typing import Any, Callable
 
@@ -78,19 +79,23 @@ def solve_lcp(M: Any, q: Any, solver: str | None = None, **options: Any) -> Resu
 def _try_in_order(
     order: tuple[str, ...], lookup: Callable[[str], Callable[..., Result]], args: tuple[Any, ...],
     options: dict[str, Any], allowed: set[str], per_entry: list[dict[str, Any] | None] | None = None,
+    tried: list[Result] | None = None, t0: float | None = None,
 ) -> tuple[Result, list[Result]]:
     """The auto mode: try ``order`` until a verified solution; return the best answer (smallest
     residual) with ``extras["attempts"]`` listing every attempt, and all the attempts. Only the
     ``allowed`` options (those every solver of ``order`` takes) are passed on, plus
-    ``per_entry[i]`` to entry ``i`` (an entry whose ``per_entry`` is ``None`` is skipped)."""
+    ``per_entry[i]`` to entry ``i`` (an entry whose ``per_entry`` is ``None`` is skipped).
+    ``tried`` are attempts already made (unsuccessful; they count as the first entries of the
+    list) and ``t0`` the time the chain started (default now): ``time_limit`` runs from ``t0``."""
     extra = set(options) - allowed
     if extra:
         raise OptionError(
             f"auto mode takes only {sorted(allowed)}; got {sorted(extra)} (name a solver to pass them)"
         )
-    deadline = time.perf_counter() + options["time_limit"] if "time_limit" in options else None
-    t0 = time.perf_counter()
-    tried: list[Result] = []
+    if t0 is None:
+        t0 = time.perf_counter()
+    deadline = t0 + options["time_limit"] if "time_limit" in options else None
+    tried = [] if tried is None else list(tried)
     for i, name in enumerate(order):
         extra_opts = per_entry[i] if per_entry is not None else {}
         if extra_opts is None:
@@ -177,25 +182,109 @@ def solve_fc3d(W: Any, q: Any, mu: Any, solver: str | None = None, **options: An
     the continuum: Gauss-Seidel sweeps tend to leave internal friction that squeezes the body
     (up to ``mu c_n`` at each corner of a resting box), Newton from ``r = 0`` does not; time
     stepping passes ``quick=False`` so that its trajectories of forces stay free of it.
-    """
-    from contactmp.solvers.fc3d import validate_fc3d
 
+    **Lean path.** The common call (float64 arrays, nc <= 64, options among ``tol``,
+    ``time_limit >= 1 s``) skips the general chain's fixed Python cost: the quick pass is one
+    compiled call that checks the data, sweeps and computes the same independent residual and
+    dual-cone check (:func:`_solve_fc3d_lean`); answers, statuses, residuals and ``attempts``
+    are those of the general path (tests compare the two).
+    """
     if solver is not None and solver != "auto":
         return fc3d_solver(solver)(W, q, mu, **options)
-    quick = options.pop("quick", True)
-    if not isinstance(quick, (bool, np.bool_)):
-        raise OptionError(f"quick must be a bool, got {quick!r}")
-    W, q, mu = validate_fc3d(W, q, mu)
-    order = DEFAULT_FC3D_ORDER if quick else tuple(n for n in DEFAULT_FC3D_ORDER[1:])
-    nc = mu.shape[0]
+    out = _solve_fc3d_lean(W, q, mu, options)
+    return out if out is not None else _solve_fc3d_general(W, q, mu, options)
+
+
+#: the lean path serves a ``time_limit`` of at least this many seconds (its quick pass, at most
+#: QUICK_NSGS_SWEEPS sweeps over at most QUICK_NSGS_MAX_NC contacts, runs uninterrupted: a few ms
+#: at worst); shorter limits take the general path, which checks the clock between sweeps
+LEAN_MIN_TIME_LIMIT = 1.0
+_LEAN_KEYS = frozenset(("tol", "time_limit", "quick"))
+_F64 = np.dtype(np.float64)
+
+
+def _fc3d_per_entry(order: tuple[str, ...], nc: int) -> list[dict[str, Any] | None]:
+    """The per-entry options of the auto chain: an "nsgs" entry before "newton" is the quick pass
+    (or skipped when ``nc > QUICK_NSGS_MAX_NC``), every other entry runs with the chain's options."""
     per_entry: list[dict[str, Any] | None] = []
     for i, name in enumerate(order):
-        quick = name == "nsgs" and "newton" in order[i + 1:]
-        if not quick:
+        if not (name == "nsgs" and "newton" in order[i + 1:]):
             per_entry.append({})
         elif nc <= QUICK_NSGS_MAX_NC:
             per_entry.append({"max_iter": QUICK_NSGS_SWEEPS, "early_stop": True})
         else:
             per_entry.append(None)  # skipped
+    return per_entry
+
+
+def _solve_fc3d_general(W: Any, q: Any, mu: Any, options: dict[str, Any]) -> Result:
+    """The auto chain of :func:`solve_fc3d` for any input: validate, then ``_try_in_order``."""
+    from contactmp.solvers.fc3d import validate_fc3d
+
+    options = dict(options)
+    quick = options.pop("quick", True)
+    if not isinstance(quick, (bool, np.bool_)):
+        raise OptionError(f"quick must be a bool, got {quick!r}")
+    W, q, mu = validate_fc3d(W, q, mu)
+    order = DEFAULT_FC3D_ORDER if quick else tuple(n for n in DEFAULT_FC3D_ORDER[1:])
     return _try_in_order(order, fc3d_solver, (W, q, mu), options, {"tol", "time_limit"},
-                         per_entry)[0]
+                         _fc3d_per_entry(order, mu.shape[0]))[0]
+
+
+def _solve_fc3d_lean(W: Any, q: Any, mu: Any, options: dict[str, Any]) -> Result | None:
+    """The default's hot path on small problems, or ``None`` when the general path must run.
+
+    It serves the common call: ``W`` (3nc x 3nc, nc <= QUICK_NSGS_MAX_NC) and ``q`` float64
+    C-contiguous arrays, ``mu`` such an array of nc entries or a number, options among ``tol`` (a
+    float in (0, inf)), ``time_limit`` (None or >= LEAN_MIN_TIME_LIMIT) and ``quick=True``, the
+    default order starting with the quick NSGS pass. Then the quick pass is one compiled call
+    (:func:`contactmp.solvers.fc3d_nsgs.quick_pass`: finiteness check, sweeps, the independent
+    residual and dual-cone check) and, when it verifies, its Result is returned with the attempts
+    list of the general path. When it does not, the rest of the chain runs as in the general path
+    (same options, same shared time budget, the quick attempt first in ``attempts``). Anything
+    else (other types, bad values, a block with ``(W_jj)_nn <= 0``) returns ``None`` so that the
+    general path validates (naming the bad field) and answers: the two paths give the same ``x``,
+    status, residual, message and attempts.
+    """
+    t0 = time.perf_counter()
+    tol = 1e-8
+    if options:
+        if not options.keys() <= _LEAN_KEYS or options.get("quick", True) is not True:
+            return None
+        tol = options.get("tol", 1e-8)
+        if type(tol) is not float or not 0.0 < tol < math.inf:
+            return None
+        tl = options.get("time_limit")
+        if tl is not None and (type(tl) not in (float, int) or not tl >= LEAN_MIN_TIME_LIMIT):
+            return None
+    if (type(W) is not np.ndarray or type(q) is not np.ndarray or W.dtype is not _F64 or q.dtype is not _F64
+            or W.ndim != 2 or q.ndim != 1 or not W.flags.c_contiguous or not q.flags.c_contiguous):
+        return None
+    m = q.shape[0]
+    if W.shape[0] != m or W.shape[1] != m or m == 0 or m % 3 or m > 3 * QUICK_NSGS_MAX_NC:
+        return None
+    nc = m // 3
+    if type(mu) is np.ndarray:
+        if mu.dtype is not _F64 or mu.shape != (nc,) or not mu.flags.c_contiguous:
+            return None
+    elif isinstance(mu, (float, int)) and not isinstance(mu, bool):
+        mu = np.full(nc, float(mu))
+    else:
+        return None
+    order = DEFAULT_FC3D_ORDER
+    if order[0] != "nsgs" or "newton" not in order[1:]:
+        return None
+    from contactmp.solvers.fc3d_nsgs import quick_pass
+
+    first = quick_pass(W, q, mu, tol, QUICK_NSGS_SWEEPS, t0)
+    if first is None:
+        return None
+    if first.success:
+        first.extras["attempts"] = [{"solver": first.solver, "status": first.status.value,
+                                     "residual": first.residual, "iterations": first.iterations,
+                                     "time_s": first.time_s}]
+        first.time_s = time.perf_counter() - t0
+        return first
+    options = {k: v for k, v in options.items() if k != "quick"}
+    return _try_in_order(order[1:], fc3d_solver, (W, q, mu), options, {"tol", "time_limit"},
+                         _fc3d_per_entry(order, nc)[1:], tried=[first], t0=t0)[0]

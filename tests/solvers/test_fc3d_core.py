@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contactmp.errors import InputError
+from contactmp.errors import InputError, OptionError
 from contactmp.result import Status
 from contactmp.solvers.fc3d import fc3d_residual, project_cone, validate_fc3d, verified_fc3d_result
 
@@ -106,3 +106,84 @@ def test_quick_false_starts_with_newton_and_keeps_a_resting_box_unsqueezed() -> 
     assert solve_fc3d(W, q, mu).success
     with pytest.raises(OptionError):
         solve_fc3d(W, q, mu, quick="yes")
+
+
+def _same_result(a, b) -> None:
+    """Two auto-mode results agree in everything but timings."""
+    assert a.status is b.status and a.solver == b.solver and a.message == b.message
+    assert a.iterations == b.iterations and a.tol == b.tol
+    assert a.residual == b.residual or (np.isinf(a.residual) and np.isinf(b.residual))
+    np.testing.assert_array_equal(a.x, b.x)
+    np.testing.assert_array_equal(a.extras["u"], b.extras["u"])
+    assert a.extras["dual_violation"] == b.extras["dual_violation"]
+    keys = ("solver", "status", "residual", "iterations")
+    assert [{k: t[k] for k in keys} for t in a.extras["attempts"]] == \
+        [{k: t[k] for k in keys} for t in b.extras["attempts"]]
+    assert all(t["time_s"] >= 0.0 for t in a.extras["attempts"])
+
+
+def test_lean_path_gives_the_general_paths_answer_on_the_shared_problems(shared_data) -> None:
+    """The default's hot path (one compiled quick pass) and the general chain return the same r,
+    status, residual, message and attempts on every shared problem it serves (nc <= 64), with and
+    without options; larger problems are left to the general path."""
+    from contactmp.io import load_fc3d
+    from contactmp.solvers import registry
+    from contactmp.solvers.fc3d import dual_violation
+
+    served = 0
+    for f in sorted((shared_data / "fc3d").glob("*.npz")):
+        W, q, mu = load_fc3d(f)
+        for options in ({}, {"tol": 1e-8, "time_limit": 30.0}):
+            lean = registry._solve_fc3d_lean(W, q, mu, dict(options))
+            if mu.shape[0] > registry.QUICK_NSGS_MAX_NC:
+                assert lean is None
+                continue
+            served += 1
+            _same_result(lean, registry._solve_fc3d_general(W, q, mu, dict(options)))
+            assert lean.success, f.stem  # and it is verified, by a plain numpy re-check here:
+            u = W @ lean.x + q
+            assert fc3d_residual(W, q, mu, lean.x) <= 1e-8
+            np.testing.assert_allclose(lean.extras["u"], u, rtol=1e-12, atol=1e-12 * np.abs(q).max())
+            assert lean.extras["dual_violation"] == dual_violation(q, mu, lean.extras["u"]) <= 1e-4
+    assert served == 2 * 17
+
+
+def test_lean_path_equals_the_general_path_on_small_edge_cases() -> None:
+    """Scalar mu, a tighter tol, a block with (W_jj)_nn <= 0 (left to the general path): the same
+    answer either way (stagnating quick passes that fall through to Newton are among the shared
+    problems of the previous test)."""
+    from contactmp.solvers import registry
+
+    W, q = np.diag([2.0, 1.0, 1.0]), np.array([-1.0, 0.5, 0.2])
+    lean = registry._solve_fc3d_lean(W, q, 0.3, {})
+    _same_result(lean, registry._solve_fc3d_general(W, q, 0.3, {}))
+    # sliding: r_n = 1/2, r_T = -mu r_n (u_T direction), u_n = 0
+    np.testing.assert_allclose(lean.x[0], 0.5, rtol=1e-14)
+    np.testing.assert_allclose(np.hypot(*lean.x[1:]), 0.15, rtol=1e-12)
+    bad = np.diag([0.0, 1.0, 1.0])
+    assert registry._solve_fc3d_lean(bad, q, 0.3, {}) is None
+    out = registry.solve_fc3d(bad, q, 0.3)
+    assert out.extras["attempts"][0]["status"] == "numerical_error"
+    _same_result(registry._solve_fc3d_lean(W, q, 0.3, {"tol": 1e-12}),
+                 registry._solve_fc3d_general(W, q, 0.3, {"tol": 1e-12}))
+    # a time limit below the lean threshold, an int tol or unknown keys go the general way
+    for options in ({"time_limit": 0.5}, {"tol": 1}, {"tol": 1e-8, "quick": False}, {"max_iter": 3}):
+        assert registry._solve_fc3d_lean(W, q, 0.3, options) is None
+    with pytest.raises(OptionError):
+        registry.solve_fc3d(W, q, 0.3, max_iter=3)
+
+
+def test_lean_path_leaves_bad_input_to_validation_which_names_the_field() -> None:
+    from contactmp.solvers import registry
+
+    W, q, mu = np.eye(6), np.array([-1.0, 0.0, 0.0, -1.0, 0.2, 0.0]), np.array([0.5, 0.5])
+    Wn = W.copy()
+    Wn[4, 1] = np.nan
+    qn = q.copy()
+    qn[2] = np.inf
+    for field, args in (("W", (Wn, q, mu)), ("q", (W, qn, mu)), ("mu", (W, q, np.array([0.5, -0.1]))),
+                        ("mu", (W, q, -0.5)), ("mu", (W, q, np.array([0.5, np.nan])))):
+        assert registry._solve_fc3d_lean(*args, {}) is None
+        with pytest.raises(InputError) as exc:
+            registry.solve_fc3d(*args)
+        assert exc.value.field == field

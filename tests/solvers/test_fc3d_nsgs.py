@@ -198,3 +198,44 @@ def test_early_stop_gives_up_on_stagnation_and_keeps_convergent_runs(shared_data
         assert fc3d_residual(d["W"], d["q"], d["mu"], quick.x) <= 1e-8
     with pytest.raises(OptionError, match="early_stop"):
         fc3d_nsgs.solve(np.eye(3), np.array([-1.0, 0.0, 0.0]), 0.5, early_stop=1)
+
+
+def test_allocation_free_roots_are_roots():
+    """``_poly_roots`` (Aberth-Ehrlich) finds every root of random quadratics and quartics,
+    including the conjugate-reciprocal quartics of the angle equation, to near round-off."""
+    from contactmp.solvers.fc3d_local import _poly_roots
+
+    rng = np.random.default_rng(7)
+    z = np.empty(4, dtype=np.complex128)
+    for k in range(300):
+        deg = 4 if k % 3 else 2
+        roots = rng.normal(size=deg) * np.exp(1j * rng.uniform(0, 2 * np.pi, size=deg)) * 10.0 ** rng.uniform(-1, 1)
+        if k % 5 == 0 and deg == 4:  # |z| = 1 pairs z, 1 / conj(z), as for h(t)
+            a, b = roots[0], roots[1]
+            roots = np.array([a, 1 / np.conj(a), b, 1 / np.conj(b)])
+        p = np.poly(roots).astype(np.complex128) * (0.3 - 2.0j)
+        _poly_roots(p, deg, z)
+        found = z[:deg]
+        # each true root matched by a distinct computed one
+        d = np.abs(roots[:, None] - found[None, :])
+        assert sorted(d.argmin(axis=1).tolist()) == list(range(deg)), (roots, found)
+        assert d.min(axis=1).max() <= 1e-8 * max(1.0, np.abs(roots).max())
+
+
+def test_quick_pass_is_the_early_stopping_solve(shared_data):
+    """The compiled quick pass equals ``solve(max_iter=50, early_stop=True)`` (same r, sweeps,
+    status, residual, message) where it converges and where it gives up, and declines bad data."""
+    import time
+
+    for stem in ("Rover1039", "FC3D_Example1", "OneObject-i100000-316_hdf5"):
+        d = np.load(shared_data / "fc3d" / f"{stem}.npz", allow_pickle=False)
+        W, q, mu = (np.ascontiguousarray(d[k], dtype=np.float64) for k in ("W", "q", "mu"))
+        ref = fc3d_nsgs.solve(W, q, mu, max_iter=50, early_stop=True)
+        out = fc3d_nsgs.quick_pass(W, q, mu, 1e-8, 50, time.perf_counter())
+        assert (out.status, out.iterations, out.residual, out.message) == \
+            (ref.status, ref.iterations, ref.residual, ref.message), stem
+        np.testing.assert_array_equal(out.x, ref.x)
+        assert out.residual == fc3d_residual(W, q, mu, out.x)
+    W, q = np.eye(3), np.array([-1.0, 0.0, 0.0])
+    assert fc3d_nsgs.quick_pass(W, q, np.array([-0.1]), 1e-8, 50, 0.0) is None
+    assert fc3d_nsgs.quick_pass(np.diag([-1.0, 1.0, 1.0]), q, np.array([0.1]), 1e-8, 50, 0.0) is None

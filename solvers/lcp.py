@@ -229,28 +229,16 @@ def polish_lcp(M: np.ndarray, q: np.ndarray, z: np.ndarray) -> np.ndarray | None
     """Active-set polish of an approximate LCP solution.
 
     Guess the basis ``B = {i : z_i > w_i}`` (with ``w = M z + q``), solve ``M_BB z_B = -q_B`` with
-    ``z_N = 0``, and return the candidate when it is nonnegative and ``w_N = M_NB z_B + q_N >= 0``
-    up to round-off; else ``None``. Interior point, Newton and IPOPT answers are accurate to their
-    own tolerance only; this turns a close one into an exact complementary solution, which the
-    caller still verifies with :func:`lcp_residual`.
+    ``z_N = 0`` (minimum-norm least squares when ``M_BB`` is singular), and return the candidate
+    (negative entries of ``z_B`` clipped to 0) when it is finite and ``w_N = M_NB z_B + q_N >= 0``
+    up to ``1e-9 (1 + ||q||_inf)``; else ``None``. Interior point, Newton and IPOPT answers are
+    accurate to their own tolerance only; this turns a close one into an exact complementary
+    solution, which the caller still verifies with :func:`lcp_residual`. One compiled
+    implementation (:func:`contactmp.solvers._newton_kernels.polish`, LAPACK from numba) serves
+    this function and the Newton method's own polish steps.
     """
-    z = np.asarray(z, dtype=np.float64)
-    if not np.isfinite(z).all():
-        return None
-    w = M @ z + q
-    basis = z > w
-    cand = np.zeros_like(z)
-    if basis.any():
-        Mbb = M[np.ix_(basis, basis)]
-        try:
-            zb = np.linalg.solve(Mbb, -q[basis])
-        except np.linalg.LinAlgError:
-            zb = np.linalg.lstsq(Mbb, -q[basis], rcond=None)[0]
-        if not np.isfinite(zb).all():
-            return None
-        cand[basis] = np.maximum(zb, 0.0)
-    scale = 1.0 + float(np.max(np.abs(q)))
-    w_c = M @ cand + q
-    if np.min(w_c[~basis], initial=0.0) < -1e-9 * scale:
-        return None
-    return cand
+    from contactmp.solvers._newton_kernels import polish  # imports this module: import here
+
+    z = np.ascontiguousarray(z, dtype=np.float64)
+    found, cand = polish(np.ascontiguousarray(M, dtype=np.float64), np.ascontiguousarray(q, dtype=np.float64), z)
+    return cand if found else None

@@ -416,8 +416,29 @@ def test_compiled_run_on_pyramid_lcps(size: int, seed: int) -> None:
     _compare_runs(M, q, False, 4, atol=1e-8)
 
 
+def _polish_numpy(M: np.ndarray, q: np.ndarray, z: np.ndarray) -> np.ndarray | None:
+    """The active-set polish written in plain numpy (the reference of the compiled one)."""
+    w = M @ z + q
+    basis = z > w
+    cand = np.zeros_like(z)
+    if basis.any():
+        Mbb = M[np.ix_(basis, basis)]
+        try:
+            zb = np.linalg.solve(Mbb, -q[basis])
+        except np.linalg.LinAlgError:
+            zb = np.linalg.lstsq(Mbb, -q[basis], rcond=None)[0]
+        if not np.isfinite(zb).all():
+            return None
+        cand[basis] = np.maximum(zb, 0.0)
+    w_c = M @ cand + q
+    if np.min(w_c[~basis], initial=0.0) < -1e-9 * (1.0 + float(np.max(np.abs(q)))):
+        return None
+    return cand
+
+
 def test_compiled_polish_matches_polish_lcp() -> None:
-    """The compiled polish gives polish_lcp's candidate, also with a singular basis matrix."""
+    """The compiled polish (which polish_lcp calls) gives the plain-numpy polish's candidate,
+    also with a singular basis matrix."""
     from contactmp.solvers import _newton_kernels as K
     from contactmp.solvers.lcp import polish_lcp
 
@@ -428,11 +449,14 @@ def test_compiled_polish_matches_polish_lcp() -> None:
         zs = np.maximum(rng.standard_normal(n), 0)
         q = np.maximum(rng.standard_normal(n), 0) * (zs == 0) - M @ zs
         z = zs + 1e-3 * rng.standard_normal(n) * (trial % 3 != 0)
-        ref = polish_lcp(M, q, z)
+        ref = _polish_numpy(M, q, z)
         found, cand = K.polish(M, q, z)
         assert found == (ref is not None)
+        via = polish_lcp(M, q, z)
+        assert (via is not None) == found
         if found:
             np.testing.assert_allclose(cand, ref, rtol=1e-8, atol=1e-10)
+            np.testing.assert_array_equal(via, cand)
 
 
 def test_compiled_linear_algebra() -> None:

@@ -109,13 +109,15 @@ def _try_in_order(
         if tried[-1].success:
             break
     best = min(tried, key=lambda r: r.residual)
-    best.extras["attempts"] = [
-        {"solver": r.solver, "status": r.status.value, "residual": r.residual,
-         "iterations": r.iterations, "time_s": r.time_s}
-        for r in tried
-    ]
+    best.extras["attempts"] = [_attempt(r) for r in tried]
     best.time_s = time.perf_counter() - t0
     return best, tried
+
+
+def _attempt(r: Result) -> dict[str, Any]:
+    """One entry of ``extras["attempts"]`` of the auto mode."""
+    return {"solver": r.solver, "status": r.status.value, "residual": r.residual,
+            "iterations": r.iterations, "time_s": r.time_s}
 
 
 #: fc3d (Coulomb-cone) solvers: name -> module (``solve(W, q, mu, options=None, **overrides)``)
@@ -226,7 +228,7 @@ def _solve_fc3d_general(W: Any, q: Any, mu: Any, options: dict[str, Any]) -> Res
     if not isinstance(quick, (bool, np.bool_)):
         raise OptionError(f"quick must be a bool, got {quick!r}")
     W, q, mu = validate_fc3d(W, q, mu)
-    order = DEFAULT_FC3D_ORDER if quick else tuple(n for n in DEFAULT_FC3D_ORDER[1:])
+    order = DEFAULT_FC3D_ORDER if quick else DEFAULT_FC3D_ORDER[1:]
     return _try_in_order(order, fc3d_solver, (W, q, mu), options, {"tol", "time_limit"},
                          _fc3d_per_entry(order, mu.shape[0]))[0]
 
@@ -280,9 +282,7 @@ def _solve_fc3d_lean(W: Any, q: Any, mu: Any, options: dict[str, Any]) -> Result
     if first is None:
         return None
     if first.success:
-        first.extras["attempts"] = [{"solver": first.solver, "status": first.status.value,
-                                     "residual": first.residual, "iterations": first.iterations,
-                                     "time_s": first.time_s}]
+        first.extras["attempts"] = [_attempt(first)]
         first.time_s = time.perf_counter() - t0
         return first
     options = {k: v for k, v in options.items() if k != "quick"}

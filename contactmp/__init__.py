@@ -12,8 +12,11 @@ if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "solvers" / "__init
 from contactmp.errors import ContactMPError, InputError, OptionError
 from contactmp.result import Result, Status
 
-# Registers SolverFactory("contactmp_ipopt") with Pyomo (cheap: pyomo.environ is not loaded here).
-from contactmp import pyomo_ipopt as _pyomo_ipopt  # noqa: F401
+from contactmp._pyomo_hook import register_pyomo_plugin_on_import as _register
+
+# SolverFactory("contactmp_ipopt") is registered with Pyomo as soon as ``pyomo.environ`` is imported
+# (at once if it already is): ``import contactmp`` itself imports neither Pyomo nor CasADi.
+_register()
 
 __version__ = "0.1.0"
 __all__ = [

@@ -16,6 +16,14 @@ scanned *before* deserialization (no ``External`` / library importer / ``Callbac
 and the deserialized Function must be an ``SXFunction`` or ``MXFunction`` whose every call node
 calls again only such functions (SX call nodes are refused). Anything else is an
 :class:`InputError` naming the field. Nothing is ever unpickled.
+
+Size: a file is parsed only when it is at most ``cap // JSON_EXPANSION`` bytes (128 MiB with the
+default cap of :data:`contactmp.io.MAX_PROBLEM_BYTES`; the cap is overridden by
+``$CONTACTMP_MAX_BYTES`` or the ``max_bytes=`` keyword of :func:`load_nosbench`), checked before
+the file is read: parsed JSON takes up to :data:`~contactmp.io.JSON_EXPANSION` times its text.
+
+CasADi and the Program are imported when a file is loaded, not with this module, so
+:func:`is_nosbench_file` costs nothing.
 """
 from __future__ import annotations
 
@@ -25,13 +33,16 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import casadi as ca
 import numpy as np
 
 from contactmp.errors import InputError
-from contactmp.program import Complementarity, Constraint, Parameters, Program, Variables
+
+if TYPE_CHECKING:  # imported where used: CasADi costs about 0.3 s
+    import casadi as ca
+
+    from contactmp.program import Complementarity, Constraint, Parameters, Program, Variables
 
 __all__ = [
     "NosbenchProblem",
@@ -100,9 +111,9 @@ def _decode(text: str, fieldname: str) -> bytes:
     """The bytes of CasADi's serialized text (two letters 'a'..'p' per byte, low nibble first)."""
     if not isinstance(text, str) or not text:
         raise InputError(fieldname, "must be a non-empty string holding a serialized CasADi object")
-    if len(text) % 2 or any(not ("a" <= c <= "p") for c in text):
+    raw = text.encode("ascii") if text.isascii() else b"-"
+    if len(raw) % 2 or raw.translate(None, b"abcdefghijklmnop"):
         raise InputError(fieldname, "is not CasADi serialized text (letters a..p, even length)")
-    raw = text.encode("ascii")
     lo = np.frombuffer(raw[0::2], dtype=np.uint8) - 97
     hi = np.frombuffer(raw[1::2], dtype=np.uint8) - 97
     return (hi * 16 + lo).astype(np.uint8).tobytes()
@@ -119,6 +130,8 @@ def _prescan(text: str, fieldname: str) -> None:
 
 def _check_graph(f: ca.Function, fieldname: str, depth: int = 0) -> None:
     """Accept only SXFunction / MXFunction graphs whose call nodes call such functions again."""
+    import casadi as ca
+
     cls = f.class_name()
     if cls not in _ALLOWED_CLASSES:
         raise InputError(fieldname, f"is a CasADi '{cls}' function; only plain SX or MX graphs "
@@ -134,6 +147,8 @@ def _check_graph(f: ca.Function, fieldname: str, depth: int = 0) -> None:
 
 
 def _load_function(d: dict[str, Any], fieldname: str, n_w: int, n_p: int, n_out: int | None) -> ca.Function:
+    import casadi as ca
+
     if fieldname not in d:
         raise InputError(fieldname, "is missing")
     text = d[fieldname]
@@ -160,7 +175,7 @@ def _vector(d: dict[str, Any], fieldname: str, *, allow: str) -> np.ndarray:
         raise InputError(fieldname, "is missing")
     try:
         arr = np.asarray(d[fieldname], dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError(fieldname, "must be a list of numbers") from None
     if arr.ndim != 1:
         raise InputError(fieldname, f"must be a flat list of numbers, got shape {arr.shape}")
@@ -177,6 +192,8 @@ def _vector(d: dict[str, Any], fieldname: str, *, allow: str) -> np.ndarray:
 
 def _symbol_count(d: dict[str, Any], fieldname: str) -> int | None:
     """Length of the serialized SX ``w`` or ``p`` (checked like a function), or None when absent."""
+    import casadi as ca
+
     if fieldname not in d:
         return None
     _prescan(d[fieldname], fieldname)
@@ -189,18 +206,26 @@ def _symbol_count(d: dict[str, Any], fieldname: str) -> int | None:
     return int(sx.numel())
 
 
-def load_nosbench(path: str | os.PathLike[str]) -> NosbenchProblem:
+def load_nosbench(path: str | os.PathLike[str], *, max_bytes: int | str | None = None) -> NosbenchProblem:
     """Read a NOSBENCH CasADi JSON file into a :class:`NosbenchProblem` (all fields checked).
 
+    The file is refused before it is read when it is above ``cap // JSON_EXPANSION`` bytes, the
+    cap being ``max_bytes``, else ``$CONTACTMP_MAX_BYTES``, else
+    :data:`contactmp.io.MAX_PROBLEM_BYTES` (see :func:`contactmp.io.max_problem_bytes`).
     Raises :class:`InputError` naming the field for a missing, malformed or refused field
-    (including any function that is not a plain SX/MX graph).
+    (including any function that is not a plain SX/MX graph), and ``"path"`` for a file that
+    is too big or not JSON.
     """
+    from contactmp.io import JSON_EXPANSION, max_problem_bytes, read_capped
+
     path = Path(path)
+    data = read_capped(path, max_problem_bytes(max_bytes) // JSON_EXPANSION)
     try:
-        with open(path, encoding="utf-8") as fh:
-            d = json.load(fh)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError("path", f"{path} is not a readable JSON file ({exc})") from None
+        d = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        # ValueError: bad JSON, or an integer longer than Python's int digit limit
+        what = "nests too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise InputError("path", f"{path} is not a readable JSON file ({what})") from None
     if not isinstance(d, dict):
         raise InputError("path", f"{path} must hold a JSON object with the NOSBENCH fields")
     w0 = _vector(d, "w0", allow="finite")
@@ -259,6 +284,10 @@ def to_program(problem: NosbenchProblem) -> tuple[Program, NosbenchHandles]:
     The pairs are added as they are; solve with ``sign_constraints=False`` so that ``G >= 0``,
     ``H >= 0`` are not imposed beyond the variable bounds (NOSBENCH's convention).
     """
+    import casadi as ca
+
+    from contactmp.program import Program
+
     prog = Program(problem.name or "nosbench")
     w = prog.add_variables("w", problem.n_w, problem.lbw, problem.ubw, init=problem.w0)
     p = prog.add_parameters("p", problem.n_p, problem.p0) if problem.n_p else None

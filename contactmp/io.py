@@ -235,28 +235,31 @@ class _Budget:
         self.used += nbytes
 
 
-def _file_size(path: Path, cap: int) -> int:
-    """The size of ``path``, or :class:`InputError` naming ``"path"`` when it is above ``cap``."""
+def _file_size(path: Path, cap: int, limit: str | None = None) -> int:
+    """The size of ``path``, or :class:`InputError` naming ``"path"`` when it is above ``cap``
+    (``limit`` describes the bound in the message; the size cap by default)."""
     try:
         size = path.stat().st_size
     except OSError as exc:
         raise InputError("path", f"{path} cannot be read ({exc})") from None
     if size > cap:
-        raise InputError("path", f"{path} is {_human(size)}, above {_cap_hint(cap)}; refused before reading it")
+        raise InputError("path", f"{path} is {_human(size)}, above {limit or _cap_hint(cap)}; refused before "
+                         "reading it")
     return size
 
 
-def read_capped(path: str | os.PathLike[str], limit: int) -> bytes:
-    """The bytes of ``path``, refused (InputError on ``"path"``) before reading when above ``limit``."""
+def read_capped(path: str | os.PathLike[str], limit: int, what: str | None = None) -> bytes:
+    """The bytes of ``path``, refused (InputError on ``"path"``) before reading when above ``limit``
+    bytes (``what`` describes the limit in the message; the size cap by default)."""
     path = Path(path)
-    _file_size(path, limit)
+    _file_size(path, limit, what)
     try:
         with path.open("rb") as fh:
             data = fh.read(limit + 1)
     except OSError as exc:
         raise InputError("path", f"{path} cannot be read ({exc})") from None
     if len(data) > limit:  # it grew since stat()
-        raise InputError("path", f"{path} is above {_cap_hint(limit)}; refused")
+        raise InputError("path", f"{path} is above {what or _cap_hint(limit)}; refused")
     return data
 
 

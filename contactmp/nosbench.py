@@ -219,7 +219,11 @@ def load_nosbench(path: str | os.PathLike[str], *, max_bytes: int | str | None =
     from contactmp.io import JSON_EXPANSION, max_problem_bytes, read_capped
 
     path = Path(path)
-    data = read_capped(path, max_problem_bytes(max_bytes) // JSON_EXPANSION)
+    cap = max_problem_bytes(max_bytes)
+    limit = cap // JSON_EXPANSION
+    data = read_capped(path, limit, f"the JSON limit of {limit} bytes (the size cap of {cap} bytes / "
+                       f"{JSON_EXPANSION}: contactmp.io.MAX_PROBLEM_BYTES; raise it with CONTACTMP_MAX_BYTES or "
+                       "max_bytes=)")
     try:
         d = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:

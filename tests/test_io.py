@@ -200,3 +200,132 @@ def test_dat_announcing_an_impossible_size_is_refused_before_allocating(tmp_path
     with pytest.raises(InputError) as e:
         load_lcp(p)
     assert e.value.field == "M"
+
+
+# --------------------------------------------------------------------------------------------
+# declared sizes against what the file holds and against the size cap, before allocating
+
+
+def _npy_header(shape: tuple[int, ...], descr: str = "<f8") -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": descr, "fortran_order": False, "shape": shape})
+    return buf.getvalue()
+
+
+def _npy(arr: np.ndarray) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, arr)
+    return buf.getvalue()
+
+
+def test_npz_header_declaring_a_huge_array_is_refused_from_the_header(tmp_path: Path) -> None:
+    import time
+    import zipfile
+
+    p = tmp_path / "huge.npz"
+    with zipfile.ZipFile(p, "w") as zf:
+        zf.writestr("M.npy", _npy_header((200000, 200000)) + bytes(1 << 20))
+        zf.writestr("q.npy", _npy(np.ones(200000)))
+    t0 = time.perf_counter()
+    with pytest.raises(InputError) as e:
+        load_lcp(p)
+    assert time.perf_counter() - t0 < 1.0
+    assert e.value.field == "M"
+    msg = str(e.value)
+    assert "200000 x 200000" in msg and "298.0 GiB" in msg and "refused before allocating" in msg
+
+
+def test_npz_member_whose_zip_directory_lies_is_refused(tmp_path: Path) -> None:
+    import struct
+    import zipfile
+
+    p = tmp_path / "lie.npz"
+    np.savez(p, M=np.eye(2), q=np.ones(2))
+    data = bytearray(p.read_bytes())
+    cd = data.find(b"PK\x01\x02")  # the first central-directory entry is M.npy
+    struct.pack_into("<L", data, cd + 24, 2**30)  # uncompressed size: 1 GiB
+    p.write_bytes(bytes(data))
+    assert zipfile.ZipFile(p).getinfo("M.npy").file_size == 2**30
+    with pytest.raises(InputError) as e:
+        load_lcp(p)
+    assert e.value.field == "M" and "lies about its size" in str(e.value)
+
+
+def test_npz_shapes_are_checked_against_each_other_before_reading(tmp_path: Path) -> None:
+    p = tmp_path / "p.npz"
+    np.savez(p, M=np.ones((3, 3, 3)), q=np.ones(3))
+    with pytest.raises(InputError) as e:
+        load_lcp(p)
+    assert e.value.field == "M" and "square" in str(e.value)
+    np.savez(p, M=np.eye(3), q=np.ones((3, 2)))
+    with pytest.raises(InputError) as e:
+        load_lcp(p)
+    assert e.value.field == "q" and "vector of 3" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "M",
+    [
+        np.array([[2, 1], [0, 3]], dtype=np.int16),
+        np.array([[2.0, 1.0], [0.0, 3.0]], dtype=">f8"),
+        np.asfortranarray(np.array([[2.0, 1.0], [0.0, 3.0]])),
+        np.array([[2.0, 1.0], [0.0, 3.0]], dtype=np.float32),
+        np.array([[True, False], [False, True]]),
+    ],
+)
+def test_npz_real_dtypes_and_memory_orders_read_as_c_float64(tmp_path: Path, M: np.ndarray) -> None:
+    p = tmp_path / "p.npz"
+    np.savez(p, M=M, q=np.array([-1, 1], dtype=np.int64))
+    M2, q2 = load_lcp(p)
+    assert M2.dtype == np.float64 and M2.flags.c_contiguous
+    assert np.array_equal(M2, M.astype(np.float64)) and q2.tolist() == [-1.0, 1.0]
+
+
+def test_compressed_npz_reads_exactly(shared_data: Path, tmp_path: Path) -> None:
+    ref = np.load(shared_data / "lcp" / "lcp_mmc.npz", allow_pickle=False)
+    p = tmp_path / "z.npz"
+    np.savez_compressed(p, M=ref["M"], q=ref["q"])
+    M, q = load_lcp(p)
+    assert np.array_equal(M, ref["M"]) and np.array_equal(q, ref["q"])
+
+
+def test_the_size_cap_refuses_an_honest_problem_above_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CONTACTMP_MAX_BYTES", raising=False)
+    p = tmp_path / "p.npz"
+    np.savez_compressed(p, M=np.eye(80), q=np.ones(80))  # M: 50 KiB as float64, a small file
+    load_lcp(p, max_bytes=2**20)
+    with pytest.raises(InputError) as e:
+        load_lcp(p, max_bytes=40000)  # the file fits, M does not
+    assert e.value.field == "M" and "size cap" in str(e.value)
+    np.savez(p, M=np.eye(80), q=np.ones(80))
+    with pytest.raises(InputError) as e:
+        load_lcp(p, max_bytes=40000)  # the file itself is above the cap
+    assert e.value.field == "path" and "before reading" in str(e.value)
+    d = tmp_path / "p.dat"
+    d.write_text("64\n0\n64\n64\n64 64\n" + "0 " * 64 * 64 + "\n" + "1 " * 64 + "\n")  # 8.5 kB of text
+    assert load_lcp(d)[0].shape == (64, 64)
+    with pytest.raises(InputError) as e:
+        load_lcp(d, max_bytes="20K")  # 32 KiB as float64
+    assert e.value.field == "M" and "refused before allocating" in str(e.value)
+    monkeypatch.setenv("CONTACTMP_MAX_BYTES", "20K")
+    with pytest.raises(InputError) as e:
+        load_lcp(d)
+    assert e.value.field == "M"
+
+
+def test_large_dat_is_tokenized_in_chunks_exactly(tmp_path: Path) -> None:
+    # ~1.4 MB of text: several tokenizer chunks, tokens cut nowhere
+    rng = np.random.default_rng(3)
+    n = 250
+    M = rng.standard_normal((n, n)) * 10.0 ** rng.integers(-300, 300, (n, n))
+    q = rng.standard_normal(n)
+    cols = "\n".join(" ".join(repr(float(v)) for v in M[:, j]) for j in range(n))
+    p = tmp_path / "big.dat"
+    p.write_text(f"{n}\n0\n{n}\n{n}\n{n}\t{n}\n{cols}\n" + "\n".join(map(repr, q.tolist())) + "\ncomment\n")
+    assert p.stat().st_size > 4 * (1 << 18)
+    M2, q2 = load_lcp(p)
+    assert np.array_equal(M2, M) and np.array_equal(q2, q)

@@ -472,3 +472,110 @@ def test_load_problem_npz_with_neither_matrix(tmp_path: Path) -> None:
     with pytest.raises(InputError) as exc:
         load_problem(p)
     assert _field(exc) == "path" and "fc3d" in str(exc.value) and "lcp" in str(exc.value)
+
+
+# --------------------------------------------------------------------------------------------
+# declared sizes checked before allocating, the size cap, links checked before they are followed
+
+
+def test_sparse_block_dat_is_capped_before_its_matrix_is_allocated(tmp_path: Path) -> None:
+    # 10 contacts, one nonzero block: a few hundred bytes of text for a 7200-byte dense W
+    W = np.zeros((30, 30))
+    W[:3, :3] = np.eye(3)
+    q, mu = -np.ones(30), np.full(10, 0.5)
+    p = tmp_path / "sbm.dat"
+    p.write_text(_sbm_dat(W, q, mu, [3] * 10))
+    assert p.stat().st_size < 4000
+    _assert_same(load_fc3d(p, max_bytes=20000), (W, q, mu))
+    with pytest.raises(InputError) as exc:
+        load_fc3d(p, max_bytes=4000)  # the file fits, its dense W does not
+    assert _field(exc) == "W" and "size cap" in str(exc.value) and "refused before allocating" in str(exc.value)
+    with pytest.raises(InputError) as exc:
+        load_fc3d(p, max_bytes=100)  # the file itself does not
+    assert _field(exc) == "path"
+
+
+def test_sparse_block_more_blocks_than_the_grid_holds(tmp_path: Path) -> None:
+    p = tmp_path / "p.dat"
+    p.write_text(_SBM_HEAD + "5\n2\n2\n3 6\n3 6\n3\n5\n0 1 1\n0\n0\n" + "1 " * 60 + "\n")
+    with pytest.raises(InputError) as exc:
+        load_fc3d(p)
+    assert _field(exc) == "nbblocks"
+
+
+def test_fc3d_npz_headers_are_checked_before_reading(tmp_path: Path) -> None:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False, "shape": (300000, 300000)})
+    p = tmp_path / "huge.npz"
+    with zipfile.ZipFile(p, "w") as zf:
+        zf.writestr("W.npy", buf.getvalue() + bytes(4096))
+        zf.writestr("q.npy", b"")
+        zf.writestr("mu.npy", b"")
+    with pytest.raises(InputError) as exc:
+        load_fc3d(p)
+    assert _field(exc) == "W" and "refused before allocating" in str(exc.value)
+    np.savez(p, W=np.eye(3), q=np.ones(3), mu=np.array(0.3))  # a scalar mu is broadcast
+    assert load_fc3d(p)[2].tolist() == [0.3]
+    np.savez(p, W=np.eye(6), q=np.ones(6), mu=np.ones(2), nc=np.array([2, 2]))
+    with pytest.raises(InputError) as exc:
+        load_fc3d(p)
+    assert _field(exc) == "nc"
+
+
+def test_fclib_reads_only_the_entries_the_pointers_announce(shared_data: Path, tmp_path: Path) -> None:
+    W, q, mu = _ref(shared_data, "Rover1039")
+
+    def padded(f: h5py.File) -> None:  # nzmax > nnz: trailing storage FCLIB allows, never read
+        for key, dtype in (("i", np.int32), ("x", np.float64)):
+            data = f["fclib_local/W"][key][()]
+            del f["fclib_local/W"][key]
+            f["fclib_local/W"][key] = np.concatenate([data, np.full(5, 99, dtype)])
+
+    _assert_same(load_fc3d(_write_fclib(tmp_path / "pad.hdf5", W, q, mu, edit=padded)), (W, q, mu))
+
+
+def test_fclib_groups_links_and_dataspaces_are_checked_before_they_are_followed(shared_data: Path,
+                                                                                tmp_path: Path) -> None:
+    W, q, mu = _ref(shared_data, "Rover1039")
+
+    def external_group(f: h5py.File) -> None:
+        del f["fclib_local/vectors"]
+        f["fclib_local/vectors"] = h5py.ExternalLink(str(tmp_path / "missing.hdf5"), "/vectors")
+
+    def null_q(f: h5py.File) -> None:
+        del f["fclib_local/vectors/q"]
+        f["fclib_local/vectors"].create_dataset("q", data=h5py.Empty("f8"))
+
+    def huge_q(f: h5py.File) -> None:
+        del f["fclib_local/vectors/q"]
+        f["fclib_local/vectors"].create_dataset("q", shape=(10**9,), dtype="f8", chunks=(10**6,))
+
+    def w_dataset(f: h5py.File) -> None:
+        del f["fclib_local/W"]
+        f["fclib_local/W"] = np.eye(12)
+
+    for edit, field, words in ((external_group, "vectors", "ExternalLink"), (null_q, "q", "null dataspace"),
+                               (huge_q, "q", "size cap"), (w_dataset, "W", "must be a group")):
+        path = _write_fclib(tmp_path / f"{edit.__name__}.hdf5", W, q, mu, edit=edit)
+        with pytest.raises(InputError) as exc:
+            load_fc3d(path)
+        assert _field(exc) == field and words in str(exc.value), (edit.__name__, str(exc.value))
+    path = _write_fclib(tmp_path / "ok.hdf5", W, q, mu)
+    with pytest.raises(InputError) as exc:
+        load_fc3d(path, max_bytes=1000)  # a 12 x 12 dense W is 1152 bytes
+    assert _field(exc) in ("path", "W")
+
+
+def test_legal_but_extreme_values_load(tmp_path: Path) -> None:
+    # not input errors: the solve's status says what happens with them
+    W = -np.eye(3) * 1e300
+    p = tmp_path / "p.npz"
+    np.savez(p, W=W, q=np.array([1e300, -1e300, 5e-324]), mu=np.array([1e300]))
+    W2, q2, mu2 = load_fc3d(p)
+    assert np.array_equal(W2, W) and mu2.tolist() == [1e300]
+    p = tmp_path / "p.dat"
+    p.write_text(_OK_DENSE.replace("1 0 0\n", "-1e308 0 0\n", 1))
+    assert load_fc3d(p)[0][0, 0] == -1e308

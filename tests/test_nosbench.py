@@ -172,3 +172,46 @@ def test_cli_solve_json_prints_the_verified_answer(tmp_path):
     d["ubg"] = "oops"
     r = CliRunner().invoke(app, ["solve", str(_write(tmp_path, d)), "--json"])
     assert r.exit_code == 2
+
+
+def test_size_cap_is_checked_before_parsing(tmp_path, monkeypatch):
+    from contactmp.io import JSON_EXPANSION
+
+    monkeypatch.delenv("CONTACTMP_MAX_BYTES", raising=False)
+    path = DATA / f"{SMALL[0]}.json"
+    size = path.stat().st_size
+    assert load_nosbench(path, max_bytes=size * JSON_EXPANSION).n_w > 0
+    with pytest.raises(InputError) as ei:
+        load_nosbench(path, max_bytes=size * JSON_EXPANSION - JSON_EXPANSION)
+    assert ei.value.field == "path" and "size cap" in str(ei.value) and "before reading" in str(ei.value)
+    monkeypatch.setenv("CONTACTMP_MAX_BYTES", str(size))
+    with pytest.raises(InputError) as ei:
+        load_nosbench(path)
+    assert ei.value.field == "path"
+
+
+def test_json_that_python_cannot_parse_is_named(tmp_path):
+    cases = {
+        "deep.json": '{"w0": ' + "[" * 100000 + "]" * 100000 + "}",  # RecursionError in json
+        "digits.json": '{"w0": [' + "7" * 5000 + "]}",  # beyond Python's int digit limit
+        "latin1.json": '{"w0": "\xe9"}',
+    }
+    for name, text in cases.items():
+        p = tmp_path / name
+        p.write_bytes(text.encode("latin-1"))
+        with pytest.raises(InputError) as ei:
+            load_nosbench(p)
+        assert ei.value.field == "path", name
+    d = _raw(SMALL[0])
+    d["w0"] = [10**400] + d["w0"][1:]  # an int too large for float64
+    with pytest.raises(InputError) as ei:
+        load_nosbench(_write(tmp_path, d))
+    assert ei.value.field == "w0"
+
+
+def test_is_nosbench_file_imports_neither_casadi_nor_the_program():
+    code = ("import sys, json\nfrom contactmp.nosbench import is_nosbench_file\n"
+            f"is_nosbench_file({str(DATA / (SMALL[0] + '.json'))!r})\n"
+            "print(json.dumps(sorted(m for m in ('casadi', 'contactmp.program') if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

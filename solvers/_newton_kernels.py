@@ -32,6 +32,7 @@ MAX_ITER = 2
 STATIONARY = 3  #: gradient of the merit is zero (or not finite)
 NO_DECREASE = 4  #: no decrease along the projected gradient
 NOT_FINITE = 5  #: F not finite at the starting point
+CHUNK = 6  #: lcp_steps stopped before iteration k_stop (resumable; never an outcome of a run)
 
 _EPS = 2.220446049250313e-16  # float64 machine epsilon (numpy's lstsq rcond=None is eps max(m, n))
 
@@ -370,32 +371,69 @@ def run_lcp(
     bases ``{z_i > w_i}`` already polished are the first ``n_tried[0]`` rows of ``tried`` (shared
     by the runs). Returns ``(z, w, code, iterations, newton_steps, lm_steps, gradient_steps,
     merit, natural residual)`` with ``code`` one of the module's outcome codes.
+    :func:`start_lcp` and all of :func:`lcp_steps` in one call.
     """
-    n = q.shape[0]
+    ok, z, w, psi, history = start_lcp(M, q, z0, max_iter, lam)
+    if not ok:
+        return z, w, NOT_FINITE, 0, 0, 0, 0, np.nan, np.inf
+    out = lcp_steps(M, q, z, w, z, z, False, history, psi, lm, np.inf, 0, 0, 0, 0, max_iter + 1, max_iter,
+                    free, memory, tol, sigma, beta, rho, p, lam, lm, lm_max, lm_factor, min_newton_step,
+                    polish_every, polish_drop, tried, n_tried)
+    return out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7], out[8]
+
+
+@numba.njit(cache=True)
+def start_lcp(M: np.ndarray, q: np.ndarray, z0: np.ndarray, max_iter: int,
+              lam: float) -> tuple[bool, np.ndarray, np.ndarray, float, np.ndarray]:  # pragma: no cover
+    """The state of a run before its first iteration: ``(ok, z, w, merit, history)``, ``ok``
+    false when ``w = M z0 + q`` is not finite (outcome ``NOT_FINITE``)."""
     z = z0.copy()
     w = np.dot(M, z) + q
+    history = np.empty(max_iter + 1)
+    if not np.isfinite(w).all():
+        return False, z, w, np.nan, history
+    phi = np.empty(q.shape[0])
+    psi = fb_merit(z, w, lam, phi)
+    history[0] = psi
+    return True, z, w, psi, history
+
+
+@numba.njit(cache=True)
+def lcp_steps(
+    M: np.ndarray, q: np.ndarray, z: np.ndarray, w: np.ndarray, prev_z: np.ndarray, prev_g: np.ndarray,
+    has_prev: bool, history: np.ndarray, psi: float, mu: float, res_polish: float, k: int, n_newton: int,
+    n_lm: int, n_grad: int, k_stop: int, max_iter: int, free: bool, memory: int, tol: float, sigma: float,
+    beta: float, rho: float, p: float, lam: float, lm: float, lm_max: float, lm_factor: float,
+    min_newton_step: float, polish_every: int, polish_drop: float, tried: np.ndarray, n_tried: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, int, int, int, int, int, float, float, np.ndarray, np.ndarray, bool,
+           float, float]:  # pragma: no cover
+    """Iterations ``k, k + 1, ...`` of a run (see :func:`run_lcp`) from its state, until an outcome
+    or until iteration ``k_stop`` is about to begin (outcome ``CHUNK``: nothing of iteration
+    ``k_stop`` is done, and a call with the returned state resumes exactly there).
+
+    The state: the iterate ``z``, ``w = M z + q``, the last iterate and merit gradient
+    (``prev_z``, ``prev_g``, valid when ``has_prev``), the merit values ``history[:k + 1]``, the
+    merit ``psi`` of ``z``, the Levenberg-Marquardt weight ``mu``, the residual ``res_polish`` at
+    the last polish attempt and the step counts. Returns ``(z, w, code, k, newton_steps,
+    lm_steps, gradient_steps, merit, natural residual, prev_z, prev_g, has_prev, mu,
+    res_polish)``; the natural residual is that of ``z`` (``inf`` after ``CHUNK``). The iterate
+    arrays are never written in place (each step makes new ones), so the state is shared, not
+    copied.
+    """
+    n = q.shape[0]
     phi = np.empty(n)
     da = np.empty(n)
     db = np.empty(n)
     h = np.empty((n, n))
     rest = np.empty(n, dtype=np.int64)
-    n_newton = n_lm = n_grad = 0
-    if not np.isfinite(w).all():
-        return z, w, NOT_FINITE, 0, 0, 0, 0, np.nan, np.inf
-    psi = fb_merit(z, w, lam, phi)
-    history = np.empty(max_iter + 1)
-    history[0] = psi
-    mu = lm
-    res_polish = np.inf
     mu_max = max(lm, lm_max)
-    prev_z = z
-    prev_g = z
-    has_prev = False
-    k = 0
     while True:
+        if k >= k_stop:
+            return (z, w, CHUNK, k, n_newton, n_lm, n_grad, psi, np.inf, prev_z, prev_g, has_prev, mu,
+                    res_polish)
         res = natural_residual(z, w)
         if res <= tol:
-            return z, w, SOLVED, k, n_newton, n_lm, n_grad, psi, res
+            return z, w, SOLVED, k, n_newton, n_lm, n_grad, psi, res, prev_z, prev_g, has_prev, mu, res_polish
         if polish_every and k and k % polish_every == 0 and res <= polish_drop * res_polish:
             res_polish = res
             basis = z > np.dot(M, z) + q
@@ -413,9 +451,10 @@ def run_lcp(
                     z = cand
                     w = np.dot(M, z) + q
                     psi = fb_merit(z, w, lam, phi)
-                    return z, w, POLISHED, k, n_newton, n_lm, n_grad, psi, res
+                    return (z, w, POLISHED, k, n_newton, n_lm, n_grad, psi, res, prev_z, prev_g, has_prev, mu,
+                            res_polish)
         if k >= max_iter:
-            return z, w, MAX_ITER, k, n_newton, n_lm, n_grad, psi, res
+            return z, w, MAX_ITER, k, n_newton, n_lm, n_grad, psi, res, prev_z, prev_g, has_prev, mu, res_polish
         psi_z = fb_merit(z, w, lam, phi)  # Phi at z (as newton._mcp_phi_jac recomputes it)
         fb_jacobian(z, w, M, lam, da, db)
         for i in range(n):
@@ -459,7 +498,8 @@ def run_lcp(
         if t < 0:
             gmax = np.max(np.abs(grad))
             if not gmax > 0 or not np.isfinite(gmax):
-                return z, w, STATIONARY, k, n_newton, n_lm, n_grad, psi, res
+                return (z, w, STATIONARY, k, n_newton, n_lm, n_grad, psi, res, prev_z, prev_g, has_prev, mu,
+                        res_polish)
             scale = 1.0 / max(gmax, 1.0)
             if has_prev:
                 s_k = z - prev_z
@@ -472,7 +512,8 @@ def run_lcp(
             t, zt, wt, psit = _search(M, q, z, -scale * grad, grad, ref, sigma, beta, lam, t_min,
                                       free, phit)
             if t < 0:
-                return z, w, NO_DECREASE, k, n_newton, n_lm, n_grad, psi, res
+                return (z, w, NO_DECREASE, k, n_newton, n_lm, n_grad, psi, res, prev_z, prev_g, has_prev, mu,
+                        res_polish)
             n_grad += 1
         prev_z, prev_g, has_prev = z, grad, True
         z, w, psi = zt, wt, psit

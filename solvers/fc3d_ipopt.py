@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from contactmp.errors import OptionError
+from contactmp.progress import Reporter, check_progress
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import fc3d_residual, validate_fc3d, verified_fc3d_result
 from contactmp.solvers.lcp import SolverOptions
@@ -59,7 +60,8 @@ class Options(SolverOptions):
     polish_steps : Newton steps per polish.
     max_iter : IPOPT iterations per NLP (500: an NLP of the elastic homotopy that needs more is
         better left for the next penalty; measured on BoxesStack1, 7 s against 21 s with 3000).
-    time_limit : wall-clock seconds for the whole solve (status ``time_limit`` when reached).
+    time_limit : wall-clock seconds for the whole solve (``None`` or ``inf``: none; status
+        ``time_limit`` when reached, with the checked point of least natural-map residual).
     ipopt : further IPOPT options (checked against IPOPT's own table).
     """
 
@@ -99,9 +101,6 @@ class Options(SolverOptions):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
                 raise OptionError(f"{name} must be a nonnegative integer, got {v!r}")
-        tl = self.time_limit
-        if isinstance(tl, bool) or not isinstance(tl, (int, float)) or not tl > 0:
-            raise OptionError(f"time_limit must be a positive number of seconds, got {self.time_limit!r}")
         if not isinstance(self.ipopt, dict):
             raise OptionError(f"ipopt must be a dict of IPOPT options, got {type(self.ipopt).__name__}")
 
@@ -210,13 +209,17 @@ def fc3d_program(W: np.ndarray, q: np.ndarray, mu: np.ndarray, form: str = "disk
     return prog, add_fc3d_block(prog, W, q, mu, prefix="fc3d", form=form, r_init=r_init)
 
 
-def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: Any) -> Result:
+def solve(W: Any, q: Any, mu: Any, options: Options | None = None, progress: Reporter | None = None,
+          **overrides: Any) -> Result:
     """Solve fc3d(W, q, mu) with IPOPT on the smooth MPCC (see the module docstring).
 
     ``x`` of the Result is ``r`` (per contact ``(n, t, o)``), ``extras["u"] = W r + q``;
     ``extras["attempts"]`` lists each strategy tried (IPOPT status, iterations, NLPs, time and
     natural-map residual), ``extras["polished"]`` says whether the returned ``r`` came from the
-    Newton polish, ``extras["scale"] = (s_r, s_u)``. Never raises on non-convergence.
+    Newton polish, ``extras["scale"] = (s_r, s_u)``. Never raises on non-convergence. Every point
+    considered (IPOPT's answer of each NLP, polished or not) is checked and, with a ``progress``
+    reporter (see :mod:`contactmp.progress`), reported; at the time limit the answer is the
+    checked point of least residual.
     """
     t0 = time.perf_counter()
     W, q, mu = validate_fc3d(W, q, mu)
@@ -237,9 +240,16 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: 
 
     best = {"r": np.zeros(m), "res": fc3d_residual(W, q, mu, np.zeros(m)), "polished": False}
 
+    report = check_progress(progress)
+    checks = [0]
+    limit = math.inf if o.time_limit is None else float(o.time_limit)
+
     def consider(r_scaled: np.ndarray, polished: bool) -> float:
         r = s_r * r_scaled
         res = fc3d_residual(W, q, mu, r)
+        if report is not None:
+            checks[0] += 1
+            report(NAME, checks[0], res)
         if res < best["res"]:
             best.update(r=r, res=res, polished=polished)
         return res
@@ -260,9 +270,9 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: 
     last_status = Status.NOT_SOLVED
     message = ""
     for strategy in o.strategies:
-        remaining = o.time_limit - (time.perf_counter() - t0)
+        remaining = limit - (time.perf_counter() - t0)
         if remaining <= 0:
-            last_status, message = Status.TIME_LIMIT, f"time limit {o.time_limit} s reached"
+            last_status, message = Status.TIME_LIMIT, f"time limit {limit:g} s reached"
             break
         t1 = time.perf_counter()
         prog, blk = fc3d_program(Ws, qs, mu, o.form)
@@ -283,7 +293,7 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: 
     claimed = Status.SOLVED if best["res"] <= o.tol else (
         last_status if last_status is not Status.SOLVED else Status.NOT_SOLVED)
     if claimed is Status.TIME_LIMIT and not message:
-        message = f"time limit {o.time_limit} s reached"
+        message = f"time limit {limit:g} s reached"
     summary = ", ".join(f"{a['strategy']}: {a['status']} ({a['residual']:.1e})" for a in attempts)
     message = "; ".join(s for s in (summary, message, "polished by active-set Newton" if best["polished"] else "") if s)
     return verified_fc3d_result(W, q, mu, best["r"], solver=NAME, claimed=claimed, tol=o.tol,

@@ -89,6 +89,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from contactmp.errors import InputError, OptionError
+from contactmp.progress import Reporter, check_progress
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import (
     build_options,
@@ -128,7 +129,9 @@ class Options(SolverOptions):
     prox_sigma : proximal weight per unit residual (relative to ``||W_jj||_2``).
     sparse : ``"auto"`` (sparse LU when W has density <= 0.1 and more than 60 rows), ``True`` or
         ``False``.
-    time_limit : wall-clock seconds (``inf`` for none); when exceeded the status is ``time_limit``.
+    time_limit : wall-clock seconds (``inf`` or ``None`` for none), checked before every
+        iteration; when exceeded the status is ``time_limit`` and the answer the iterate of least
+        natural-map residual so far.
     r0 : warm start (``3 nc`` values); ``None`` starts from ``r = 0``.
     """
 
@@ -169,9 +172,6 @@ class Options(SolverOptions):
         fb = self.fallback
         if isinstance(fb, str) or not isinstance(fb, (tuple, list)) or any(f not in FALLBACKS for f in fb):
             raise OptionError(f"fallback must be a sequence of {FALLBACKS}, got {fb!r}")
-        tl = self.time_limit
-        if isinstance(tl, bool) or not isinstance(tl, (int, float)) or not tl > 0:
-            raise OptionError(f"time_limit must be a positive number (inf for none), got {tl!r}")
         if not (isinstance(self.sparse, bool) or (isinstance(self.sparse, str) and self.sparse == "auto")):
             raise OptionError(f"sparse must be 'auto', True or False, got {self.sparse!r}")
         if self.rho is not None:
@@ -752,13 +752,16 @@ def _proximal(Wm: np.ndarray | sp.csr_matrix, q: np.ndarray, mu: np.ndarray, c: 
 # ------------------------------------------------------------------------------------------------
 
 
-def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: Any) -> Result:
+def solve(W: Any, q: Any, mu: Any, options: Options | None = None, progress: Reporter | None = None,
+          **overrides: Any) -> Result:
     """Solve fc3d(W, q, mu) by the globalized semismooth Newton method of the module docstring.
 
     Returns a :class:`Result` with ``x = r`` and ``extras["u"] = W r + q``; the status is
     ``solved`` only if :func:`fc3d_residual` ``<= tol``. ``extras`` also counts the kinds of
     steps (``newton_steps``, ``regularized_steps``, ``lm_steps``, ``fixed_point_steps``), the
-    proximal outer iterations (``prox_iterations``) and lists the ``phases`` run.
+    proximal outer iterations (``prox_iterations``) and lists the ``phases`` run. A ``progress``
+    reporter (see :mod:`contactmp.progress`) is called with every residual check (once per
+    iteration; the count reported is that of the checks).
     """
     t0 = time.perf_counter()
     W, q, mu = validate_fc3d(W, q, mu)
@@ -776,10 +779,15 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: 
         n > 60 and np.count_nonzero(W) <= 0.1 * n * n
     )
     Wm = sp.csr_matrix(W) if use_sparse else W
-    deadline = t0 + opts.time_limit
+    deadline = t0 + (math.inf if opts.time_limit is None else opts.time_limit)
+    report = check_progress(progress)
+    checks = [0]
 
     def outer(r_: np.ndarray, u_: np.ndarray) -> float:
         res = fc3d_residual(W, q, mu, r_)
+        if report is not None:
+            checks[0] += 1
+            report(NAME, checks[0], res)
         if res <= opts.tol:  # the guard of verified_fc3d_result against a huge r
             dual = dual_violation(q, mu, u_)
             if not dual <= math.sqrt(opts.tol):

@@ -25,6 +25,7 @@ import numba
 import numpy as np
 
 from contactmp.errors import InputError, OptionError
+from contactmp.progress import CHUNK_SECONDS, Reporter, Watch, check_progress, check_time_limit
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import (
     _first_bad,
@@ -47,8 +48,7 @@ def _positive_int(name: str, v: Any) -> None:
 
 
 def _time_limit(v: Any) -> None:
-    if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
-        raise OptionError(f"time_limit must be a positive number of seconds or None, got {v!r}")
+    check_time_limit(v)  # None or inf: no limit
 
 
 @dataclass
@@ -66,7 +66,8 @@ class Options(SolverOptions):
     check_every : int
         Compute the global residual every this many sweeps (and after the last one).
     time_limit : float or None
-        Wall-clock limit in seconds (checked between batches of sweeps).
+        Wall-clock limit in seconds (checked between batches of sweeps; ``None`` or ``inf``: none).
+        When it is reached the answer is the batch-end iterate of least residual.
     r0 : array or None
         Warm start (3 nc); ``None`` starts from 0.
     early_stop : bool
@@ -270,30 +271,36 @@ def bad_diagonal(diag: np.ndarray) -> int:
 
 def run_batches(
     kernel: Callable[[int], tuple[int, float]], max_iter: int, time_limit: float | None, t0: float, tol: float,
-    stopped: Callable[[], bool] | None = None,
+    stopped: Callable[[], bool] | None = None, checkpoint: Callable[[int, float], None] | None = None,
 ) -> tuple[int, float, bool]:
     """Call ``kernel(n) -> (done, residual)`` in batches of growing size until the residual is
     at most ``tol`` (or not finite), ``stopped()`` is true, ``max_iter`` sweeps are done or
-    ``time_limit`` seconds have passed since ``t0``. Returns ``(sweeps, residual, timed_out)``."""
+    ``time_limit`` seconds have passed since ``t0``. Returns ``(sweeps, residual, timed_out)``.
+
+    Without a limit (``None`` or ``inf``) and without ``checkpoint`` all sweeps are one batch.
+    Otherwise batches start at one sweep and grow (at most fourfold) to about
+    :data:`~contactmp.progress.CHUNK_SECONDS` (and a quarter of the time left), and
+    ``checkpoint(sweeps, residual)`` is called after each batch that did not end the run."""
     total = 0
     res = np.inf
-    batch = 1 if time_limit is not None else max_iter
-    if time_limit is not None and math.isinf(time_limit):
-        batch = max_iter
+    limited = time_limit is not None and not math.isinf(time_limit)
+    batch = 1 if limited or checkpoint is not None else max_iter
     while total < max_iter:
         n = min(batch, max_iter - total)
         t_b = time.perf_counter()
         done, res = kernel(n)
+        dt = time.perf_counter() - t_b
         total += done
         if res <= tol or not res < np.inf or (stopped is not None and stopped()):
             return total, res, False
-        if time_limit is not None:
-            elapsed = time.perf_counter() - t0
-            if elapsed >= time_limit:
+        if checkpoint is not None:
+            checkpoint(total, res)
+        if limited or checkpoint is not None:
+            left = time_limit - (time.perf_counter() - t0) if limited else math.inf
+            if left <= 0:
                 return total, res, total < max_iter
-            dt = max(time.perf_counter() - t_b, 1e-6)
-            per = dt / max(done, 1)
-            batch = int(max(1, min(4 * batch, 0.25 * (time_limit - elapsed) / per)))
+            per = max(dt, 1e-6) / max(done, 1)
+            batch = int(max(1, min(4 * batch, min(CHUNK_SECONDS, 0.25 * left) / per)))
     return total, res, False
 
 
@@ -364,12 +371,18 @@ def quick_pass(W: np.ndarray, q: np.ndarray, mu: np.ndarray, tol: float, max_ite
                                t_start=t_start, message=message)
 
 
-def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: Any) -> Result:
+def solve(W: Any, q: Any, mu: Any, options: Options | None = None, progress: Reporter | None = None,
+          **overrides: Any) -> Result:
     """Solve fc3d(W, q, mu) by nonsmooth Gauss-Seidel over the contacts.
 
     Returns a :class:`Result` with ``x = r``, ``iterations`` = sweeps and ``extras["u"] = W r + q``.
     Status: ``solved`` (verified natural-map residual <= tol), ``max_iter``, ``time_limit`` or
     ``numerical_error`` (a block with ``(W_jj)_nn <= 0``, or non-finite iterates).
+
+    With a ``time_limit`` (or a ``progress`` reporter, see :mod:`contactmp.progress`) the sweeps
+    run in batches (:func:`run_batches`); after each the iterate's natural-map residual is checked
+    (:func:`~contactmp.solvers.fc3d.fc3d_residual`, from the dense ``W``) and reported. When the
+    time is up the answer is the checked iterate of least residual.
     """
     t0 = time.perf_counter()
     W, q, mu = validate_fc3d(W, q, mu)
@@ -397,9 +410,20 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: 
         state["gave_up"] = gave_up
         return done, res_
 
+    checkpoint = watch = None
+    if progress is not None or (opts.time_limit is not None and opts.time_limit < math.inf):
+        watch = Watch(NAME, opts.time_limit, check_progress(progress), t0)
+        u_work = np.empty(m)
+
+        def checkpoint(done: int, _res: float) -> None:
+            watch.offer(r, _residual_kernel(W, q, mu, r, u_work), done)
+
     sweeps, res, timed_out = run_batches(kernel, max_iter, opts.time_limit, t0, tol,
-                                         lambda: state["gave_up"])
+                                         lambda: state["gave_up"], checkpoint)
     claimed, message = claim(res, tol, sweeps, state["gave_up"], timed_out, max_iter, opts.time_limit)
+    if timed_out:  # the checked iterate of least residual
+        r[:] = watch.x
+        message += f"; the best iterate checked (after {watch.iteration} sweeps) is returned"
     return verified_fc3d_result(
         W, q, mu, r, solver=NAME, claimed=claimed, tol=opts.tol, iterations=sweeps, t_start=t0,
         message=message,

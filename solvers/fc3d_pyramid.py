@@ -28,6 +28,7 @@ in ``extras["history"]``).
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from contactmp.errors import OptionError
+from contactmp.progress import Reporter, check_progress
 from contactmp.formulations.pyramid_lcp import facet_generators
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import fc3d_residual, validate_fc3d, verified_fc3d_result
@@ -61,8 +63,9 @@ class Options(SolverOptions):
         Largest LCP dimension ``(k + 2) nc`` attempted (dense Lemke costs ``O(size^2)`` memory and
         time per pivot); larger ``k`` are skipped and reported.
     time_limit : float or None
-        Wall-clock limit in seconds, checked before each new ``k``: a ``k`` is not started when
-        the time of the previous one scaled by ``(size ratio)^3`` would exceed it.
+        Wall-clock limit in seconds (``None`` or ``inf``: none), checked before each new ``k``:
+        a ``k`` is not started when the time of the previous one scaled by ``(size ratio)^3``
+        would exceed it; each LCP gets what is left as its own ``time_limit``.
     cone_tol : float
         A force counts as inside its cone when ``||r_T|| - mu r_n <= cone_tol * max(1, ||r||_inf)``.
     """
@@ -82,9 +85,6 @@ class Options(SolverOptions):
                 raise OptionError(f"{name} must be an int >= {low}, got {v!r}")
         if self.k_max < self.k_start:
             raise OptionError(f"k_max ({self.k_max}) must be >= k_start ({self.k_start})")
-        v = self.time_limit
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
-            raise OptionError(f"time_limit must be a positive number of seconds or None, got {v!r}")
         v = self.cone_tol
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < np.inf:
             raise OptionError(f"cone_tol must be a finite number >= 0, got {v!r}")
@@ -138,7 +138,8 @@ def _k_sequence(k_start: int, k_max: int) -> list[int]:
     return ks
 
 
-def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: Any) -> Result:
+def solve(W: Any, q: Any, mu: Any, options: Options | None = None, progress: Reporter | None = None,
+          **overrides: Any) -> Result:
     """Solve fc3d(W, q, mu) by pyramids with ``k = k_start, 2 k_start, ..., k_max`` facets.
 
     Returns a :class:`Result` whose ``x`` is the answer with the smallest fc3d residual over all
@@ -147,13 +148,17 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: 
     Extras: ``k`` (facets of the returned answer), ``max_cone_violation`` (largest
     ``||r_T|| - mu r_n`` of it, absolute), ``history`` (per ``k``: LCP size, LCP solver and status,
     pivots, largest cone violation, fc3d residual, time), ``skipped`` (``k`` whose LCP exceeded
-    ``max_size``).
+    ``max_size``). A ``progress`` reporter (see :mod:`contactmp.progress`) is passed to the LCP
+    solves and called with each ``k``'s fc3d residual. When the time limit is reached the answer is
+    the best ``k``'s (or ``r = 0`` when no LCP was solved in time), status ``time_limit``.
     """
     from contactmp.solvers.registry import solve_lcp
 
     t0 = time.perf_counter()
     W, q, mu = validate_fc3d(W, q, mu)
     opts = Options.build(options, **overrides)
+    report = check_progress(progress)
+    limit = math.inf if opts.time_limit is None else float(opts.time_limit)
     nc = mu.shape[0]
     best_r: np.ndarray | None = None
     best_res = np.inf
@@ -169,22 +174,28 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: 
         if size > opts.max_size:
             skipped.append(k)
             continue
-        if opts.time_limit is not None:
+        lcp_opts: dict[str, Any] = {} if report is None else {"progress": report}
+        if limit < math.inf:
             elapsed = time.perf_counter() - t0
             # dense Lemke / Newton cost grows like size^3: do not start a k that cannot finish
             predicted = last_time * (size / last_size) ** 3 if last_size else 0.0
-            if elapsed + predicted >= opts.time_limit:
+            if elapsed + predicted >= limit:
                 timed_out = True
                 break
+            lcp_opts["time_limit"] = max(limit - elapsed, 1e-3)
         tk = time.perf_counter()
         M, ql, L = pyramid_lcp(W, q, mu, k)
         lcp_tol = 1e-10 * max(1.0, float(np.max(np.abs(ql))))
-        lcp = solve_lcp(M, ql, solver="lemke", tol=lcp_tol)
+        lcp = solve_lcp(M, ql, solver="lemke", tol=lcp_tol, **lcp_opts)
         used = "lemke"
-        if not lcp.success:
-            alt = solve_lcp(M, ql, solver="newton", tol=lcp_tol)
+        if not lcp.success and lcp.status is not Status.TIME_LIMIT:
+            if "time_limit" in lcp_opts:
+                lcp_opts["time_limit"] = max(limit - (time.perf_counter() - t0), 1e-3)
+            alt = solve_lcp(M, ql, solver="newton", tol=lcp_tol, **lcp_opts)
             if alt.success or alt.residual < lcp.residual:
                 lcp, used = alt, "newton"
+            elif alt.status is Status.TIME_LIMIT:
+                timed_out = True
         entry: dict[str, Any] = {
             "k": k, "size": size, "lcp_solver": used, "lcp_status": lcp.status.value,
             "lcp_residual": float(lcp.residual), "lcp_iterations": int(lcp.iterations),
@@ -203,17 +214,25 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: 
         entry["time_s"] = time.perf_counter() - tk
         last_size, last_time = size, entry["time_s"]
         history.append(entry)
+        if report is not None:
+            report(NAME, k, entry["residual"])
         if best_res <= opts.tol:
+            break
+        if lcp.status is Status.TIME_LIMIT or timed_out:
+            timed_out = True
             break
         scale = max(1.0, float(np.max(np.abs(best_r)))) if best_r is not None else 1.0
         if lcp.success and entry["max_cone_violation"] <= opts.cone_tol * scale:
             break  # Proposition 1: inside every cone, more facets cannot help
+    if timed_out and best_r is None:  # no LCP answered in time: the zero force, checked like any other
+        best_r = np.zeros(3 * nc)
+        best_res = fc3d_residual(W, q, mu, best_r)
     if best_res <= opts.tol:
         claimed = Status.SOLVED
         message = f"pyramid with k = {best_k} facets verified (Proposition 1)"
     elif timed_out:
         claimed = Status.TIME_LIMIT
-        message = f"time limit {opts.time_limit} s reached; best residual {best_res:.3e} at k = {best_k}"
+        message = f"time limit {limit:g} s reached; best residual {best_res:.3e} at k = {best_k}"
     elif lcp_solved_any:
         claimed = Status.MAX_ITER
         message = (

@@ -46,8 +46,9 @@ import numba
 import numpy as np
 
 from contactmp.errors import OptionError
+from contactmp.progress import Reporter, Watch, check_progress
 from contactmp.result import Result, Status
-from contactmp.solvers.fc3d import build_options, validate_fc3d, verified_fc3d_result
+from contactmp.solvers.fc3d import _residual_kernel, build_options, validate_fc3d, verified_fc3d_result
 from contactmp.solvers.fc3d_local import solve_cylinder_local
 from contactmp.solvers.fc3d_nsgs import (
     _positive_int, _time_limit, bad_diagonal, block_data, csr_residual, csr_velocity, local_q,
@@ -77,7 +78,7 @@ class Options(SolverOptions):
     inner_max_iter : int
         Maximum Gauss-Seidel sweeps per Tresca problem.
     time_limit : float or None
-        Wall-clock limit in seconds.
+        Wall-clock limit in seconds (``None`` or ``inf``: none).
     r0 : array or None
         Warm start (3 nc); the first friction bound is ``mu * max(r0_n, 0)``. ``None`` starts at 0
         (the first Tresca problem is then frictionless).
@@ -156,7 +157,8 @@ def _tresca_sweeps(indptr, indices, data, diag, q, s, r, tol, sweeps, omega):  #
     return done, res
 
 
-def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: Any) -> Result:
+def solve(W: Any, q: Any, mu: Any, options: Options | None = None, progress: Reporter | None = None,
+          **overrides: Any) -> Result:
     """Solve fc3d(W, q, mu) by the QVI fixed point on the friction bound ``s = mu r_n``.
 
     Returns a :class:`Result` with ``x = r``, ``iterations`` = outer iterations, and extras
@@ -164,6 +166,11 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: 
     ``fixed_point_gap`` (``max_j |s_j - mu_j r_jn|`` between the bound of the last Tresca problem and
     its solution). Status: ``solved``
     (verified), ``max_iter``, ``time_limit`` or ``numerical_error``.
+
+    With a ``time_limit`` (or a ``progress`` reporter, see :mod:`contactmp.progress`) the iterate
+    is checked (natural-map residual of fc3d, from the dense ``W``) and reported after every outer
+    iteration and every batch of inner sweeps; when the time is up (checked there too) the answer
+    is the checked iterate of least residual.
     """
     t0 = time.perf_counter()
     W, q, mu = validate_fc3d(W, q, mu)
@@ -189,22 +196,32 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: 
     inner_res = np.inf
     gap = 0.0
     claimed, message = Status.MAX_ITER, ""
+    checkpoint = watch = None
+    if progress is not None or (opts.time_limit is not None and opts.time_limit < math.inf):
+        watch = Watch(NAME, opts.time_limit, check_progress(progress), t0)
+        u_work = np.empty(m)
+
+        def checkpoint(_sweeps: int, _res: float) -> None:
+            watch.offer(r, _residual_kernel(W, q, mu, r, u_work), outer)
+
+        checkpoint(0, res)
     while res > tol:
         if outer >= opts.max_iter:
             claimed = Status.MAX_ITER
             message = f"{outer} fixed-point iterations without reaching tol (residual {res:.3e})"
             break
-        if opts.time_limit is not None and time.perf_counter() - t0 >= opts.time_limit:
+        if watch is not None and watch.expired():
             claimed = Status.TIME_LIMIT
-            message = f"time limit {opts.time_limit} s reached after {outer} iterations (residual {res:.3e})"
+            message = f"time limit {opts.time_limit:g} s reached after {outer} iterations (residual {res:.3e})"
             break
         target = max(inner_floor, float(opts.inner_ratio) * res) if np.isfinite(res) else inner_floor
-        remaining = None if opts.time_limit is None else max(opts.time_limit - (time.perf_counter() - t0), 1e-3)
+        remaining = None if watch is None or not watch.limited else max(watch.left(), 1e-3)
 
         def kernel(n: int, target: float = target, s: np.ndarray = s) -> tuple[int, float]:
             return _tresca_sweeps(indptr, indices, data, diag, q, s, r, target, n, omega)
 
-        sweeps, inner_res, _ = run_batches(kernel, int(opts.inner_max_iter), remaining, time.perf_counter(), target)
+        sweeps, inner_res, _ = run_batches(kernel, int(opts.inner_max_iter), remaining, time.perf_counter(), target,
+                                           checkpoint=checkpoint)
         inner_total += sweeps
         outer += 1
         s_new = mu * np.maximum(r[0::3], 0.0)
@@ -214,8 +231,13 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, **overrides: 
         if not np.isfinite(res):
             claimed, message = Status.NUMERICAL_ERROR, f"iterates not finite after {outer} iterations"
             break
+        if checkpoint is not None and res > tol:
+            checkpoint(sweeps, res)
     else:
         claimed, message = Status.SOLVED, f"converged in {outer} fixed-point iterations ({inner_total} sweeps)"
+    if claimed is Status.TIME_LIMIT:  # the checked iterate of least residual
+        r[:] = watch.x
+        message += f"; the best iterate checked (outer iteration {watch.iteration}) is returned"
     return verified_fc3d_result(
         W, q, mu, r, solver=NAME, claimed=claimed, tol=opts.tol, iterations=outer, t_start=t0,
         message=message, inner_sweeps=inner_total, inner_residual=float(inner_res), fixed_point_gap=gap,

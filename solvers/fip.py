@@ -43,6 +43,7 @@ target is divided by 100 and the iteration continues, up to ``max_iter`` (the pa
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from contactmp.errors import OptionError
+from contactmp.progress import Reporter, Watch, check_progress
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import (
     SolverOptions,
@@ -130,11 +132,12 @@ class Options(SolverOptions):
             raise OptionError(f"purify must be True or False, got {self.purify!r}")
 
 
-def phase_one(M: np.ndarray, q: np.ndarray) -> tuple[float, np.ndarray | None, str]:
+def phase_one(M: np.ndarray, q: np.ndarray, time_limit: float | None = None) -> tuple[float, np.ndarray | None, str]:
     """Phase I: ``max t`` s.t. ``q + M z >= t e``, ``z >= t e``, ``t <= 1`` (an LP, HiGHS).
 
     Returns ``(t*, z, message)``: ``t* > 0`` means ``(w, z) = (q + M z, z) >= t* e`` is strictly
-    feasible. ``z`` is ``None`` (and ``t* = nan``) when the LP solver failed.
+    feasible. ``z`` is ``None`` (and ``t* = nan``) when the LP solver failed (or ran out of its
+    ``time_limit`` seconds, HiGHS' own limit).
     """
     n = q.shape[0]
     eye = np.eye(n)
@@ -145,7 +148,8 @@ def phase_one(M: np.ndarray, q: np.ndarray) -> tuple[float, np.ndarray | None, s
     a_ub = np.vstack([np.hstack([-M, ones]), np.hstack([-eye, ones])])
     b_ub = np.concatenate([q, np.zeros(n)])
     bounds = [(None, None)] * n + [(None, 1.0)]
-    lp = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
+    lp = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs",
+                 options=None if time_limit is None else {"time_limit": max(float(time_limit), 1e-3)})
     if lp.status != 0 or lp.x is None:
         return float("nan"), None, f"Phase I LP failed (HiGHS status {lp.status}: {lp.message})"
     z = np.asarray(lp.x[:n], dtype=np.float64)
@@ -194,19 +198,30 @@ def _best_candidate(M: np.ndarray, q: np.ndarray, z: np.ndarray, purify: bool) -
     return z, False
 
 
-def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> Result:
+def solve(M: Any, q: Any, options: Options | None = None, progress: Reporter | None = None,
+          **overrides: Any) -> Result:
     """Solve LCP(q, M) with the feasible interior point method of Appendix B.
 
     Returns a :class:`Result` whose ``x`` is ``z``; ``iterations`` counts interior-point
     iterations (Phase I excluded; its time is ``extras["lp_time_s"]``). Statuses: ``solved``
     (independently verified), ``infeasible`` (Phase I found no strictly feasible point: message
     "NFP ...", ``extras["nfp"] = True``), ``max_iter`` (with ``extras["gap"]`` and
-    ``extras["paper_criterion_met"]``, whether ``w^T z <= gap_tol`` was ever reached), and
-    ``numerical_error`` (singular direction system, line-search failure, non-finite values).
+    ``extras["paper_criterion_met"]``, whether ``w^T z <= gap_tol`` was ever reached),
+    ``time_limit`` and ``numerical_error`` (singular direction system, line-search failure,
+    non-finite values).
+
+    With a ``time_limit`` Phase I gets what is left as HiGHS' own limit, and Phase II checks the
+    clock before every iteration; with it (or a ``progress`` reporter, see
+    :mod:`contactmp.progress`) every iterate's ``||min(z, M z + q)||_inf`` is checked. When the
+    time is up the answer is the checked iterate of least residual, or its purified form when that
+    is better (``z = 0`` if the time ran out in Phase I).
     """
     t_start = time.perf_counter()
     M, q = validate_lcp(M, q)
     opts = Options.build(options, **overrides)
+    watch = None
+    if progress is not None or (opts.time_limit is not None and opts.time_limit < math.inf):
+        watch = Watch(NAME, opts.time_limit, check_progress(progress), t_start)
     n = q.shape[0]
     zeta = float(np.sqrt(n)) if opts.zeta is None else float(opts.zeta)
     base: dict[str, Any] = {"nfp": False}
@@ -217,10 +232,13 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
 
     # Phase I ------------------------------------------------------------------------------
     t_lp = time.perf_counter()
-    t_star, z0, lp_msg = phase_one(M, q)
+    t_star, z0, lp_msg = phase_one(M, q, None if watch is None or not watch.limited else watch.left())
     base["lp_time_s"] = time.perf_counter() - t_lp
     base["phase1_t"] = t_star
     if z0 is None:
+        if watch is not None and watch.limited and (watch.expired() or "(HiGHS status 1:" in lp_msg):
+            return finish(np.zeros(n), Status.TIME_LIMIT, 0,
+                          f"time limit {watch.limit:g} s reached in Phase I ({lp_msg}); z = 0 is returned")
         return finish(np.zeros(n), Status.NUMERICAL_ERROR, 0, lp_msg)
     if not t_star > opts.nfp_tol:
         base["nfp"] = True
@@ -268,6 +286,12 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
             continue
         if k >= opts.max_iter:
             return stop(Status.MAX_ITER, f"{k} iterations, gap {gap:.3e}")
+        if watch is not None:
+            watch.offer(z, lcp_residual(M, q, z), k)
+            if watch.expired():
+                z = watch.x  # the checked iterate of least residual (purified by stop if better)
+                return stop(Status.TIME_LIMIT, f"time limit {watch.limit:g} s reached after {k} iterations "
+                            f"(gap {gap:.3e}); the best iterate checked (iteration {watch.iteration}) is returned")
         # Step 1: the direction of (54), reduced to (W + Z M) dz = -w o z + beta mu e
         try:
             dw, dz = direction(M, w, z, beta)

@@ -13,6 +13,7 @@ the final answer is judged by :func:`~contactmp.solvers.lcp.verified_result`
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +24,8 @@ import scipy.sparse as sp
 
 from contactmp.errors import OptionError
 from contactmp.program import Program, Variables
-from contactmp.result import Result
+from contactmp.progress import Reporter, Watch, check_progress
+from contactmp.result import Result, Status
 from contactmp.solvers.lcp import SolverOptions, lcp_residual, polish_lcp, validate_lcp, verified_result
 from contactmp.solvers.nlp import STRATEGIES, solve_program
 
@@ -44,6 +46,7 @@ class Options(SolverOptions):
         ``strategy="scholtes"``; the default l1 elastic strategy has no relaxation parameter).
     max_iter : IPOPT iterations per NLP.
     strategy : MPCC strategy, one of ``contactmp.solvers.nlp.STRATEGIES``.
+    time_limit : wall-clock seconds for the whole solve (``None``: none).
     """
 
     tol: float = 1e-8
@@ -102,24 +105,42 @@ def _scaled(y: np.ndarray | None, d: np.ndarray) -> np.ndarray | None:
 
 
 def solve_with_backend(
-    M: Any, q: Any, backend: str, name: str, options: Options | None = None, **overrides: Any
+    M: Any, q: Any, backend: str, name: str, options: Options | None = None,
+    progress: Reporter | None = None, **overrides: Any
 ) -> Result:
-    """Solve LCP(q, M) through the MPCC Program with IPOPT on ``backend``; report as ``name``."""
+    """Solve LCP(q, M) through the MPCC Program with IPOPT on ``backend``; report as ``name``.
+
+    ``time_limit`` goes to :func:`solve_program` (checked between NLPs; each NLP gets what is
+    left as IPOPT's ``max_wall_time``). With it (or a ``progress`` reporter, see
+    :mod:`contactmp.progress`) the answer of every NLP IPOPT solves is checked
+    (``||min(z, M z + q)||_inf``, before and after the polish) and reported; when the time runs
+    out the checked point of least residual is returned, status ``time_limit``.
+    """
     t0 = time.perf_counter()
     M, q = validate_lcp(M, q)
     o = Options.build(options, **overrides)
+    watch = None
+    if progress is not None or (o.time_limit is not None and o.time_limit < math.inf):
+        watch = Watch(name, o.time_limit, check_progress(progress), t0)
     prog, z = lcp_program(M, q)
-    polished = {"used": False}
+    polished = {"used": False, "nlps": 0}
 
     def polish(x: np.ndarray) -> np.ndarray | None:
         cand = _polish(M, q, x)
+        polished["nlps"] += 1
+        if watch is not None:
+            watch.offer(x, lcp_residual(M, q, x), polished["nlps"])
+            if cand is not None:
+                watch.offer(cand, lcp_residual(M, q, cand), polished["nlps"])
         if cand is not None and lcp_residual(M, q, cand) <= o.tol:
             polished["used"] = True
             return cand
         return None
 
+    left = None if watch is None or not watch.limited else max(watch.left(), 1e-3)
     r = solve_program(
-        prog, backend, o.strategy, accept=polish, comp_tol=o.tol, sigma_min=o.sigma_min, max_iter=o.max_iter
+        prog, backend, o.strategy, accept=polish, comp_tol=o.tol, sigma_min=o.sigma_min, max_iter=o.max_iter,
+        time_limit=left,
     )
     zs = r.value(z)
     if not r.success:
@@ -127,6 +148,9 @@ def solve_with_backend(
         cand = _polish(M, q, zs)
         if cand is not None and lcp_residual(M, q, cand) < lcp_residual(M, q, zs):
             zs, polished["used"] = cand, True
+    if r.status is Status.TIME_LIMIT and watch is not None and watch.x is not None:
+        if watch.residual < lcp_residual(M, q, zs):  # the checked point of least residual
+            zs = watch.x
     return verified_result(
         M, q, zs, solver=name, claimed=r.status, tol=o.tol, iterations=r.iterations, t_start=t0,
         message=r.message, backend_status=r.backend_status, strategy=o.strategy, polished=polished["used"],
@@ -134,10 +158,12 @@ def solve_with_backend(
     )
 
 
-def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> Result:
+def solve(M: Any, q: Any, options: Options | None = None, progress: Reporter | None = None,
+          **overrides: Any) -> Result:
     """Solve LCP(q, M) (find ``z >= 0`` with ``w = M z + q >= 0``, ``z^T w = 0``) with IPOPT via CasADi.
 
-    Options: ``tol``, ``sigma_min``, ``max_iter`` (per NLP), ``strategy`` (see :class:`Options`).
-    Never raises on non-convergence; ``solved`` only after the independent residual check.
+    Options: ``tol``, ``sigma_min``, ``max_iter`` (per NLP), ``strategy``, ``time_limit`` (see
+    :class:`Options` and :func:`solve_with_backend`). Never raises on non-convergence; ``solved``
+    only after the independent residual check.
     """
-    return solve_with_backend(M, q, BACKEND, NAME, options, **overrides)
+    return solve_with_backend(M, q, BACKEND, NAME, options, progress, **overrides)

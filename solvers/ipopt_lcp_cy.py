@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contactmp.progress import Reporter
 from contactmp.result import Result
 from contactmp.solvers.ipopt_lcp import Options, solve_with_backend
 
@@ -17,10 +18,12 @@ BACKEND = "cyipopt"
 __all__ = ["NAME", "Options", "solve"]
 
 
-def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> Result:
+def solve(M: Any, q: Any, options: Options | None = None, progress: Reporter | None = None,
+          **overrides: Any) -> Result:
     """Solve LCP(q, M) (find ``z >= 0`` with ``w = M z + q >= 0``, ``z^T w = 0``) with IPOPT via cyipopt.
 
-    Options: ``tol``, ``sigma_min``, ``max_iter`` (per NLP), ``strategy`` (see :class:`Options`).
-    Never raises on non-convergence; ``solved`` only after the independent residual check.
+    Options: ``tol``, ``sigma_min``, ``max_iter`` (per NLP), ``strategy``, ``time_limit`` (see
+    :class:`Options` and :func:`~contactmp.solvers.ipopt_lcp.solve_with_backend`). Never raises
+    on non-convergence; ``solved`` only after the independent residual check.
     """
-    return solve_with_backend(M, q, BACKEND, NAME, options, **overrides)
+    return solve_with_backend(M, q, BACKEND, NAME, options, progress, **overrides)

@@ -14,6 +14,7 @@ import numba
 import numpy as np
 
 from contactmp.errors import InputError, OptionError
+from contactmp.progress import check_time_limit
 from contactmp.result import Result, Status
 
 
@@ -194,9 +195,16 @@ def judge_claim(
 
 @dataclass
 class SolverOptions:
-    """Base of every solver's typed options. Unknown keys are rejected with a 'did you mean' hint."""
+    """Base of every solver's typed options. Unknown keys are rejected with a 'did you mean' hint.
+
+    Every solver takes ``tol`` and ``time_limit``: wall-clock seconds for the whole solve (``None``
+    or ``inf``: no limit; checked by :func:`contactmp.progress.check_time_limit`). When the limit
+    is reached the solver returns the iterate with the smallest independent residual it saw at
+    its checkpoints, with status ``time_limit`` (``solved`` only if that iterate passes the check).
+    """
 
     tol: float = 1e-8
+    time_limit: float | None = None
 
     @classmethod
     def build(cls, options: "SolverOptions | None" = None, **overrides: Any) -> "SolverOptions":
@@ -223,6 +231,7 @@ class SolverOptions:
         """Reject ill-typed values (subclasses extend this)."""
         if isinstance(self.tol, bool) or not (isinstance(self.tol, (int, float)) and self.tol > 0 and np.isfinite(self.tol)):
             raise OptionError(f"tol must be a positive finite number, got {self.tol!r}")
+        check_time_limit(self.time_limit)
 
 
 def polish_lcp(M: np.ndarray, q: np.ndarray, z: np.ndarray) -> np.ndarray | None:

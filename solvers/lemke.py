@@ -18,6 +18,7 @@ Trinkle, Pang, Sudarsky and Lo (1995) did.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -25,9 +26,9 @@ from typing import Any
 import numba
 import numpy as np
 
-from contactmp.errors import OptionError
+from contactmp.errors import InputError, OptionError
+from contactmp.progress import Reporter, Watch, check_progress, next_chunk
 from contactmp.result import Result, Status
-from contactmp.errors import InputError
 from contactmp.solvers.lcp import (
     SolverOptions,
     judged_result,
@@ -276,42 +277,40 @@ def _lu_solve_refined(M, q, idx, m):  # pragma: no cover - compiled
     return x, True
 
 
-@numba.njit(cache=True)
-def _lemke_start(M, q, d, max_piv, lexico):  # pragma: no cover - compiled
-    """One start of Lemke's method with covering vector ``d`` (length 0 means all ones).
+@numba.njit(cache=True, inline="always")
+def _lemke_run(M, q, d, lexico, bt, qbar, basis, col, ties, leaving, pivots, stop, z):  # pragma: no cover
+    """Run one start of Lemke's method from its state until ``z0`` leaves, a secondary ray, or
+    ``pivots == stop``; write the start's ``z`` into ``z``. Returns ``(leaving, pivots, code)``.
 
-    Variables are numbered ``w_j = j``, ``z_j = n + j``, ``z0 = 2 n``. Returns
-    ``(z, code, pivots)`` with ``code`` 0 (z0 left: solution), 1 (secondary ray), 2 (pivot limit).
+    The state is the basis inverse ``bt = (B^{-1})^T``, ``qbar = B^{-1} q``, ``basis`` (the
+    variable basic in each row; ``w_j = j``, ``z_j = n + j``, ``z0 = 2 n``), ``leaving`` (the
+    variable that left last) and the pivot count. With ``pivots == 0`` (``bt = I``, ``qbar = q``,
+    ``basis = 0..n-1``) the first pivot is made: ``z0`` enters at level ``max_i(-q_i / d_i)``
+    (``d`` of length 0: all ones) and the row of the lexicographic minimum of ``(q_i, e_i) / d_i``
+    leaves. Then the complement of the variable that left enters, and so on. ``code`` is 0 (z0
+    left: solution), 1 (secondary ray) or 2 (``stop`` reached: the pivot limit, or the end of a
+    chunk, after which a call with the same state resumes exactly where this one stopped).
+    ``z`` is the basic ``z`` (``qbar`` clipped at 0); after a solution it is refined from the
+    original data (with ``z_Z`` basic and ``w_Z = 0``: ``M_ZZ z_Z = -q_Z``, LU with one step of
+    iterative refinement), kept when that does not increase the residual. ``col`` and ``ties``
+    are work arrays.
     """
     n = q.shape[0]
-    z = np.zeros(n)
-    qmin = 0.0
-    for i in range(n):
-        if q[i] < qmin:
-            qmin = q[i]
-    if qmin >= 0.0:
-        return z, 0, 0
-    ones = d.shape[0] == 0  # covering vector of ones, not stored
     z0_var = 2 * n
-    bt = np.eye(n)  # (B^{-1})^T
-    qbar = q.copy()
-    basis = np.arange(n)  # basis[i] = variable basic in row i
-    col = np.empty(n)
-    ties = np.empty(n, dtype=np.int64)
-
-    # First pivot: z0 enters at level max_i(-q_i/d_i); the leaving row is the lexicographic
-    # minimum of (q_i, e_i) / d_i. Its column is -d; the ratio test is run on +d.
-    for i in range(n):
-        col[i] = 1.0 if ones else d[i]
-    r = _leaving_row(qbar, bt, col, basis, -1, lexico, False, ties)
-    for i in range(n):
-        col[i] = -col[i]
-    _pivot(bt, qbar, col, r)
-    leaving = basis[r]
-    basis[r] = z0_var
-    pivots = 1
+    if pivots == 0:
+        ones = d.shape[0] == 0  # covering vector of ones, not stored
+        # Its column is -d; the ratio test is run on +d.
+        for i in range(n):
+            col[i] = 1.0 if ones else d[i]
+        r = _leaving_row(qbar, bt, col, basis, -1, lexico, False, ties)
+        for i in range(n):
+            col[i] = -col[i]
+        _pivot(bt, qbar, col, r)
+        leaving = basis[r]
+        basis[r] = z0_var
+        pivots = 1
     code = _MAX_ITER
-    while pivots < max_piv:
+    while pivots < stop:
         # The complement of the variable that just left enters.
         if leaving < n:
             e = leaving + n  # w_j left: z_j enters, column -M[:, j]
@@ -342,13 +341,15 @@ def _lemke_start(M, q, d, max_piv, lexico):  # pragma: no cover - compiled
     # z from the pivoting: basic z_j take qbar (clipped at 0), the rest is 0.
     nz = 0
     for i in range(n):
+        z[i] = 0.0
+    for i in range(n):
         v = basis[i]
         if v >= n and v < z0_var:
             val = qbar[i]
             z[v - n] = val if val > 0.0 else 0.0
             nz += 1
     if code != _SOLVED or nz == 0:
-        return z, code, pivots
+        return leaving, pivots, code
     # Refinement from the original data: with z_Z basic (w_Z nonbasic = 0), M_ZZ z_Z = -q_Z.
     idx = ties  # work array reused: the basic z indices
     m = 0
@@ -363,7 +364,30 @@ def _lemke_start(M, q, d, max_piv, lexico):  # pragma: no cover - compiled
         for a in range(nz):
             z2[idx[a]] = x[a] if x[a] > 0.0 else 0.0
         if residual_kernel(M, q, z2) <= residual_kernel(M, q, z):
-            return z2, code, pivots
+            for i in range(n):
+                z[i] = z2[i]
+    return leaving, pivots, code
+
+
+@numba.njit(cache=True)
+def _lemke_start(M, q, d, max_piv, lexico):  # pragma: no cover - compiled
+    """One start of Lemke's method with covering vector ``d`` (length 0 means all ones), all its
+    pivots in one call of :func:`_lemke_run`. Returns ``(z, code, pivots)`` with ``code`` 0 (z0
+    left: solution), 1 (secondary ray), 2 (pivot limit)."""
+    n = q.shape[0]
+    z = np.zeros(n)
+    qmin = 0.0
+    for i in range(n):
+        if q[i] < qmin:
+            qmin = q[i]
+    if qmin >= 0.0:
+        return z, 0, 0
+    bt = np.eye(n)  # (B^{-1})^T
+    qbar = q.copy()
+    basis = np.arange(n)  # basis[i] = variable basic in row i
+    col = np.empty(n)
+    ties = np.empty(n, dtype=np.int64)
+    _, pivots, code = _lemke_run(M, q, d, lexico, bt, qbar, basis, col, ties, -1, 0, max_piv, z)
     return z, code, pivots
 
 
@@ -442,21 +466,34 @@ def _message(code: int, start: int, d_kind: str, piv: int, statuses: list[str]) 
     return f"pivot limit reached: {p} ({where}){before}"
 
 
-def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> Result:
+def solve(M: Any, q: Any, options: Options | None = None, progress: Reporter | None = None,
+          **overrides: Any) -> Result:
     """Solve LCP(q, M) (find z >= 0, w = M z + q >= 0, z^T w = 0) by Lemke's method.
 
     Returns a :class:`Result` with ``x = z``. ``status`` is ``solved`` (verified residual <= tol),
-    ``ray_termination`` (the last start ended on a secondary ray) or ``max_iter`` (the last start
-    hit the pivot limit). ``iterations`` counts the pivots of all starts; ``extras`` holds
-    ``starts``, ``start_statuses`` and ``pivots_per_start``.
+    ``ray_termination`` (the last start ended on a secondary ray), ``max_iter`` (the last start
+    hit the pivot limit) or ``time_limit``. ``iterations`` counts the pivots of all starts;
+    ``extras`` holds ``starts``, ``start_statuses`` and ``pivots_per_start``.
+
+    With a ``time_limit`` (or a ``progress`` reporter, see :mod:`contactmp.progress`) the pivots run
+    in chunks of about :data:`~contactmp.progress.CHUNK_SECONDS` (the same pivots: the state of the
+    tableau is kept between chunks); after each chunk the basic ``z`` of the current basis is
+    checked (``||min(z, M z + q)||_inf``), the clock read and the reporter called. When the time
+    is up the answer is the checked iterate of least residual (chunk ends and ends of starts),
+    status ``time_limit``. A problem so small that all its starts cannot take a millisecond runs
+    in one call as without a limit.
     """
     t0 = time.perf_counter()
-    if options is None and not overrides:  # skips the strict build: microseconds on tiny problems
+    if options is None and not overrides and progress is None:  # skips the strict build: microseconds on tiny problems
         opts, max_piv, lexico = _DEFAULT_OPTIONS, 0, True
     else:
         opts = Options.build(options, **overrides)
         max_piv = opts.max_iter if opts.max_iter is not None else 0  # 0: default_max_pivots(n)
         lexico = bool(opts.lexicographic)
+        if progress is not None or (opts.time_limit is not None and opts.time_limit < math.inf):
+            out = _solve_watched(M, q, opts, Watch(NAME, opts.time_limit, check_progress(progress), t0))
+            if out is not None:
+                return out
     try:  # the hot path: float64 C-contiguous arrays go straight into the compiled start
         n = q.shape[0]
         zw = np.empty(2 * n)
@@ -465,8 +502,7 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
         else:
             code, piv, res, bad = _lemke_checked(M, q, _EMPTY, max_piv, lexico, zw)
     except (TypeError, AttributeError, IndexError):  # other types: convert (or refuse) first
-        M, q = validate_lcp(M, q)
-        M, q = np.require(M, requirements="W"), np.require(q, requirements="W")  # read-only: copy
+        M, q = _validated(M, q)
         n = q.shape[0]
         zw = np.empty(2 * n)
         code, piv, res, bad = _lemke_checked(M, q, _EMPTY, max_piv, lexico, zw)
@@ -503,6 +539,100 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
         message=_message(code, start, d_kind, int(piv), statuses),
         extras={"starts": len(statuses), "start_statuses": statuses, "pivots_per_start": pivots},
     )
+
+
+def _validated(M: Any, q: Any) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`validate_lcp`, with writeable arrays (the compiled starts refuse read-only ones)."""
+    M, q = validate_lcp(M, q)
+    return np.require(M, requirements="W"), np.require(q, requirements="W")  # read-only: copy
+
+
+#: a time-limited solve runs its starts in one compiled call each (as without a limit) when all of
+#: them together cannot reach this many (pivots x n^2): well under a millisecond
+_UNCHUNKED_WORK = 2e5
+#: ... and at least this many seconds are left
+_UNCHUNKED_LEFT = 0.05
+
+
+def _solve_watched(M: Any, q: Any, opts: Options, watch: Watch) -> Result | None:
+    """:func:`solve` with a time limit or a reporter: every start in chunks of pivots (see there).
+    ``None`` when the problem is too small to need it (no reporter, and the worst case of all
+    starts is below :data:`_UNCHUNKED_WORK` with :data:`_UNCHUNKED_LEFT` seconds left)."""
+    M, q = _validated(M, q)
+    n = q.shape[0]
+    max_piv = opts.max_iter if opts.max_iter is not None else default_max_pivots(n)
+    if (watch.progress is None and watch.left() >= _UNCHUNKED_LEFT
+            and max_piv * (n * n + 8) * (opts.restarts + 1) <= _UNCHUNKED_WORK):
+        return None
+    lexico = bool(opts.lexicographic)
+    zw = np.empty(2 * n)
+    statuses: list[str] = []
+    pivots: list[int] = []
+    d, d_kind, rng = _EMPTY, "ones", None
+    code, start, timed_out = _MAX_ITER, 0, False
+    for start in range(opts.restarts + 1):
+        if start:
+            if watch.expired():
+                timed_out = True
+                start -= 1
+                break
+            if rng is None:
+                rng = np.random.default_rng(opts.seed)
+            d, d_kind = rng.uniform(0.5, 1.5, size=n), "random"
+        code, piv, timed_out = _watched_start(M, q, d, max_piv, lexico, zw, watch, sum(pivots))
+        statuses.append("time_limit" if timed_out else _STATUS_OF_CODE[code])
+        pivots.append(int(piv))
+        if code == _SOLVED or timed_out:
+            break
+    extras: dict[str, Any] = {"starts": len(statuses), "start_statuses": statuses, "pivots_per_start": pivots}
+    if not timed_out:
+        res = w_and_residual_kernel(M, q, zw[:n], zw[n:])
+        claimed = Status.SOLVED if code == _SOLVED else (
+            Status.RAY_TERMINATION if code == _RAY else Status.MAX_ITER)
+        message = _message(code, start, d_kind, pivots[-1], statuses)
+    else:
+        z = zw[:n]
+        z[:] = watch.x
+        res = w_and_residual_kernel(M, q, z, zw[n:])
+        claimed = Status.TIME_LIMIT
+        message = (f"time limit {watch.limit:g} s reached after {sum(pivots)} pivots in {len(statuses)} "
+                   f"start(s); the best iterate checked (after {watch.iteration} pivots) is returned")
+        extras["best_iteration"] = watch.iteration
+    return judged_result(zw[:n], zw[n:], res, solver=NAME, claimed=claimed, tol=opts.tol,
+                         iterations=sum(pivots), t_start=watch.t0, message=message, extras=extras)
+
+
+def _watched_start(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_piv: int, lexico: bool, zw: np.ndarray,
+                   watch: Watch, before: int) -> tuple[int, int, bool]:
+    """One start of :func:`_lemke_run` in chunks of pivots, with a checkpoint after each chunk
+    (:meth:`Watch.offer` of the basic ``z`` and its residual; ``before`` pivots of earlier
+    starts are added to the count reported). Writes ``z`` into ``zw[:n]``; returns
+    ``(code, pivots, timed_out)``. The start's final ``z`` is offered too."""
+    n = q.shape[0]
+    z = zw[:n]
+    pivots, code, timed_out = 0, _SOLVED, False
+    if q.min() < 0.0:
+        bt, qbar = np.eye(n), q.copy()
+        basis, col, ties = np.arange(n, dtype=np.int64), np.empty(n), np.empty(n, dtype=np.int64)
+        leaving, chunk = -1, max(1, int(1e5 // (n * n + 8)))
+        while True:
+            t = time.perf_counter()
+            done = pivots
+            leaving, pivots, code = _lemke_run(M, q, d, lexico, bt, qbar, basis, col, ties, leaving, pivots,
+                                               min(max_piv, pivots + chunk), z)
+            dt = time.perf_counter() - t
+            if code != _MAX_ITER or pivots >= max_piv:
+                break
+            watch.offer(z, residual_kernel(M, q, z), before + pivots)
+            if watch.expired():
+                timed_out = True
+                break
+            chunk = next_chunk(chunk, pivots - done, dt, watch)
+    else:
+        z[:] = 0.0
+    if not timed_out:
+        watch.offer(z, residual_kernel(M, q, z), before + pivots)
+    return code, pivots, timed_out
 
 
 _ONE_SOLVED = ["solved"]

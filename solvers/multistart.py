@@ -63,6 +63,7 @@ it once) instead of the problem itself.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import inspect
@@ -76,6 +77,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from contactmp.errors import InputError, OptionError
+from contactmp.progress import check_time_limit
 from contactmp.result import Status, jsonable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -201,6 +203,7 @@ class _Spec:
     options: tuple[tuple[str, Any], ...]    # solver overrides
     backend: str = "casadi"
     strategy: str = "scholtes"
+    deadline: float | None = None           # time.time() at which the multistart stops (not in the token)
 
 
 @dataclass
@@ -260,8 +263,39 @@ def _pattern(spec: _Spec, i: int, rng: np.random.Generator, base: int, m: int) -
     return rng.integers(0, base, size=m)
 
 
+class _CutShort(Exception):
+    """A start not run (or not finished) before the multistart's time limit: no record is written
+    for it, so that a later run with the same store computes it."""
+
+
+#: in the error text of a start cut short by the multistart's time limit
+_CUT_MARK = "contactmp-multistart-time-limit"
+
+
+class _TimeUp(BaseException):
+    """Ends a time-limited run: raised in this process by the task function at the first start
+    cut short, on Dask by the callback at the first record after the deadline. Not an
+    ``Exception``, so that ``run_tasks`` does not report it as one item's error."""
+
+
 def _run_start(spec: _Spec, i: int) -> dict[str, Any]:
-    """The record of start ``i`` (module-level, so Dask can ship it)."""
+    """The record of start ``i`` (module-level, so Dask can ship it).
+
+    With the multistart's deadline (``spec.deadline``, seconds since the epoch): a start that
+    would begin after it raises :class:`_CutShort` at once; one that begins before gets the time
+    left as its solver's ``time_limit`` (when that is below the start's own), and raises
+    :class:`_CutShort` if it ends ``time_limit`` because of it."""
+    binding = False
+    if spec.deadline is not None:
+        left = spec.deadline - time.time()
+        if left <= 0:
+            raise _CutShort(f"{_CUT_MARK}: start {i} not begun")
+        opts = dict(spec.options)
+        own = opts.get("time_limit")
+        if own is None or left < float(own):
+            opts["time_limit"] = left
+            binding = True
+            spec = dataclasses.replace(spec, options=tuple(opts.items()))
     prep = _prepared(spec)
     rng = np.random.default_rng([spec.seed, int(i)])
     structured = i < spec.n_structured
@@ -272,6 +306,8 @@ def _run_start(spec: _Spec, i: int) -> dict[str, Any]:
         rec = _fc3d_start(spec, prep, i, rng, structured)
     else:
         rec = _program_start(spec, prep, i, rng, structured)
+    if binding and rec["status"] == Status.TIME_LIMIT.value:
+        raise _CutShort(f"{_CUT_MARK}: start {i} cut short")
     rec.update(start=int(i), structured=bool(structured), time_s=time.perf_counter() - t0)
     return rec
 
@@ -581,6 +617,7 @@ def multistart(
     progress: bool = False,
     max_results: int | None = None,
     callback: Callable[[str, dict[str, Any]], None] | None = None,
+    time_limit: float | None = None,
 ) -> MultistartResult:
     """Solve ``problem`` from ``starts`` seeded starting points and cluster the verified answers.
 
@@ -606,13 +643,22 @@ def multistart(
     progress : a rich progress bar on stderr.
     max_results, callback : passed to :func:`~contactmp.parallel.run_tasks` (stop after that many
         new records; a function called with each record).
+    time_limit : wall-clock seconds for the whole call (``None`` or ``inf``: none). Starts not
+        begun by then are not run; a start running then gets the time left as its solver's
+        ``time_limit`` and, if that cuts it short, is dropped (no record: a later call with the
+        same store runs both kinds). The result is then ``complete=False`` with
+        ``extras["cut_short"] = True`` and ``extras["starts_not_run"]``; finished starts are kept
+        and clustered as usual. On Dask workers the deadline is compared with each worker's
+        wall clock (``time.time()``).
 
     Returns a :class:`MultistartResult`. Never raises on non-convergence (unsolved starts are
     counted, not clustered); raises :class:`InputError` / :class:`OptionError` on bad input.
     """
     from contactmp import parallel
 
-    t0 = time.perf_counter()
+    t0, wall0 = time.perf_counter(), time.time()
+    limit = check_time_limit(time_limit)
+    deadline = wall0 + limit if limit < math.inf else None
     found, prob, factory = _classify(problem, kind)
     if isinstance(starts, bool) or not isinstance(starts, (int, np.integer)) or starts < 1:
         raise InputError("starts", f"must be an integer >= 1, got {starts!r}")
@@ -647,7 +693,8 @@ def multistart(
                                     "Dask workers; pass a zero-argument function that builds it (or workers=0)")
     spec = _Spec(kind=found, token=token, data=prob if found in ("lcp", "fc3d") else None,
                  factory=factory, seed=seed, n_structured=n_struct, enumerate_all=enumerate_all,
-                 scale=float(sc), options=tuple(opts.items()), backend=backend, strategy=strategy)
+                 scale=float(sc), options=tuple(opts.items()), backend=backend, strategy=strategy,
+                 deadline=deadline)
     prep = _prepare(found, prob)
     prefix = f"multistart-{found}-{token}"
     keys = [f"{prefix}/{i}" for i in range(starts)]
@@ -662,14 +709,24 @@ def multistart(
     had = spec.token in _CACHE
     _CACHE[spec.token] = prep  # the in-process runs use the caller's object itself
     try:
-        report = parallel.run_tasks(
-            functools.partial(_run_start, spec), list(range(starts)), keys=keys, store_path=store_path,
-            workers=workers, scheduler=scheduler, client=client, batch_size=batch_size,
-            progress=progress, description=f"multistart ({found})", max_results=max_results,
-            callback=callback, raise_on_error=True,
-        )
+        if deadline is None:
+            report = parallel.run_tasks(
+                functools.partial(_run_start, spec), list(range(starts)), keys=keys, store_path=store_path,
+                workers=workers, scheduler=scheduler, client=client, batch_size=batch_size,
+                progress=progress, description=f"multistart ({found})", max_results=max_results,
+                callback=callback, raise_on_error=True,
+            )
+            cut = 0
+        else:
+            report, cut = _run_until(spec, keys, store_path, deadline, distributed, workers=workers,
+                                     scheduler=scheduler, client=client, batch_size=batch_size, progress=progress,
+                                     description=f"multistart ({found})", max_results=max_results,
+                                     callback=callback)
         records = [dict(r) for r in report.records()]
         result = _summarize(found, prep, records, opts, tol_c, starts, n_struct, seed, prefix, report)
+        if deadline is not None:
+            result.extras.update(time_limit=limit, cut_short=bool(cut) or not report.complete,
+                                 starts_not_run=starts - len(records))
     finally:
         if not had:
             _CACHE.pop(spec.token, None)
@@ -678,6 +735,72 @@ def multistart(
     result.time_s = time.perf_counter() - t0
     result.store_path = None if tmp is not None else str(report.store.path)
     return result
+
+
+class _InProcess:
+    """The in-process task function of a time-limited multistart: :func:`_run_start`, except that
+    a start cut short by the deadline raises :class:`_TimeUp`, which (not being an ``Exception``)
+    ends :func:`contactmp.parallel.run_tasks` at once, as a Ctrl-C would. Records computed but not
+    yet written when that happens are kept in ``unwritten`` (the callback removes written ones)."""
+
+    def __init__(self, spec: _Spec, keys: list[str]) -> None:
+        self.spec, self.keys = spec, keys
+        self.unwritten: dict[str, dict[str, Any]] = {}
+
+    def __call__(self, i: int) -> dict[str, Any]:
+        try:
+            rec = _run_start(self.spec, i)
+        except _CutShort:
+            raise _TimeUp from None
+        self.unwritten[self.keys[i]] = rec
+        return rec
+
+
+def _run_until(spec: _Spec, keys: list[str], store_path: Any, deadline: float, distributed: bool,
+               callback: Callable[[str, dict[str, Any]], None] | None, **run: Any) -> tuple[Any, int]:
+    """:func:`contactmp.parallel.run_tasks` of every start up to ``deadline`` (``time.time()``).
+
+    In this process the run ends at the first start cut short (see :class:`_InProcess`); the
+    records finished before are all written. On Dask a start cut short raises :class:`_CutShort`
+    in its worker (reported, not written) and the run ends, cancelling the batches not begun, at
+    the first record that comes back after the deadline. Returns ``(report, number of starts cut
+    short)``; other errors raise :class:`~contactmp.parallel.TaskError` as without a limit."""
+    from contactmp import parallel
+    from contactmp.case_studies._study import RecordStore
+
+    store = store_path if isinstance(store_path, RecordStore) else RecordStore(Path(store_path))
+    skipped = sum(1 for k in keys if k in store)
+    done = [0]
+    fn: Any = functools.partial(_run_start, spec) if distributed else _InProcess(spec, keys)
+    t_run = time.perf_counter()
+
+    def on_record(key: str, rec: dict[str, Any]) -> None:
+        done[0] += 1
+        if not distributed:
+            fn.unwritten.pop(key, None)
+        if callback is not None:
+            callback(key, rec)
+        if distributed and time.time() >= deadline:
+            raise _TimeUp
+
+    try:
+        report = parallel.run_tasks(fn, list(range(len(keys))), keys=keys, store_path=store, callback=on_record,
+                                    raise_on_error=False, **run)
+        cut_now = 0
+    except _TimeUp:
+        if not distributed and fn.unwritten:  # finished before the deadline, in the batch cut short
+            store.append_many([jsonable({**rec, "key": key}) for key, rec in fn.unwritten.items()])
+            done[0] += len(fn.unwritten)
+        report = parallel.RunReport(store=store, keys=list(keys), skipped=skipped, done=done[0], interrupted=True,
+                                    time_s=time.perf_counter() - t_run,
+                                    workers=0 if not distributed else int(run.get("workers") or 0))
+        cut_now = 1
+    errors = {k: v for k, v in report.failed.items() if _CUT_MARK not in v}
+    cut = len(report.failed) - len(errors) + cut_now
+    report.failed = errors
+    if errors:
+        raise parallel.TaskError(errors)
+    return report, cut
 
 
 def _check_solver_options(kind: str, opts: dict[str, Any]) -> None:

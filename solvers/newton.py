@@ -79,6 +79,7 @@ contact LCPs it can change which steps later iterations take (tests compare the 
 """
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from dataclasses import dataclass
@@ -89,6 +90,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from contactmp.errors import InputError, OptionError
+from contactmp.progress import Reporter, Watch, check_progress, next_chunk
 from contactmp.result import Result, Status
 from contactmp.solvers import _newton_kernels as _kernels
 from contactmp.solvers.lcp import (
@@ -660,7 +662,8 @@ def _mcp_result(out: _Outcome, box: _Box, opts: Options, t_start: float) -> Resu
                   message=msg, extras=extras)
 
 
-def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> Result:
+def solve(M: Any, q: Any, options: Options | None = None, progress: Reporter | None = None,
+          **overrides: Any) -> Result:
     """Solve LCP(q, M) as the MCP with ``l = 0``, ``u = inf``, ``F(z) = M z + q`` (dense).
 
     Up to four runs (option ``restart``, see the module docstring); the polish of
@@ -674,14 +677,22 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
     ``polished``, ``w``.
 
     The runs are compiled (:func:`contactmp.solvers._newton_kernels.run_lcp`, the iteration of
-    :func:`solve_mcp` specialized to the LCP).
+    :func:`solve_mcp` specialized to the LCP). With a ``time_limit`` (or a ``progress`` reporter)
+    a run goes in chunks of iterations (:func:`~contactmp.solvers._newton_kernels.lcp_steps`, the
+    same iterations); after each chunk the iterate's ``||min(z, M z + q)||_inf`` is checked, the
+    clock read and the reporter called. When the time is up no further run starts and the answer
+    is the checked iterate of least residual (chunk ends and ends of runs), projected and polished
+    as above when that does not increase its residual; status ``time_limit`` unless it verifies.
     """
     t_start = time.perf_counter()
     M, q = validate_lcp(M, q)
-    if options is None and not overrides:
+    if options is None and not overrides and progress is None:
         opts = _DEFAULT_OPTIONS  # skips the strict build: microseconds on tiny problems
     else:
         opts = Options.build(options, **overrides)
+    watch = None
+    if progress is not None or (opts.time_limit is not None and opts.time_limit < math.inf):
+        watch = Watch(NAME, opts.time_limit, check_progress(progress), t_start)
     n = q.shape[0]
     if opts.z0 is None:
         z_init = np.zeros(n)
@@ -696,14 +707,22 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
     steps = [0, 0, 0]
     best = None  # (z, w, code, iterations, merit, residual) of the answer so far
     notes = []
+    timed_out = False
     for r, (free, interior, share) in enumerate(runs):
         last = r == len(runs) - 1
         budget = opts.max_iter - used if last else int(round(share * opts.max_iter))
         start = np.full(n, max(1.0, float(np.max(np.abs(q))))) if interior else z_init
-        z, w, code, k, n_newton, n_lm, n_grad, psi, res = _kernels.run_lcp(
-            M, q, start, budget, free, opts.free_memory if free else opts.memory, opts.tol,
-            opts.sigma, opts.beta, opts.rho, opts.p, opts.lam, opts.lm, _LM_MAX, _LM_FACTOR,
-            _MIN_NEWTON_STEP, opts.polish_every, _POLISH_DROP, tried, n_tried)
+        args = (free, opts.free_memory if free else opts.memory, opts.tol,
+                opts.sigma, opts.beta, opts.rho, opts.p, opts.lam, opts.lm, _LM_MAX, _LM_FACTOR,
+                _MIN_NEWTON_STEP, opts.polish_every, _POLISH_DROP, tried, n_tried)
+        if watch is None:
+            z, w, code, k, n_newton, n_lm, n_grad, psi, res = _kernels.run_lcp(M, q, start, budget, *args)
+        else:
+            if r and watch.expired():
+                timed_out = True
+                break
+            (z, w, code, k, n_newton, n_lm, n_grad, psi, res), timed_out = _watched_run(
+                M, q, start, budget, args, watch, used)
         used += k
         steps[0] += n_newton
         steps[1] += n_lm
@@ -714,7 +733,7 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
         ):
             best = (z, w, code, k, psi, res)
         notes.append((free, interior, code, k, res))
-        if solved or code == _kernels.NOT_FINITE or last:
+        if timed_out or solved or code == _kernels.NOT_FINITE or last:
             break
     z, w, code, k, psi, res = best
     restarts = len(notes) - 1
@@ -725,6 +744,11 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
             for i, (fr, inter, c, kk, rr) in enumerate(notes))
     else:
         message = _kernel_message(code, k, res)
+    claimed = _KERNEL_STATUS[code]
+    if timed_out:  # the checked iterate of least residual, not the last run's
+        z, claimed = watch.x, Status.TIME_LIMIT
+        message = (f"time limit {watch.limit:g} s reached after {used} iterations in {len(notes)} run(s) "
+                   f"(the best iterate checked, after {watch.iteration} iterations, is returned): " + message)
     if (z < 0).any():  # the straight-line run may end just outside z >= 0
         zp = np.maximum(z, 0.0)
         if lcp_residual(M, q, zp) <= max(lcp_residual(M, q, z), opts.tol):
@@ -733,10 +757,44 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
     found, cand = _kernels.polish(M, q, z)
     if found and residual_kernel(M, q, cand) <= residual_kernel(M, q, z):
         z, polished = cand, True
-    return verified_result(M, q, z, solver=NAME, claimed=_KERNEL_STATUS[code], tol=opts.tol,
+    return verified_result(M, q, z, solver=NAME, claimed=claimed, tol=opts.tol,
                            iterations=used, t_start=t_start, message=message,
                            polished=polished, restarts=restarts, newton_steps=steps[0],
                            lm_steps=steps[1], gradient_steps=steps[2], merit=psi)
+
+
+def _watched_run(M: np.ndarray, q: np.ndarray, z0: np.ndarray, budget: int, args: tuple[Any, ...],
+                 watch: Watch, before: int) -> tuple[tuple[Any, ...], bool]:
+    """One run of :func:`_kernels.run_lcp` (``args`` its arguments after ``max_iter``) in chunks
+    of :func:`_kernels.lcp_steps`, with a checkpoint (:meth:`Watch.offer` of the iterate and its
+    ``||min(z, M z + q)||_inf``; ``before`` iterations of earlier runs added to the count) after
+    each chunk and at the end. Returns ``(run_lcp's tuple, timed_out)``; a run cut short reports
+    ``MAX_ITER`` with the iterations it made."""
+    n = q.shape[0]
+    lam, lm = args[7], args[8]
+    ok, z, w, psi, history = _kernels.start_lcp(M, q, z0, budget, lam)
+    if not ok:
+        return (z, w, _kernels.NOT_FINITE, 0, 0, 0, 0, np.nan, np.inf), False
+    state: tuple[Any, ...] = (z, w, z, z, False, history, psi, lm, np.inf, 0, 0, 0, 0)
+    chunk = 2  # iterations cost from microseconds (line searches) to seconds: let next_chunk learn
+    while True:
+        t, k = time.perf_counter(), state[9]
+        out = _kernels.lcp_steps(M, q, *state, min(k + chunk, budget + 1), budget, *args)
+        dt = time.perf_counter() - t
+        z, code, k_new = out[0], out[2], out[3]
+        timed_out = False
+        if code == _kernels.CHUNK:
+            watch.offer(z, residual_kernel(M, q, z), before + k_new)
+            if not watch.expired():
+                state = (z, out[1], out[9], out[10], out[11], history, out[7], out[12], out[13], k_new, out[4],
+                         out[5], out[6])
+                chunk = next_chunk(chunk, k_new - k, dt, watch)
+                continue
+            timed_out, code = True, _kernels.MAX_ITER
+        else:
+            watch.offer(z, residual_kernel(M, q, z), before + k_new)
+        res = out[8] if np.isfinite(out[8]) else _kernels.natural_residual(z, out[1])
+        return (z, out[1], code, k_new, out[4], out[5], out[6], out[7], res), timed_out
 
 
 #: Status of each outcome code of :func:`~contactmp.solvers._newton_kernels.run_lcp`

@@ -257,8 +257,9 @@ class NLPOptions(SolverOptions):
     eps0, eps_factor, eps_min : the Fischer-Burmeister smoothing ``eps <- eps_factor * eps``.
     sign_constraints : add ``a >= 0`` and ``b >= 0`` (False: rely on variable bounds; judge
         complementarity by ``max_i a_i b_i``).
-    time_limit : wall-clock seconds for the whole solve (checked between NLPs, and each NLP gets
-        it as IPOPT's ``max_wall_time`` unless ``ipopt`` sets that).
+    time_limit : wall-clock seconds for the whole solve (``None`` or ``inf``: none); checked
+        between NLPs, and each NLP gets what is left as IPOPT's ``max_wall_time`` (unless
+        ``ipopt`` sets that), so a solve ends within about :data:`WALL_TIME_SLACK` of the limit.
     ipopt : further IPOPT options, checked against IPOPT's own option table.
     """
 
@@ -296,8 +297,6 @@ class NLPOptions(SolverOptions):
             raise OptionError(f"max_iter must be a nonnegative integer, got {self.max_iter!r}")
         if not isinstance(self.sign_constraints, bool):
             raise OptionError(f"sign_constraints must be True or False, got {self.sign_constraints!r}")
-        if isinstance(self.time_limit, bool) or not isinstance(self.time_limit, (int, float)) or not self.time_limit > 0:
-            raise OptionError(f"time_limit must be a positive number of seconds, got {self.time_limit!r}")
         self.ipopt = _check_ipopt_options(self.ipopt)
 
 
@@ -524,20 +523,37 @@ class _NLPAnswer:
         return _IPOPT_STATUS.get(self.status_text) is Status.SOLVED
 
 
+#: an NLP's ``max_wall_time`` may exceed the time left by this many seconds (the CasADi backend
+#: builds its solver again, IPOPT's options being fixed there, only when the time left has fallen
+#: this far below the limit it was built with)
+WALL_TIME_SLACK = 0.25
+
+
 class _CasadiBackend:
     """IPOPT through ``casadi.nlpsol`` (exact Hessian, sparse Jacobians)."""
 
     def __init__(self, nlp: _RelaxedNLP, ipopt: dict[str, Any]) -> None:
         self.nlp = nlp
+        self.ipopt = dict(ipopt)
+        self.solver = self._build()
+
+    def _build(self) -> Any:
+        nlp = self.nlp
         try:
-            self.solver = ca.nlpsol(
+            return ca.nlpsol(
                 "contactmp_nlp", "ipopt", {"x": nlp.x, "p": nlp.p, "f": nlp.f, "g": nlp.g},
-                {"ipopt": ipopt, "print_time": False, "error_on_fail": False},
+                {"ipopt": self.ipopt, "print_time": False, "error_on_fail": False},
             )
         except RuntimeError as exc:
             if "IPOPT option" in str(exc) or "type mismatch" in str(exc):
                 raise OptionError(f"IPOPT rejected an option: {str(exc).splitlines()[-1]}") from None
             raise
+
+    def set_wall_time(self, seconds: float) -> None:
+        """IPOPT's ``max_wall_time`` for the next solves: about ``seconds`` (see WALL_TIME_SLACK)."""
+        if self.ipopt.get("max_wall_time", math.inf) > seconds + WALL_TIME_SLACK:
+            self.ipopt["max_wall_time"] = float(seconds)
+            self.solver = self._build()
 
     def solve(self, x0: np.ndarray, p: np.ndarray) -> _NLPAnswer:
         n = self.nlp
@@ -622,6 +638,10 @@ class _CyipoptBackend:
             except TypeError:
                 raise OptionError(f"IPOPT (cyipopt) rejected the option {key}={val!r}") from None
 
+    def set_wall_time(self, seconds: float) -> None:
+        """IPOPT's ``max_wall_time`` for the next solves."""
+        self.problem.add_option("max_wall_time", float(seconds))
+
     def solve(self, x0: np.ndarray, p: np.ndarray) -> _NLPAnswer:
         self.cb.p = np.asarray(p, dtype=float)
         self.cb.iterations = 0
@@ -679,8 +699,10 @@ def solve_program(
     strategy = _choose(strategy, STRATEGIES, "MPCC strategy")
     o = NLPOptions.build(options, **overrides)
     ipopt = {**IPOPT_DEFAULTS, "tol": float(o.tol), "max_iter": int(o.max_iter), **o.ipopt}
-    if math.isfinite(o.time_limit):
-        ipopt.setdefault("max_wall_time", float(o.time_limit))
+    limit = math.inf if o.time_limit is None else float(o.time_limit)
+    wall_each_nlp = math.isfinite(limit) and "max_wall_time" not in o.ipopt
+    if wall_each_nlp:
+        ipopt["max_wall_time"] = max(limit - (time.perf_counter() - t0), 1e-3)
     nlp = _relaxed_nlp(prog, strategy, o.sign_constraints)
     solver = _BACKEND_CLASSES[backend](nlp, ipopt)
     p0 = prog.p0
@@ -701,9 +723,12 @@ def solve_program(
     checked: _Candidate | None = None   # the last answer that passes the checks although IPOPT failed
     stop_reason = "homotopy exhausted"
     for t in (_homotopy(strategy, o) if prog.n_comp else [0.0]):  # no pairs: one NLP
-        if time.perf_counter() - t0 > o.time_limit:
+        left = limit - (time.perf_counter() - t0)
+        if left <= 0:
             stop_reason = "time_limit"
             break
+        if wall_each_nlp:
+            solver.set_wall_time(left)
         pt = np.concatenate([p0, [t]])
         ans = solver.solve(x, pt)
         iterations += ans.iterations
@@ -764,7 +789,7 @@ def solve_program(
             status = Status.SOLVED
         elif stop_reason == "time_limit":
             status = Status.TIME_LIMIT
-            messages.append(f"time limit {o.time_limit} s reached")
+            messages.append(f"time limit {limit:g} s reached")
         else:
             claimed = _IPOPT_STATUS.get(backend_status, Status.NOT_SOLVED)
             status = Status.NOT_SOLVED if claimed is Status.SOLVED else claimed

@@ -12,6 +12,7 @@ converge to the unique solution (Cryer's projected SOR); for other matrices they
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ import numba
 import numpy as np
 
 from contactmp.errors import InputError, OptionError
+from contactmp.progress import Reporter, Watch, check_progress, next_chunk
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import SolverOptions, residual_kernel, validate_lcp, verified_result
 
@@ -85,16 +87,22 @@ def _pgs_sweeps(M, q, z, tol, omega, max_iter):  # pragma: no cover - compiled
     return sweeps, res
 
 
-def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> Result:
+def solve(M: Any, q: Any, options: Options | None = None, progress: Reporter | None = None,
+          **overrides: Any) -> Result:
     """Solve LCP(q, M) (z >= 0, w = M z + q >= 0, z^T w = 0) by projected Gauss-Seidel / SOR.
 
     Returns a :class:`Result` with ``x = z`` and ``iterations`` = sweeps. ``status`` is ``solved``
-    (verified residual <= tol), ``max_iter``, or ``numerical_error`` (a diagonal entry
-    ``M_ii <= 0``, or the iterates diverged to a non-finite value).
+    (verified residual <= tol), ``max_iter``, ``time_limit`` or ``numerical_error`` (a diagonal
+    entry ``M_ii <= 0``, or the iterates diverged to a non-finite value).
+
+    With a ``time_limit`` (or a ``progress`` reporter, see :mod:`contactmp.progress`) the sweeps
+    run in chunks (the same sweeps); after each chunk the residual of the last sweep (the
+    independent check, computed in the sweep kernel) is noted, the clock read and the reporter
+    called. When the time is up the answer is the chunk-end iterate of least residual.
     """
     t0 = time.perf_counter()
     M, q = validate_lcp(M, q)
-    if options is None and not overrides:
+    if options is None and not overrides and progress is None:
         opts = _DEFAULT_OPTIONS
     else:
         opts = Options.build(options, **overrides)
@@ -122,8 +130,17 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
             f"{bad.size} nonpositive diagonal entries)",
             bad_index=i,
         )
-    sweeps, res = _pgs_sweeps(M, q, z, float(opts.tol), float(opts.omega), int(opts.max_iter))
-    if res <= opts.tol:
+    timed_out = False
+    if progress is None and (opts.time_limit is None or opts.time_limit == math.inf):
+        sweeps, res = _pgs_sweeps(M, q, z, float(opts.tol), float(opts.omega), int(opts.max_iter))
+    else:
+        sweeps, res, timed_out = _watched_sweeps(M, q, z, opts, Watch(NAME, opts.time_limit,
+                                                                     check_progress(progress), t0))
+    if timed_out:
+        claimed = Status.TIME_LIMIT
+        message = (f"time limit {opts.time_limit:g} s reached after {sweeps} sweeps; the best iterate "
+                   f"checked is returned")
+    elif res <= opts.tol:
         claimed, message = Status.SOLVED, f"converged in {sweeps} sweeps"
     elif not np.isfinite(res):
         claimed = Status.NUMERICAL_ERROR
@@ -135,6 +152,28 @@ def solve(M: Any, q: Any, options: Options | None = None, **overrides: Any) -> R
         M, q, z, solver=NAME, claimed=claimed, tol=opts.tol, iterations=sweeps, t_start=t0,
         message=message,
     )
+
+
+def _watched_sweeps(M: np.ndarray, q: np.ndarray, z: np.ndarray, opts: Options,
+                    watch: Watch) -> tuple[int, float, bool]:
+    """:func:`_pgs_sweeps` in chunks with a checkpoint after each (:meth:`Watch.offer`). Returns
+    ``(sweeps, residual, timed_out)``; when timed out ``z`` holds the best iterate checked."""
+    n = q.shape[0]
+    tol, omega, max_iter = float(opts.tol), float(opts.omega), int(opts.max_iter)
+    total, chunk, res = 0, max(1, int(1e5 // (n * n + 8))), np.inf
+    while total < max_iter:
+        t = time.perf_counter()
+        done, res = _pgs_sweeps(M, q, z, tol, omega, min(chunk, max_iter - total))
+        dt = time.perf_counter() - t
+        total += done
+        watch.offer(z, res, total)
+        if res <= tol or not res < np.inf:
+            break
+        if watch.expired() and total < max_iter:
+            z[:] = watch.x
+            return total, watch.residual, True
+        chunk = next_chunk(chunk, done, dt, watch)
+    return total, res, False
 
 
 def warmup() -> None:

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from contactmp.errors import OptionError
+from contactmp.progress import check_progress, check_time_limit
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import validate_lcp
 
@@ -57,7 +58,11 @@ def solve_lcp(M: Any, q: Any, solver: str | None = None, **options: Any) -> Resu
     With ``solver=None`` (or ``"auto"``) the solvers of :data:`DEFAULT_LCP_ORDER` are tried in
     turn until one returns a verified solution; ``extras["attempts"]`` lists every attempt and
     ``solver`` names the one whose answer is returned. ``options`` go to the named solver
-    (unknown keys are rejected); in auto mode only ``tol`` is accepted.
+    (unknown keys are rejected); in auto mode only ``tol``, ``time_limit`` (one wall-clock budget
+    for the whole chain: each solver gets what is left) and ``progress`` (a reporter, see
+    :mod:`contactmp.progress`, passed to every solver) are accepted. When the budget runs out
+    before a verified solution, the answer is the attempt of least residual with status
+    ``time_limit``.
     """
     if solver is not None and solver != "auto":
         fn = _LOADED.get(solver) if type(solver) is str else None  # hot path: a loaded name
@@ -65,8 +70,8 @@ def solve_lcp(M: Any, q: Any, solver: str | None = None, **options: Any) -> Resu
             fn = lcp_solver(solver)
         return fn(M, q, **options) if options else fn(M, q)  # the solver validates its input
     M, q = validate_lcp(M, q)
-    best, tried = _try_in_order(DEFAULT_LCP_ORDER, lcp_solver, (M, q), options, {"tol"})
-    if not best.success:
+    best, tried = _try_in_order(DEFAULT_LCP_ORDER, lcp_solver, (M, q), options, _AUTO_OPTIONS)
+    if not best.success and best.status is not Status.TIME_LIMIT:
         # Lemke's secondary ray is the most telling failure (for copositive-plus M it proves that
         # no solution exists): report it rather than another solver's unconverged iterate.
         ray = next((r for r in tried if r.status is Status.RAY_TERMINATION), None)
@@ -74,6 +79,10 @@ def solve_lcp(M: Any, q: Any, solver: str | None = None, **options: Any) -> Resu
             ray.extras["attempts"], ray.time_s = best.extras["attempts"], best.time_s
             best = ray
     return best
+
+
+#: the options of the auto modes (those every solver takes)
+_AUTO_OPTIONS = frozenset(("tol", "time_limit", "progress"))
 
 
 def _try_in_order(
@@ -86,7 +95,9 @@ def _try_in_order(
     ``allowed`` options (those every solver of ``order`` takes) are passed on, plus
     ``per_entry[i]`` to entry ``i`` (an entry whose ``per_entry`` is ``None`` is skipped).
     ``tried`` are attempts already made (unsuccessful; they count as the first entries of the
-    list) and ``t0`` the time the chain started (default now): ``time_limit`` runs from ``t0``."""
+    list) and ``t0`` the time the chain started (default now): ``time_limit`` runs from ``t0``.
+    When the budget ran out (an attempt ended ``time_limit``, or no time was left for the next
+    solver) and no attempt verified, the best attempt is returned with status ``time_limit``."""
     extra = set(options) - allowed
     if extra:
         raise OptionError(
@@ -94,8 +105,14 @@ def _try_in_order(
         )
     if t0 is None:
         t0 = time.perf_counter()
-    deadline = t0 + options["time_limit"] if "time_limit" in options else None
+    deadline, limit = None, math.inf
+    if "time_limit" in options:
+        limit = check_time_limit(options["time_limit"])
+        deadline = t0 + limit if limit < math.inf else None
+    if "progress" in options:
+        check_progress(options["progress"])
     tried = [] if tried is None else list(tried)
+    cut = False
     for i, name in enumerate(order):
         extra_opts = per_entry[i] if per_entry is not None else {}
         if extra_opts is None:
@@ -103,6 +120,7 @@ def _try_in_order(
         if deadline is not None:  # the whole chain shares one time budget
             left = deadline - time.perf_counter()
             if left <= 0 and tried:
+                cut = True
                 break
             options = {**options, "time_limit": max(left, 1e-3)}
         tried.append(lookup(name)(*args, **options, **extra_opts))
@@ -110,6 +128,11 @@ def _try_in_order(
             break
     best = min(tried, key=lambda r: r.residual)
     best.extras["attempts"] = [_attempt(r) for r in tried]
+    if not best.success and best.status is not Status.TIME_LIMIT and (
+            cut or any(r.status is Status.TIME_LIMIT for r in tried)):
+        best.message = (f"{best.message}; " if best.message else "") + (
+            f"time limit {limit:g} s of the chain reached (best attempt: {best.solver}, {best.status.value})")
+        best.status = Status.TIME_LIMIT
     best.time_s = time.perf_counter() - t0
     return best, tried
 
@@ -165,7 +188,9 @@ def solve_fc3d(W: Any, q: Any, mu: Any, solver: str | None = None, **options: An
     turn until one returns a verified solution (natural-map residual <= tol and the dual-cone
     check of :func:`~contactmp.solvers.fc3d.verified_fc3d_result`); ``extras["attempts"]`` lists
     every attempt and ``solver`` names the one whose answer is returned. In auto mode only
-    ``tol`` and ``time_limit`` (one budget shared by the whole chain) are accepted.
+    ``tol``, ``time_limit`` (one budget shared by the whole chain) and ``progress`` (a reporter,
+    see :mod:`contactmp.progress`) are accepted; as for :func:`solve_lcp`, a chain cut short by
+    its time limit returns its best attempt with status ``time_limit``.
 
     **Why NSGS comes first on small problems.** Newton's method pays a fixed cost per call
     (Jacobian assembly, LU, line search in Python: 0.2-1.5 ms on 1-9 contacts), while an NSGS
@@ -229,7 +254,7 @@ def _solve_fc3d_general(W: Any, q: Any, mu: Any, options: dict[str, Any]) -> Res
         raise OptionError(f"quick must be a bool, got {quick!r}")
     W, q, mu = validate_fc3d(W, q, mu)
     order = DEFAULT_FC3D_ORDER if quick else DEFAULT_FC3D_ORDER[1:]
-    return _try_in_order(order, fc3d_solver, (W, q, mu), options, {"tol", "time_limit"},
+    return _try_in_order(order, fc3d_solver, (W, q, mu), options, _AUTO_OPTIONS,
                          _fc3d_per_entry(order, mu.shape[0]))[0]
 
 
@@ -286,5 +311,5 @@ def _solve_fc3d_lean(W: Any, q: Any, mu: Any, options: dict[str, Any]) -> Result
         first.time_s = time.perf_counter() - t0
         return first
     options = {k: v for k, v in options.items() if k != "quick"}
-    return _try_in_order(order[1:], fc3d_solver, (W, q, mu), options, {"tol", "time_limit"},
+    return _try_in_order(order[1:], fc3d_solver, (W, q, mu), options, _AUTO_OPTIONS,
                          _fc3d_per_entry(order, nc)[1:], tried=[first], t0=t0)[0]

@@ -25,24 +25,33 @@ runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _fixed_point(W: Any, q: Any, mu: Any, tol: float = 1e-8, max_iter: int = 20000) -> Result:
-    """Stand-in cone solver: r <- P_K(r - rho (W r + q + mu ||u_T|| e_n)), rho = 1 / ||W||_2."""
+def _fixed_point(W: Any, q: Any, mu: Any, tol: float = 1e-8, max_iter: int = 20000,
+                 time_limit: float | None = None, progress: Any = None) -> Result:
+    """Stand-in cone solver: r <- P_K(r - rho (W r + q + mu ||u_T|| e_n)), rho = 1 / ||W||_2.
+    Like every registered solver it takes ``time_limit`` and ``progress`` (the command line passes
+    both)."""
     t0 = time.perf_counter()
     W, q, mu = validate_fc3d(W, q, mu)
     rho = 1.0 / np.linalg.norm(W, 2)
     r = np.zeros_like(q)
+    deadline = t0 + (np.inf if time_limit is None else time_limit)
     for k in range(1, max_iter + 1):
         u = W @ r + q
         u_hat = u.copy()
         u_hat[0::3] += mu * np.hypot(u[1::3], u[2::3])
         r = project_cone(r - rho * u_hat, mu)
-        if k % 10 == 0 and fc3d_residual(W, q, mu, r) <= tol:
-            break
+        if k % 10 == 0:
+            res = fc3d_residual(W, q, mu, r)
+            if progress is not None:
+                progress("standin", k, res)
+            if res <= tol or time.perf_counter() > deadline:
+                break
     return verified_fc3d_result(W, q, mu, r, solver="standin", claimed=Status.NOT_SOLVED, tol=tol,
                                 iterations=k, t_start=t0)
 
 
-def _never(W: Any, q: Any, mu: Any, tol: float = 1e-8) -> Result:
+def _never(W: Any, q: Any, mu: Any, tol: float = 1e-8, time_limit: float | None = None,
+           progress: Any = None) -> Result:
     """Stand-in that gives up at once (r = 0, not solved unless q is already admissible)."""
     t0 = time.perf_counter()
     W, q, mu = validate_fc3d(W, q, mu)

@@ -31,38 +31,51 @@ def solve(
         1e-8, help="Tolerance on the independent residual: ||min(z, Mz+q)||_inf for an LCP, the "
         "normalized natural-map residual for fc3d."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    time_limit: float = typer.Option(
+        60.0, "--time-limit", help="Wall-clock seconds for the solve (inf: none). When reached, the "
+        "answer is the iterate of least independent residual seen, status time_limit."),
+    progress_delay: float = typer.Option(2.0, "--progress-delay", hidden=True,
+                                         help="Seconds before the progress line appears on stderr."),
 ) -> None:
     """Solve one complementarity problem read from FILE and report a verified status.
 
     The problem class (LCP or fc3d, the Coulomb-cone problem) and the file format are decided by
-    the file's content. Exit code 0 when the solve ran (whatever its status: solved,
-    ray_termination, max_iter, ...), 2 on malformed input or options (the message names the bad
-    field), 1 when the named solver cannot be loaded.
+    the file's content. A solve that runs longer than 2 s shows a progress line on stderr (solver,
+    iteration, residual); stdout holds only the report (with --json, one JSON object). Exit code
+    0 when the solve ran (whatever its status: solved, ray_termination, max_iter, time_limit, ...),
+    2 on malformed input or options (the message names the bad field), 1 when the named solver
+    cannot be loaded.
     """
     from contactmp.errors import ContactMPError
     from contactmp.io import load_problem
+    from contactmp.progress import ProgressLine
     from contactmp.solvers import solve_lcp
     from contactmp.solvers.registry import solve_fc3d
 
     from contactmp.nosbench import is_nosbench_file
 
+    limit = _check_time_limit_option(time_limit)
     if is_nosbench_file(file):  # a NOSBENCH MPCC (CasADi JSON)
-        _solve_nosbench(file, as_json)
+        _solve_nosbench(file, as_json, limit)
     kind = "problem"
+    line = ProgressLine(delay=progress_delay)
     try:
         kind, arrays = load_problem(file)
         if kind == "fc3d":
             W, q, mu = arrays
-            res = solve_fc3d(W, q, mu, solver=solver, tol=tol)
+            res = solve_fc3d(W, q, mu, solver=solver, tol=tol, time_limit=limit, progress=line)
         else:
             M, q = arrays
-            res = solve_lcp(M, q, solver=solver, tol=tol)
+            res = solve_lcp(M, q, solver=solver, tol=tol, time_limit=limit, progress=line)
     except ContactMPError as exc:
+        line.close()
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     except ImportError as exc:  # a registered solver whose module (or its backend) is missing
+        line.close()
         err.print(f"[red]error:[/red] a module needed to solve this {kind} could not be loaded: {exc}")
         raise typer.Exit(1)
+    line.close()
     n = int(len(q))
     if as_json:
         d = res.to_dict()
@@ -100,13 +113,26 @@ def solve(
     raise typer.Exit(0)
 
 
-def _solve_nosbench(file: Path, as_json: bool) -> None:
+def _check_time_limit_option(value: float) -> float:
+    """``--time-limit`` as seconds (inf: none), or exit 2 naming the option."""
+    from contactmp.errors import OptionError
+    from contactmp.progress import check_time_limit
+
+    try:
+        return check_time_limit(value)
+    except OptionError:
+        err.print(f"[red]error:[/red] --time-limit (time_limit) must be a positive number of seconds "
+                  f"(inf: no limit), got {value!r}")
+        raise typer.Exit(2) from None
+
+
+def _solve_nosbench(file: Path, as_json: bool, time_limit: float = 60.0) -> None:
     """Solve a NOSBENCH MPCC with the paper's Scholtes protocol; exit 0 (solved or not) or 2."""
     from contactmp.errors import ContactMPError
     from contactmp.nosbench import solve_nosbench
 
     try:
-        out = solve_nosbench(file)
+        out = solve_nosbench(file, time_limit=time_limit)
     except ContactMPError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
@@ -135,24 +161,29 @@ def multistart(
     scheduler: Optional[str] = typer.Option(None, help="Address of an existing Dask scheduler, tcp://HOST:PORT."),
     out: Optional[Path] = typer.Option(None, help="Output folder (default: results/multistart-FILE)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
+    time_limit: float = typer.Option(
+        600.0, "--time-limit", help="Wall-clock seconds for the whole run (inf: none); starts not "
+        "finished by then are left for a rerun, which resumes."),
 ) -> None:
     """Solve one LCP or fc3d problem from many starts and count its distinct verified solutions.
 
     Every start is appended to OUT/starts.jsonl as it finishes (rerun the same command to resume);
-    OUT/summary.json lists the distinct solutions with the share of starts that reached each.
+    OUT/summary.json lists the distinct solutions with the share of starts that reached each. A run
+    cut short by --time-limit says so (summary: complete false, extras.cut_short true).
     """
     from contactmp.errors import ContactMPError
     from contactmp.io import load_problem
     from contactmp.result import jsonable
     from contactmp.solvers.multistart import multistart as run_multistart
 
+    limit = _check_time_limit_option(time_limit)
     out = out or Path("results") / f"multistart-{file.stem}"
     out.mkdir(parents=True, exist_ok=True)
     try:
         _, arrays = load_problem(file)
         res = run_multistart(tuple(arrays), starts=starts, seed=seed, structured=structured,
                              tol_cluster=tol_cluster, workers=workers, scheduler=scheduler,
-                             store_path=out / "starts.jsonl", progress=not as_json)
+                             store_path=out / "starts.jsonl", progress=not as_json, time_limit=limit)
     except ContactMPError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
@@ -168,6 +199,9 @@ def multistart(
         x = ", ".join(f"{v:.4g}" for v in c.x[:6]) + (", ..." if len(c.x) > 6 else "")
         t.add_row(str(i), x, str(c.count), f"{c.share:.3f}", f"{c.residual:.1e}", str(c.verified))
     Console().print(t)
+    if res.extras.get("cut_short"):
+        Console().print(f"[yellow]time limit {limit:g} s reached:[/yellow] {res.n_run} of {starts} starts finished "
+                        f"({res.extras['starts_not_run']} not run); rerun the same command to resume")
     Console().print(f"time per start {1e3 * res.time_per_start_s:.3f} ms; wrote {out}/starts.jsonl, summary.json")
 
 

@@ -126,3 +126,81 @@ def test_cli_multistart_counts_three_solutions(tmp_path) -> None:
     assert sols == [(0.0, 1.0), (round(1 / 3, 9), round(1 / 3, 9)), (1.0, 0.0)]
     assert sum(c["count"] for c in summary["clusters"]) == 40
     assert len((out / "starts.jsonl").read_text().splitlines()) == 40
+
+
+# ------------------------------------------------------------------------------------------------
+# --time-limit and the progress line (issue 12, part 4)
+# ------------------------------------------------------------------------------------------------
+def _laplacian_file(tmp_path: Path, n: int = 1000) -> tuple[Path, np.ndarray, np.ndarray]:
+    """An SPD LCP on which projected Gauss-Seidel needs hours at tol 1e-14 (order n^2 sweeps of
+    n^2 flops) and Lemke about n pivots of n^2 flops (seconds)."""
+    M = 2.0 * np.eye(n) - np.eye(n, k=1) - np.eye(n, k=-1)
+    q = -np.ones(n) / n**2
+    path = tmp_path / "laplacian.npz"
+    np.savez(path, M=M, q=q)
+    return path, M, q
+
+
+def _timed_invoke(*args: str) -> tuple[object, float]:
+    import time
+
+    t = time.perf_counter()
+    out = runner.invoke(app, list(args))
+    return out, time.perf_counter() - t
+
+
+@pytest.mark.parametrize("solver", [["--solver", "pgs", "--tol", "1e-14"], []], ids=["pgs", "default"])
+def test_time_limit_returns_the_best_iterate_in_time(tmp_path: Path, solver: list[str]) -> None:
+    path, M, q = _laplacian_file(tmp_path)
+    out, elapsed = _timed_invoke("solve", str(path), *solver, "--time-limit", "0.05", "--json")
+    assert out.exit_code == 0, out.output
+    d = json.loads(out.stdout)
+    assert d["status"] == "time_limit", d["message"]
+    assert elapsed <= 5.0  # a limit of 0.05 s on a solve that needs seconds to hours
+    assert d["residual"] == lcp_residual(M, q, np.array(d["z"]))
+    assert d["attempts"] is None or d["attempts"][0]["status"] == "time_limit"
+
+
+def test_progress_line_on_stderr_json_alone_on_stdout(tmp_path: Path) -> None:
+    path, M, q = _laplacian_file(tmp_path)
+    out = runner.invoke(app, ["solve", str(path), "--solver", "pgs", "--tol", "1e-14", "--time-limit", "2.5",
+                              "--progress-delay", "0", "--json"])
+    assert out.exit_code == 0, out.output
+    assert len(out.stdout.strip().splitlines()) == 1
+    d = json.loads(out.stdout)  # stdout holds the JSON object and nothing else
+    assert d["status"] == "time_limit"
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("pgs: iteration ")]
+    assert len(lines) >= 2 and all("residual" in ln for ln in lines)
+    # without --progress-delay the line waits 2 s: a short solve prints nothing on stderr
+    quick = runner.invoke(app, ["solve", str(path), "--solver", "pgs", "--time-limit", "0.3", "--json"])
+    assert quick.exit_code == 0 and quick.stderr == ""
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "-inf"])
+def test_bad_time_limit_exits_2_naming_it(tmp_path: Path, value: str) -> None:
+    good = tmp_path / "good.npz"
+    np.savez(good, M=np.eye(2), q=np.array([1.0, -1.0]))
+    for cmd in (["solve", str(good)], ["multistart", str(good), "--out", str(tmp_path / "ms")]):
+        out = runner.invoke(app, [*cmd, f"--time-limit={value}"])
+        assert out.exit_code == 2, out.output
+        assert "--time-limit" in out.output and "Traceback" not in out.output
+    ok = runner.invoke(app, ["solve", str(good), "--time-limit", "inf", "--json"])
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["status"] == "solved"
+
+
+def test_multistart_time_limit_cuts_the_run_short_and_resumes(tmp_path: Path) -> None:
+    f = tmp_path / "three.npz"
+    np.savez(f, M=np.array([[1.0, 2.0], [2.0, 1.0]]), q=np.array([-1.0, -1.0]))
+    out_dir = tmp_path / "ms"
+    args = ["multistart", str(f), "--starts", "200000", "--out", str(out_dir), "--time-limit", "1", "--json"]
+    res, elapsed = _timed_invoke(*args)
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert elapsed <= 6.0  # 200000 starts take minutes
+    assert summary["complete"] is False and summary["extras"]["cut_short"] is True
+    assert 0 < summary["n_run"] < 200000 and summary["extras"]["starts_not_run"] == 200000 - summary["n_run"]
+    assert len((out_dir / "starts.jsonl").read_text().splitlines()) == summary["n_run"]
+    again = json.loads(runner.invoke(app, args).stdout)
+    assert again["extras"]["resumed"] == summary["n_run"] < again["n_run"]
+    table = runner.invoke(app, args[:-1])
+    assert table.exit_code == 0 and "time limit 1 s reached" in table.stdout

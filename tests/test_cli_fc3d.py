@@ -192,3 +192,26 @@ def test_a_registered_solver_whose_module_is_missing_exits_1(shared_data: Path,
     monkeypatch.setitem(registry.FC3D_SOLVERS, "ghost", "contactmp.solvers.no_such_module")
     out = runner.invoke(app, ["solve", str(shared_data / "fc3d" / "FC3D_Example1.npz"), "--solver", "ghost"])
     assert out.exit_code == 1 and "no_such_module" in out.output and "fc3d" in out.output
+
+
+def test_time_limit_on_a_shared_fc3d_problem(shared_data: Path) -> None:
+    """--time-limit 0.001 on a 286-contact problem (Newton needs about 0.2 s): the answer is the
+    best iterate checked in time (here r = 0 at the latest), status time_limit, printed as usual."""
+    path = shared_data / "fc3d" / "Capsules-i125-1213.npz"
+    t = time.perf_counter()
+    d = _solve_json(str(path), "--time-limit", "0.001")
+    assert time.perf_counter() - t <= 5.0
+    assert d["status"] == "time_limit", d["message"]
+    W, q, mu = load_fc3d(path)
+    assert d["residual"] == fc3d_residual(W, q, mu, np.array(d["r"]))
+    assert d["attempts"][-1]["status"] == "time_limit"
+
+
+@pytest.mark.usefixtures("standin")
+def test_progress_reports_of_a_named_solver_go_to_stderr(shared_data: Path) -> None:
+    out = runner.invoke(app, ["solve", str(shared_data / "fc3d" / "Capsules-i125-1213.npz"), "--solver", "standin",
+                              "--time-limit", "0.5", "--progress-delay", "0", "--json"])
+    assert out.exit_code == 0, out.output
+    d = json.loads(out.stdout)
+    assert d["solver"] == "standin" and d["kind"] == "fc3d"
+    assert "standin: iteration 10, residual" in out.stderr

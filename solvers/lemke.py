@@ -491,7 +491,7 @@ def solve(M: Any, q: Any, options: Options | None = None, progress: Reporter | N
         max_piv = opts.max_iter if opts.max_iter is not None else 0  # 0: default_max_pivots(n)
         lexico = bool(opts.lexicographic)
         if progress is not None or (opts.time_limit is not None and opts.time_limit < math.inf):
-            out = _solve_watched(M, q, opts, Watch(NAME, opts.time_limit, check_progress(progress), t0))
+            out = _solve_watched(M, q, opts, progress, t0)
             if out is not None:
                 return out
     try:  # the hot path: float64 C-contiguous arrays go straight into the compiled start
@@ -554,16 +554,22 @@ _UNCHUNKED_WORK = 2e5
 _UNCHUNKED_LEFT = 0.05
 
 
-def _solve_watched(M: Any, q: Any, opts: Options, watch: Watch) -> Result | None:
+def _solve_watched(M: Any, q: Any, opts: Options, progress: Reporter | None, t0: float) -> Result | None:
     """:func:`solve` with a time limit or a reporter: every start in chunks of pivots (see there).
     ``None`` when the problem is too small to need it (no reporter, and the worst case of all
     starts is below :data:`_UNCHUNKED_WORK` with :data:`_UNCHUNKED_LEFT` seconds left)."""
-    M, q = _validated(M, q)
+    progress = check_progress(progress)
+    checked = not (type(q) is np.ndarray and q.ndim == 1)
+    if checked:
+        M, q = _validated(M, q)
     n = q.shape[0]
     max_piv = opts.max_iter if opts.max_iter is not None else default_max_pivots(n)
-    if (watch.progress is None and watch.left() >= _UNCHUNKED_LEFT
+    if (progress is None and opts.time_limit - (time.perf_counter() - t0) >= _UNCHUNKED_LEFT
             and max_piv * (n * n + 8) * (opts.restarts + 1) <= _UNCHUNKED_WORK):
-        return None
+        return None  # (the caller validates M and q)
+    if not checked:
+        M, q = _validated(M, q)
+    watch = Watch(NAME, opts.time_limit, progress, t0)
     lexico = bool(opts.lexicographic)
     zw = np.empty(2 * n)
     statuses: list[str] = []

@@ -413,12 +413,15 @@ def _run(
     free: bool = False,
     memory: int | None = None,
     polish: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray] | None] | None = None,
+    watch: Watch | None = None,
 ) -> _Outcome:
     """The globalized semismooth Newton iteration from ``z0`` (in the box), at most ``max_iter``
     iterations. ``free``: search along the straight lines ``z + t d`` instead of their projections
     onto the box (only for an ``F`` defined everywhere, as the LCP's ``M z + q``). ``memory``
     overrides ``opts.memory``. ``polish(z)``, tried every ``opts.polish_every`` iterations, returns
-    a verified solution ``(z, F(z))`` or None."""
+    a verified solution ``(z, F(z))`` or None. With a ``watch`` every iterate's natural residual is
+    reported and the clock read before each iteration; when the time is up the iterate of least
+    natural residual is returned, status ``time_limit``."""
     n = z0.shape[0]
     memory = opts.memory if memory is None else memory
     z = z0.copy()
@@ -439,10 +442,19 @@ def _run(
     def outcome(status: Status, message: str) -> _Outcome:
         return _Outcome(z, f, status, k, message, {**count, "merit": psi})
 
+    best = (math.inf, z, f)  # (natural residual, z, F(z)) of the best iterate (with a watch)
     while True:
         res = natural_residual(z, f, box.lb, box.ub)
         if res <= opts.tol:
             return outcome(Status.SOLVED, f"natural residual {res:.3e} <= tol")
+        if watch is not None:
+            if res < best[0]:
+                best = (res, z, f)  # (iterates are never changed in place)
+            watch.report(k, res)
+            if watch.expired():
+                z, f = best[1], best[2]
+                return outcome(Status.TIME_LIMIT, f"time limit {watch.limit:g} s reached after {k} iterations; "
+                               f"the iterate of least natural residual ({best[0]:.3e}) is returned")
         if (polish is not None and opts.polish_every and k and k % opts.polish_every == 0
                 and res <= _POLISH_DROP * res_polish):
             res_polish = res
@@ -614,6 +626,7 @@ def solve_mcp(
     ub: Any,
     z0: Any = None,
     options: Options | None = None,
+    progress: Reporter | None = None,
     **overrides: Any,
 ) -> Result:
     """Solve MCP(F, [lb, ub]) with the globalized semismooth Newton method on Billups' FB system.
@@ -626,7 +639,9 @@ def solve_mcp(
     ``max_iter``, ``not_solved`` (stationary point of the merit that is not a solution) and
     ``numerical_error`` (``F`` or ``jac`` not finite at an iterate). ``extras["F"]`` holds
     ``F(z)``; ``extras`` also count ``newton_steps``, ``lm_steps`` and ``gradient_steps``. The
-    LCP-only options (``restart``, ``free_memory``, ``polish_every``) have no effect here.
+    LCP-only options (``restart``, ``free_memory``, ``polish_every``) have no effect here. With a
+    ``time_limit`` (checked before every iteration) the answer at the limit is the iterate of least
+    natural residual, status ``time_limit``; a ``progress`` reporter gets every natural residual.
     """
     t_start = time.perf_counter()
     if not callable(F):
@@ -640,7 +655,10 @@ def solve_mcp(
     lb_a, ub_a = _bounds(lb, ub, n_hint)
     box = _Box.make(lb_a, ub_a)
     z_init = _start(z0, lb_a.shape[0], box)
-    out = _run(F, jac, box, z_init, opts, opts.max_iter)
+    watch = None
+    if progress is not None or (opts.time_limit is not None and opts.time_limit < math.inf):
+        watch = Watch(NAME, opts.time_limit, check_progress(progress), t_start)
+    out = _run(F, jac, box, z_init, opts, opts.max_iter, watch=watch)
     return _mcp_result(out, box, opts, t_start)
 
 

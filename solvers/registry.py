@@ -1,7 +1,9 @@
 """Solvers chosen by name (the CasADi / qpsolvers pattern): one registry per problem class.
 
-Each LCP solver module defines ``NAME``, an ``Options`` dataclass (a :class:`SolverOptions`)
-and ``solve(M, q, options=None, **overrides) -> Result``. Modules are imported lazily so that a
+Each LCP solver module defines ``NAME``, an ``Options`` dataclass (a :class:`SolverOptions`,
+so ``tol`` and ``time_limit`` among its fields) and
+``solve(M, q, options=None, progress=None, **overrides) -> Result`` (``progress``: a reporter,
+see :mod:`contactmp.progress`); the fc3d solvers take ``(W, q, mu, ...)`` alike. Modules are imported lazily so that a
 missing optional backend only affects the solvers that need it, with its own error message.
 """
 from __future__ import annotations

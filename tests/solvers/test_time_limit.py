@@ -213,6 +213,17 @@ def test_newton_stops_at_the_limit(shared_data: Path) -> None:
     assert res.iterations > 2
 
 
+def test_newton_mcp_stops_at_the_limit(shared_data: Path) -> None:
+    d = shared(shared_data, "lcp_Pang_isolated_sol_perturbed", "lcp")
+    M, q = d["M"], d["q"]
+    rec = Recorder()
+    res, el = _timed(lambda: newton.solve_mcp(lambda z: M @ z + q, lambda z: M, 0.0, np.inf, z0=np.zeros(q.size),
+                                              max_iter=10**8, time_limit=0.1, progress=rec))
+    assert res.status is Status.TIME_LIMIT and el <= MARGIN
+    assert res.residual == newton.natural_residual(res.x, M @ res.x + q, np.zeros(q.size), np.full(q.size, np.inf))
+    assert res.residual <= rec.best() and len(rec.calls) > 2
+
+
 def test_pgs_stops_at_the_limit() -> None:
     M, q = laplacian(1000)
     rec = Recorder()

@@ -213,8 +213,8 @@ def solve(M: Any, q: Any, options: Options | None = None, progress: Reporter | N
     With a ``time_limit`` Phase I gets what is left as HiGHS' own limit, and Phase II checks the
     clock before every iteration; with it (or a ``progress`` reporter, see
     :mod:`contactmp.progress`) every iterate's ``||min(z, M z + q)||_inf`` is checked. When the
-    time is up the answer is the checked iterate of least residual, or its purified form when that
-    is better (``z = 0`` if the time ran out in Phase I).
+    time is up the answer is the checked iterate of least residual, not purified (``z = 0`` if the
+    time ran out in Phase I).
     """
     t_start = time.perf_counter()
     M, q = validate_lcp(M, q)
@@ -288,10 +288,12 @@ def solve(M: Any, q: Any, options: Options | None = None, progress: Reporter | N
             return stop(Status.MAX_ITER, f"{k} iterations, gap {gap:.3e}")
         if watch is not None:
             watch.offer(z, lcp_residual(M, q, z), k)
-            if watch.expired():
-                z = watch.x  # the checked iterate of least residual (purified by stop if better)
-                return stop(Status.TIME_LIMIT, f"time limit {watch.limit:g} s reached after {k} iterations "
-                            f"(gap {gap:.3e}); the best iterate checked (iteration {watch.iteration}) is returned")
+            if watch.expired():  # the checked iterate of least residual (no purification: time is up)
+                return finish(watch.x, Status.TIME_LIMIT, k,
+                              f"time limit {watch.limit:g} s reached after {k} iterations (gap {gap:.3e}); the "
+                              f"best iterate checked (iteration {watch.iteration}) is returned", gap=gap,
+                              paper_criterion_met=paper_met, k_paper=k_paper, purified=False, beta=beta,
+                              backtracks=backtracks)
         # Step 1: the direction of (54), reduced to (W + Z M) dz = -w o z + beta mu e
         try:
             dw, dz = direction(M, w, z, beta)

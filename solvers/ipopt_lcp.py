@@ -143,8 +143,9 @@ def solve_with_backend(
         time_limit=left,
     )
     zs = r.value(z)
-    if not r.success:
-        # one more polish of whatever came back (a failed NLP can still be close to a solution)
+    if not r.success and (watch is None or not watch.expired()):
+        # one more polish of whatever came back (a failed NLP can still be close to a solution;
+        # an O(n^3) least squares, so not once the time is up)
         cand = _polish(M, q, zs)
         if cand is not None and lcp_residual(M, q, cand) < lcp_residual(M, q, zs):
             zs, polished["used"] = cand, True

@@ -699,8 +699,9 @@ def solve(M: Any, q: Any, options: Options | None = None, progress: Reporter | N
     a run goes in chunks of iterations (:func:`~contactmp.solvers._newton_kernels.lcp_steps`, the
     same iterations); after each chunk the iterate's ``||min(z, M z + q)||_inf`` is checked, the
     clock read and the reporter called. When the time is up no further run starts and the answer
-    is the checked iterate of least residual (chunk ends and ends of runs), projected and polished
-    as above when that does not increase its residual; status ``time_limit`` unless it verifies.
+    is the checked iterate of least residual (chunk ends and ends of runs), projected as above when
+    that does not increase its residual (not polished: that is a factorization, and the time is
+    up); status ``time_limit`` unless it verifies.
     """
     t_start = time.perf_counter()
     M, q = validate_lcp(M, q)
@@ -772,7 +773,7 @@ def solve(M: Any, q: Any, options: Options | None = None, progress: Reporter | N
         if lcp_residual(M, q, zp) <= max(lcp_residual(M, q, z), opts.tol):
             z = zp
     polished = False
-    found, cand = _kernels.polish(M, q, z)
+    found, cand = (False, z) if timed_out else _kernels.polish(M, q, z)  # (no O(n^3) step after the limit)
     if found and residual_kernel(M, q, cand) <= residual_kernel(M, q, z):
         z, polished = cand, True
     return verified_result(M, q, z, solver=NAME, claimed=claimed, tol=opts.tol,

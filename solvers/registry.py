@@ -3,8 +3,9 @@
 Each LCP solver module defines ``NAME``, an ``Options`` dataclass (a :class:`SolverOptions`,
 so ``tol`` and ``time_limit`` among its fields) and
 ``solve(M, q, options=None, progress=None, **overrides) -> Result`` (``progress``: a reporter,
-see :mod:`contactmp.progress`); the fc3d solvers take ``(W, q, mu, ...)`` alike. Modules are imported lazily so that a
-missing optional backend only affects the solvers that need it, with its own error message.
+see :mod:`contactmp.progress`); the fc3d solvers take ``(W, q, mu, ...)`` alike. Modules are
+imported lazily so that a missing optional backend only affects the solvers that need it, with
+its own error message.
 """
 from __future__ import annotations
 

@@ -654,3 +654,4 @@ def warmup() -> None:
     solve(np.ones((2, 2)), np.array([-1.0, -1.0]))
     solve(M, np.array([-5.0, -6.0]), lexicographic=False)
     solve(np.array([[0.0, -1.0], [1.0, 0.0]]), np.array([-1.0, 1.0]), restarts=1)
+    solve(M, np.array([-5.0, -6.0]), progress=lambda *args: None)  # the chunked (time-limited) path

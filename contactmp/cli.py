@@ -18,6 +18,14 @@ app = typer.Typer(
 err = Console(stderr=True)
 
 
+def _error(message: str) -> None:
+    """Print ``error: MESSAGE`` on stderr; the message is shown as text (a file's content may look
+    like rich markup, e.g. ``[/x]``, and must neither be interpreted nor crash the printer)."""
+    from rich.markup import escape
+
+    err.print(f"[red]error:[/red] {escape(message)}")
+
+
 @app.command()
 def solve(
     file: Path = typer.Argument(
@@ -48,11 +56,8 @@ def solve(
     """
     from contactmp.errors import ContactMPError
     from contactmp.io import load_problem
-    from contactmp.progress import ProgressLine
-    from contactmp.solvers import solve_lcp
-    from contactmp.solvers.registry import solve_fc3d
-
     from contactmp.nosbench import is_nosbench_file
+    from contactmp.progress import ProgressLine
 
     limit = _check_time_limit_option(time_limit)
     if is_nosbench_file(file):  # a NOSBENCH MPCC (CasADi JSON)
@@ -60,7 +65,9 @@ def solve(
     kind = "problem"
     line = ProgressLine(delay=progress_delay)
     try:
-        kind, arrays = load_problem(file)
+        kind, arrays = load_problem(file)  # before the solvers are imported: bad files fail fast
+        from contactmp.solvers.registry import solve_fc3d, solve_lcp
+
         if kind == "fc3d":
             W, q, mu = arrays
             res = solve_fc3d(W, q, mu, solver=solver, tol=tol, time_limit=limit, progress=line)
@@ -69,11 +76,11 @@ def solve(
             res = solve_lcp(M, q, solver=solver, tol=tol, time_limit=limit, progress=line)
     except ContactMPError as exc:
         line.close()
-        err.print(f"[red]error:[/red] {exc}")
+        _error(str(exc))
         raise typer.Exit(2)
     except ImportError as exc:  # a registered solver whose module (or its backend) is missing
         line.close()
-        err.print(f"[red]error:[/red] a module needed to solve this {kind} could not be loaded: {exc}")
+        _error(f"a module needed to solve this {kind} could not be loaded: {exc}")
         raise typer.Exit(1)
     line.close()
     n = int(len(q))
@@ -121,8 +128,7 @@ def _check_time_limit_option(value: float) -> float:
     try:
         return check_time_limit(value)
     except OptionError:
-        err.print(f"[red]error:[/red] --time-limit (time_limit) must be a positive number of seconds "
-                  f"(inf: no limit), got {value!r}")
+        _error(f"--time-limit (time_limit) must be a positive number of seconds (inf: no limit), got {value!r}")
         raise typer.Exit(2) from None
 
 
@@ -134,7 +140,7 @@ def _solve_nosbench(file: Path, as_json: bool, time_limit: float = 60.0) -> None
     try:
         out = solve_nosbench(file, time_limit=time_limit)
     except ContactMPError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        _error(str(exc))
         raise typer.Exit(2)
     if as_json:
         sys.stdout.write(json.dumps({"kind": "mpcc", **out}) + "\n")
@@ -185,7 +191,7 @@ def multistart(
                              tol_cluster=tol_cluster, workers=workers, scheduler=scheduler,
                              store_path=out / "starts.jsonl", progress=not as_json, time_limit=limit)
     except ContactMPError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        _error(str(exc))
         raise typer.Exit(2)
     summary = jsonable(res.to_dict())
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -228,7 +234,7 @@ def study(
     try:
         mod = study_module(name)
     except ContactMPError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        _error(str(exc))
         raise typer.Exit(2)
     out = out or Path("results") / (name + ("-quick" if quick else ""))
     import inspect

@@ -133,8 +133,25 @@ def project_cone(x: np.ndarray, mu: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
+def _power_of_two_scale(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
+    """``2^-e`` with ``2^(e-1) <= max |a, b, c| < 2^e`` (1 when all are 0): multiplying by it is exact
+    and brings the entries near 1, so sums of squares neither overflow (entries ~1e300) nor
+    underflow (~1e-300). The residuals below are positively homogeneous of degree 0 in (q, r, u)."""
+    big = 0.0
+    for x in (a, b, c):
+        for i in range(x.shape[0]):
+            big = max(big, abs(x[i]))
+    if big == 0.0:
+        return 1.0
+    return math.ldexp(1.0, -math.frexp(big)[1])
+
+
+@numba.njit(cache=True)
 def _residual_kernel(W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: np.ndarray, u: np.ndarray) -> float:
-    """u <- W r + q; return the normalized natural-map residual (inf on non-finite data)."""
+    """u <- W r + q; return the normalized natural-map residual (inf on non-finite data).
+
+    Computed on ``(q, r, u)`` times an exact power-of-two scale (:func:`_power_of_two_scale`), so
+    that data near the float limits is judged as faithfully as data near 1."""
     m = q.shape[0]
     for i in range(m):
         if not np.isfinite(r[i]):
@@ -143,22 +160,26 @@ def _residual_kernel(W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: np.ndarray
         s = q[i]
         for k in range(m):
             s += W[i, k] * r[k]
+        if not np.isfinite(s):  # W r + q overflowed: nothing can be verified
+            return np.inf
         u[i] = s
+    c = _power_of_two_scale(q, r, u)
+    rs, us = r * c, u * c
     v = np.empty(m)
     for j in range(mu.shape[0]):
-        ut = math.sqrt(u[3 * j + 1] ** 2 + u[3 * j + 2] ** 2)
-        v[3 * j] = r[3 * j] - (u[3 * j] + mu[j] * ut)
-        v[3 * j + 1] = r[3 * j + 1] - u[3 * j + 1]
-        v[3 * j + 2] = r[3 * j + 2] - u[3 * j + 2]
+        ut = math.sqrt(us[3 * j + 1] ** 2 + us[3 * j + 2] ** 2)
+        v[3 * j] = rs[3 * j] - (us[3 * j] + mu[j] * ut)
+        v[3 * j + 1] = rs[3 * j + 1] - us[3 * j + 1]
+        v[3 * j + 2] = rs[3 * j + 2] - us[3 * j + 2]
     p = project_cone(v, mu)
     err = 0.0
     nq = nr = nu = 0.0
     for i in range(m):
-        d = r[i] - p[i]
+        d = rs[i] - p[i]
         err += d * d
-        nq += q[i] * q[i]
-        nr += r[i] * r[i]
-        nu += u[i] * u[i]
+        nq += (q[i] * c) ** 2
+        nr += rs[i] * rs[i]
+        nu += us[i] * us[i]
     err = math.sqrt(err)
     scale = max(math.sqrt(nq), math.sqrt(nr), math.sqrt(nu))
     if not np.isfinite(err):
@@ -174,6 +195,8 @@ def dual_violation(q: np.ndarray, mu: np.ndarray, u: np.ndarray) -> float:
     divides by ||r|| too, which a huge r can exploit when no solution exists (W = 0, q_n < 0: any
     r_n ~ 1e8 reaches 1e-8); this second measure is scaled by the velocities only.
     """
+    c = _power_of_two_scale(q, u, u)  # exact; the measure is homogeneous of degree 0
+    q, u = q * c, u * c
     d2 = 0.0
     nq = nu = 0.0
     for j in range(mu.shape[0]):

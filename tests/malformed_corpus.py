@@ -39,8 +39,6 @@ class Case:
     what: str
     write: Callable[[Path], Any] = field(repr=False, compare=False)
     env: dict[str, str] = field(default_factory=dict)
-    #: set when the case fails because of a known bug outside the readers (the test xfails it)
-    known_issue: str | None = None
 
 
 class _Trap:
@@ -215,9 +213,6 @@ _OK_FC3D_DAT = "3\n1\n0\n3\n3\n3\t3\n1 0 0\n0 1 0\n0 0 1\n-1 0 0\n0.5\n"
 _SBM_HEAD = "3\n2\n1\n6\n6\n"
 
 #: why the cases whose messages hold '[/...]' crash the CLI today (cli.py is not the readers' file)
-RICH_MARKUP = ("contactmp/cli.py prints error messages as rich markup: text such as '[/x]' taken from the "
-               "file makes rich raise MarkupError (print with markup=False or rich.markup.escape)")
-
 
 def write_corpus(folder: Path) -> dict[str, tuple[Case, Path]]:
     """Write every case of :func:`corpus_cases` into ``folder``: ``{name: (case, path)}``."""
@@ -238,8 +233,8 @@ def corpus_cases(folder: Path | None = None) -> list[Case]:
     marker = str(Path(folder or ".") / UNPICKLED_MARKER)
 
     def add(name: str, fld: str, what: str, write: Callable[[Path], Any], suffix: str,
-            env: dict[str, str] | None = None, known_issue: str | None = None) -> None:
-        cases.append(Case(name, f"{name}{suffix}", fld, what, write, env or {}, known_issue))
+            env: dict[str, str] | None = None) -> None:
+        cases.append(Case(name, f"{name}{suffix}", fld, what, write, env or {}))
 
     def text(content: str | bytes) -> Callable[[Path], Any]:
         return lambda p: p.write_bytes(content.encode() if isinstance(content, str) else content)
@@ -278,7 +273,7 @@ def corpus_cases(folder: Path | None = None) -> list[Case]:
     add("npz_neither_M_nor_W", "path", "an archive holding A and b",
         lambda p: _npz(p, A=eye2, b=ones2), ".npz")
     add("npz_member_named_markup", "path", "an archive whose only member is named '[/x]'",
-        lambda p: _npz(p, **{"[/x]": eye2}), ".npz", known_issue=RICH_MARKUP)
+        lambda p: _npz(p, **{"[/x]": eye2}), ".npz")
 
     # ---- .npz: headers and zip members that lie
     add("npz_huge_header", "M", "M.npy's header declares 200000 x 200000 float64 (298 GiB) in a 1 MiB file",
@@ -377,8 +372,7 @@ def corpus_cases(folder: Path | None = None) -> list[Case]:
     add("dat_overflow", "M", "1e400 (overflows to inf) in M", text(_OK_LCP_DAT.replace("2 1\n", "1e400 1\n")),
         ".dat")
     add("dat_not_a_number", "M", "a word in M", text(_OK_LCP_DAT.replace("2 1\n", "2 x\n")), ".dat")
-    add("dat_markup_token", "M", "a token '[/x]' in M", text(_OK_LCP_DAT.replace("2 1\n", "2 [/x]\n")), ".dat",
-        known_issue=RICH_MARKUP)
+    add("dat_markup_token", "M", "a token '[/x]' in M", text(_OK_LCP_DAT.replace("2 1\n", "2 [/x]\n")), ".dat")
     add("dat_huge_header", "M", "n = 10^12: a 10^12 x 10^12 M announced in a 60-byte file",
         text("1000000000000\n0\n1000000000000\n1000000000000\n1000000000000 1000000000000\n1 2\n"), ".dat")
     add("dat_header_beyond_file", "M", "n = 3000 (72 MiB as float64) announced in a short file",

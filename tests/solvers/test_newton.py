@@ -17,6 +17,16 @@ DATA = Path("/work/shared/data/lcp")
 NO_SOLUTION = "lcp_Pang_isolated_sol_perturbed"  # w_2 = -z_1 - 1 < 0 (data README)
 
 
+def schedule_budget(runs: int) -> int:
+    """Iterations the default restart schedule gives its first ``runs`` runs (``newton._LCP_RUNS``:
+    30%, 20%, 25% of ``max_iter``, the last run the rest): the cap on a solve that ends in them."""
+    max_iter = newton.Options().max_iter
+    shares = [share for _, _, share in newton._LCP_RUNS]
+    if runs >= len(shares):
+        return max_iter
+    return sum(int(round(share * max_iter)) for share in shares[:runs])
+
+
 def random_p0(n: int, rank: int, rng: np.random.Generator) -> np.ndarray:
     s = rng.standard_normal((n, rank))
     k = rng.standard_normal((n, n))
@@ -54,7 +64,9 @@ def test_random_p0_lcps(seed: int) -> None:
     q = ws - M @ zs  # has the (possibly degenerate) solution zs
     res = newton.solve(M, q)
     assert res.success and res.residual <= 1e-8
-    assert res.iterations <= 60
+    # the first run (projected paths from 0) solves them: 1 to 20 iterations, the same under
+    # 1-ulp perturbations of (M, q)
+    assert res.extras["restarts"] == 0 and res.iterations <= schedule_budget(1)
 
 
 def test_plain_fb_matches_on_a_p_matrix() -> None:
@@ -106,14 +118,22 @@ def _check_lcp_solution(M: np.ndarray, q: np.ndarray, res) -> None:
 
 # sizes 100 to 170: the old method (no Levenberg-Marquardt step, one run) hit max_iter on all four;
 # with lm = 0 they still fail (the Newton matrix is singular or the projected path ascends there,
-# and the projected gradient crawls)
-@pytest.mark.parametrize("index", [286, 304, 310, 318])
-def test_trinkle_lcps_that_used_to_fail(trinkle_lcps, index: int) -> None:
+# and the projected gradient crawls). `runs`: the runs of the restart schedule the solve may need,
+# so the iteration cap is what the schedule gives those runs. 286, 310 and 318 end in run 1
+# (13 to 22 iterations, unchanged under 1-4 ulp perturbations of M and q). 304 is decided by
+# round-off: in about half of such perturbed copies run 1 reaches the solution (17 iterations), in
+# the others it stalls at natural residual 0.89 after its 60 and run 2 (straight lines from z0)
+# finishes in about 25 of its 40 (85 in all; this machine, numpy 2.4 / OpenBLAS 0.3.31). In 1 of
+# 300 perturbed copies run 2 needed 41 and the solve ended at max_iter with residual 1.5e-7: the
+# fixed shares can cut off a converging run (a property of the method, not of this test).
+@pytest.mark.parametrize("index, runs", [(286, 1), (304, 2), (310, 1), (318, 1)])
+def test_trinkle_lcps_that_used_to_fail(trinkle_lcps, index: int, runs: int) -> None:
     M, q = trinkle_lcps[index]
     assert np.linalg.matrix_rank(M) < M.shape[0]  # non-unique contact forces
     res = newton.solve(M, q)
     _check_lcp_solution(M, q, res)
-    assert res.iterations <= 40
+    assert res.extras["restarts"] <= runs - 1, res.message
+    assert res.iterations <= schedule_budget(runs), res.message
     assert res.extras["lm_steps"] > 0
 
 
@@ -125,7 +145,7 @@ def test_trinkle_restart(trinkle_lcps) -> None:
     res = newton.solve(M, q)
     _check_lcp_solution(M, q, res)
     assert res.extras["restarts"] >= 1
-    assert res.iterations <= 200
+    assert res.iterations <= newton.Options().max_iter  # 76 here: run 2 finishes after run 1's 60
 
 
 def test_trinkle_dataset_solved_count(trinkle_lcps) -> None:

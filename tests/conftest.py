@@ -3,13 +3,9 @@ from __future__ import annotations
 
 import os
 
-# Speed only, not correctness: the problems are small and dense, and BLAS threads only contend for
-# the cores (set before numpy loads; a value already in the environment wins). Nothing depends on
-# it: tolerances that rest on rounding are derived from condition numbers or residual bounds, and
-# iteration caps from the methods' own budgets, so the suite also passes with, e.g.,
-# OPENBLAS_NUM_THREADS=2 and with other BLAS kernels (OPENBLAS_CORETYPE) or numba targets.
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+# No thread variables are set here: the suite runs with the machine's own BLAS threads, as a user's
+# would. Tolerances that rest on rounding are derived from condition numbers or residual bounds, and
+# iteration caps from the methods' own budgets, so it passes with any OPENBLAS_NUM_THREADS.
 from pathlib import Path
 
 import pytest

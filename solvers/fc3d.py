@@ -23,6 +23,7 @@ import numba
 import numpy as np
 
 from contactmp.errors import InputError
+from contactmp.progress import Reporter, Watch, check_progress
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import judge_claim
 
@@ -227,6 +228,24 @@ def fc3d_residual(W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: Any) -> float
     if r.shape != q.shape:
         return float("inf")
     return float(_residual_kernel(W, q, mu, r, np.empty_like(q)))
+
+
+def residual_watch(solver: str, time_limit: float | None, progress: Reporter | None, t0: float,
+                   W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: np.ndarray
+                   ) -> tuple[Watch | None, Any]:
+    """``(watch, offer)`` for an fc3d solve whose iterate is the array ``r`` (updated in place), or
+    ``(None, None)`` when neither a time limit nor a reporter is given. ``offer(k)`` hands ``watch``
+    the iterate at iteration ``k`` with its independent natural-map residual; the watch keeps the
+    best one for a run cut short and reports progress."""
+    if progress is None and (time_limit is None or time_limit == math.inf):
+        return None, None
+    watch = Watch(solver, time_limit, check_progress(progress), t0)
+    u = np.empty(q.shape[0])
+
+    def offer(k: int) -> None:
+        watch.offer(r, _residual_kernel(W, q, mu, r, u), k)
+
+    return watch, offer
 
 
 def verified_fc3d_result(

@@ -25,9 +25,10 @@ import numba
 import numpy as np
 
 from contactmp.errors import InputError, OptionError
-from contactmp.progress import CHUNK_SECONDS, Reporter, Watch, check_progress, check_time_limit
+from contactmp.progress import CHUNK_SECONDS, Reporter, check_time_limit
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import (
+    residual_watch,
     _first_bad,
     _residual_kernel,
     build_options,
@@ -410,13 +411,8 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, progress: Rep
         state["gave_up"] = gave_up
         return done, res_
 
-    checkpoint = watch = None
-    if progress is not None or (opts.time_limit is not None and opts.time_limit < math.inf):
-        watch = Watch(NAME, opts.time_limit, check_progress(progress), t0)
-        u_work = np.empty(m)
-
-        def checkpoint(done: int, _res: float) -> None:
-            watch.offer(r, _residual_kernel(W, q, mu, r, u_work), done)
+    watch, offer = residual_watch(NAME, opts.time_limit, progress, t0, W, q, mu, r)
+    checkpoint = None if offer is None else (lambda done, _res: offer(done))
 
     sweeps, res, timed_out = run_batches(kernel, max_iter, opts.time_limit, t0, tol,
                                          lambda: state["gave_up"], checkpoint)

@@ -46,9 +46,9 @@ import numba
 import numpy as np
 
 from contactmp.errors import OptionError
-from contactmp.progress import Reporter, Watch, check_progress
+from contactmp.progress import Reporter
 from contactmp.result import Result, Status
-from contactmp.solvers.fc3d import _residual_kernel, build_options, validate_fc3d, verified_fc3d_result
+from contactmp.solvers.fc3d import build_options, residual_watch, validate_fc3d, verified_fc3d_result
 from contactmp.solvers.fc3d_local import solve_cylinder_local
 from contactmp.solvers.fc3d_nsgs import (
     _positive_int, _time_limit, bad_diagonal, block_data, csr_residual, csr_velocity, local_q,
@@ -196,15 +196,10 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, progress: Rep
     inner_res = np.inf
     gap = 0.0
     claimed, message = Status.MAX_ITER, ""
-    checkpoint = watch = None
-    if progress is not None or (opts.time_limit is not None and opts.time_limit < math.inf):
-        watch = Watch(NAME, opts.time_limit, check_progress(progress), t0)
-        u_work = np.empty(m)
-
-        def checkpoint(_sweeps: int, _res: float) -> None:
-            watch.offer(r, _residual_kernel(W, q, mu, r, u_work), outer)
-
-        checkpoint(0, res)
+    watch, offer = residual_watch(NAME, opts.time_limit, progress, t0, W, q, mu, r)
+    checkpoint = None if offer is None else (lambda _sweeps, _res: offer(outer))
+    if offer is not None:
+        offer(0)
     while res > tol:
         if outer >= opts.max_iter:
             claimed = Status.MAX_ITER

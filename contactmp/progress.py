@@ -56,6 +56,15 @@ def check_progress(progress: Any) -> Optional[Reporter]:
     return progress
 
 
+def watch_for(solver: str, time_limit: float | None, progress: Any, t0: float) -> "Watch | None":
+    """A :class:`Watch` for a solve with a time limit or a reporter, ``None`` for one with neither
+    (the solve then runs without checkpoints). ``progress`` is checked by :func:`check_progress`."""
+    progress = check_progress(progress)
+    if progress is None and (time_limit is None or time_limit == math.inf):
+        return None
+    return Watch(solver, time_limit, progress, t0)
+
+
 class Watch:
     """One solve's deadline, its best iterate so far and its progress reports.
 

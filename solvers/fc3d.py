@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 from contactmp.errors import InputError
-from contactmp.progress import Reporter, Watch, check_progress
+from contactmp.progress import Reporter, Watch, watch_for
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import judge_claim
 
@@ -237,9 +237,9 @@ def residual_watch(solver: str, time_limit: float | None, progress: Reporter | N
     ``(None, None)`` when neither a time limit nor a reporter is given. ``offer(k)`` hands ``watch``
     the iterate at iteration ``k`` with its independent natural-map residual; the watch keeps the
     best one for a run cut short and reports progress."""
-    if progress is None and (time_limit is None or time_limit == math.inf):
+    watch = watch_for(solver, time_limit, progress, t0)
+    if watch is None:
         return None, None
-    watch = Watch(solver, time_limit, check_progress(progress), t0)
     u = np.empty(q.shape[0])
 
     def offer(k: int) -> None:

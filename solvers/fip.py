@@ -43,7 +43,6 @@ target is divided by 100 and the iteration continues, up to ``max_iter`` (the pa
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -52,7 +51,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from contactmp.errors import OptionError
-from contactmp.progress import Reporter, Watch, check_progress
+from contactmp.progress import Reporter, watch_for
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import (
     SolverOptions,
@@ -219,9 +218,7 @@ def solve(M: Any, q: Any, options: Options | None = None, progress: Reporter | N
     t_start = time.perf_counter()
     M, q = validate_lcp(M, q)
     opts = Options.build(options, **overrides)
-    watch = None
-    if progress is not None or (opts.time_limit is not None and opts.time_limit < math.inf):
-        watch = Watch(NAME, opts.time_limit, check_progress(progress), t_start)
+    watch = watch_for(NAME, opts.time_limit, progress, t_start)
     n = q.shape[0]
     zeta = float(np.sqrt(n)) if opts.zeta is None else float(opts.zeta)
     base: dict[str, Any] = {"nfp": False}

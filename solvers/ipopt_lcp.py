@@ -13,7 +13,6 @@ the final answer is judged by :func:`~contactmp.solvers.lcp.verified_result`
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +23,7 @@ import scipy.sparse as sp
 
 from contactmp.errors import OptionError
 from contactmp.program import Program, Variables
-from contactmp.progress import Reporter, Watch, check_progress
+from contactmp.progress import Reporter, watch_for
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import SolverOptions, lcp_residual, polish_lcp, validate_lcp, verified_result
 from contactmp.solvers.nlp import STRATEGIES, solve_program
@@ -119,9 +118,7 @@ def solve_with_backend(
     t0 = time.perf_counter()
     M, q = validate_lcp(M, q)
     o = Options.build(options, **overrides)
-    watch = None
-    if progress is not None or (o.time_limit is not None and o.time_limit < math.inf):
-        watch = Watch(name, o.time_limit, check_progress(progress), t0)
+    watch = watch_for(name, o.time_limit, progress, t0)
     prog, z = lcp_program(M, q)
     polished = {"used": False, "nlps": 0}
 

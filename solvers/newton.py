@@ -90,7 +90,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from contactmp.errors import InputError, OptionError
-from contactmp.progress import Reporter, Watch, check_progress, next_chunk
+from contactmp.progress import Reporter, Watch, next_chunk, watch_for
 from contactmp.result import Result, Status
 from contactmp.solvers import _newton_kernels as _kernels
 from contactmp.solvers.lcp import (
@@ -655,9 +655,7 @@ def solve_mcp(
     lb_a, ub_a = _bounds(lb, ub, n_hint)
     box = _Box.make(lb_a, ub_a)
     z_init = _start(z0, lb_a.shape[0], box)
-    watch = None
-    if progress is not None or (opts.time_limit is not None and opts.time_limit < math.inf):
-        watch = Watch(NAME, opts.time_limit, check_progress(progress), t_start)
+    watch = watch_for(NAME, opts.time_limit, progress, t_start)
     out = _run(F, jac, box, z_init, opts, opts.max_iter, watch=watch)
     return _mcp_result(out, box, opts, t_start)
 
@@ -709,9 +707,7 @@ def solve(M: Any, q: Any, options: Options | None = None, progress: Reporter | N
         opts = _DEFAULT_OPTIONS  # skips the strict build: microseconds on tiny problems
     else:
         opts = Options.build(options, **overrides)
-    watch = None
-    if progress is not None or (opts.time_limit is not None and opts.time_limit < math.inf):
-        watch = Watch(NAME, opts.time_limit, check_progress(progress), t_start)
+    watch = watch_for(NAME, opts.time_limit, progress, t_start)
     n = q.shape[0]
     if opts.z0 is None:
         z_init = np.zeros(n)
@@ -789,7 +785,6 @@ def _watched_run(M: np.ndarray, q: np.ndarray, z0: np.ndarray, budget: int, args
     ``||min(z, M z + q)||_inf``; ``before`` iterations of earlier runs added to the count) after
     each chunk and at the end. Returns ``(run_lcp's tuple, timed_out)``; a run cut short reports
     ``MAX_ITER`` with the iterations it made."""
-    n = q.shape[0]
     lam, lm = args[7], args[8]
     ok, z, w, psi, history = _kernels.start_lcp(M, q, z0, budget, lam)
     if not ok:

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -16,6 +18,31 @@ app = typer.Typer(
     help="contactmp: rigid-body contact as mathematical programs (LCP, NCP, QP, MPCC).",
 )
 err = Console(stderr=True)
+#: ``time.perf_counter()`` at the start of the process, set by :func:`main` (the ``contactmp``
+#: command); ``None`` when the app runs inside another program (tests, ``CliRunner``)
+_PROCESS_T0: float | None = None
+
+
+def _process_age() -> float:
+    """Seconds since this process started, from ``/proc/self/stat`` (0 where that is not available)."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: start time, ticks after boot
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
+
+
+def _command_t0() -> float:
+    """When this command's ``--time-limit`` started: at the start of the process for the ``contactmp``
+    command (start-up and loading count), at the call for an app run in-process."""
+    return time.perf_counter() if _PROCESS_T0 is None else _PROCESS_T0
+
+
+def _time_left(limit: float, t0: float) -> float:
+    """What is left at this moment of a ``--time-limit`` that started at ``t0`` (at least 1 ms, so
+    that a solve still starts, checks its first iterate and reports ``time_limit``)."""
+    return max(limit - (time.perf_counter() - t0), 1e-3)
 
 
 def _error(message: str) -> None:
@@ -40,8 +67,9 @@ def solve(
         "normalized natural-map residual for fc3d."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     time_limit: float = typer.Option(
-        60.0, "--time-limit", help="Wall-clock seconds for the solve (inf: none). When reached, the "
-        "answer is the iterate of least independent residual seen, status time_limit."),
+        60.0, "--time-limit", help="Wall-clock seconds for the whole command, start-up and loading "
+        "included (inf: none). When reached, the answer is the iterate of least independent "
+        "residual seen, status time_limit."),
     progress_delay: float = typer.Option(2.0, "--progress-delay", hidden=True,
                                          help="Seconds before the progress line appears on stderr."),
 ) -> None:
@@ -59,9 +87,10 @@ def solve(
     from contactmp.nosbench import is_nosbench_file
     from contactmp.progress import ProgressLine
 
+    t0 = _command_t0()
     limit = _check_time_limit_option(time_limit)
     if is_nosbench_file(file):  # a NOSBENCH MPCC (CasADi JSON)
-        _solve_nosbench(file, as_json, limit)
+        _solve_nosbench(file, as_json, _time_left(limit, t0))
     kind = "problem"
     line = ProgressLine(delay=progress_delay)
     try:
@@ -70,10 +99,10 @@ def solve(
 
         if kind == "fc3d":
             W, q, mu = arrays
-            res = solve_fc3d(W, q, mu, solver=solver, tol=tol, time_limit=limit, progress=line)
+            res = solve_fc3d(W, q, mu, solver=solver, tol=tol, time_limit=_time_left(limit, t0), progress=line)
         else:
             M, q = arrays
-            res = solve_lcp(M, q, solver=solver, tol=tol, time_limit=limit, progress=line)
+            res = solve_lcp(M, q, solver=solver, tol=tol, time_limit=_time_left(limit, t0), progress=line)
     except ContactMPError as exc:
         line.close()
         _error(str(exc))
@@ -168,7 +197,7 @@ def multistart(
     out: Optional[Path] = typer.Option(None, help="Output folder (default: results/multistart-FILE)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
     time_limit: float = typer.Option(
-        600.0, "--time-limit", help="Wall-clock seconds for the whole run (inf: none); starts not "
+        600.0, "--time-limit", help="Wall-clock seconds for the whole command (inf: none); starts not "
         "finished by then are left for a rerun, which resumes."),
 ) -> None:
     """Solve one LCP or fc3d problem from many starts and count its distinct verified solutions.
@@ -182,6 +211,7 @@ def multistart(
     from contactmp.result import jsonable
     from contactmp.solvers.multistart import multistart as run_multistart
 
+    t0 = _command_t0()
     limit = _check_time_limit_option(time_limit)
     out = out or Path("results") / f"multistart-{file.stem}"
     out.mkdir(parents=True, exist_ok=True)
@@ -189,7 +219,8 @@ def multistart(
         _, arrays = load_problem(file)
         res = run_multistart(tuple(arrays), starts=starts, seed=seed, structured=structured,
                              tol_cluster=tol_cluster, workers=workers, scheduler=scheduler,
-                             store_path=out / "starts.jsonl", progress=not as_json, time_limit=limit)
+                             store_path=out / "starts.jsonl", progress=not as_json,
+                             time_limit=_time_left(limit, t0))
     except ContactMPError as exc:
         _error(str(exc))
         raise typer.Exit(2)
@@ -285,8 +316,9 @@ def main() -> None:
     ``CliRunner``) use ``app`` and keep the normal exit.
     """
     import atexit
-    import os
 
+    global _PROCESS_T0
+    _PROCESS_T0 = time.perf_counter() - _process_age()
     try:
         app()
         code: int = 0

@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional, TextIO
 
 from contactmp.errors import OptionError
 
-__all__ = ["Reporter", "check_time_limit", "check_progress", "Watch", "next_chunk", "ProgressLine",
+__all__ = ["Reporter", "check_time_limit", "check_progress", "Watch", "watch_for", "next_chunk", "ProgressLine",
            "CHUNK_SECONDS"]
 
 #: ``progress(solver, iteration, residual)``

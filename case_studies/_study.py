@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-import numpy as np
 
+from contactmp.records import RecordStore
 from contactmp.result import jsonable
 
 
@@ -34,70 +34,6 @@ def environment() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "versions": versions,
     }
-
-
-class RecordStore:
-    """Append-only JSONL records keyed by ``record["key"]``.
-
-    Each record is written and flushed as soon as it exists, so an interrupted run loses at most
-    the record in flight; reopening the store skips every key already present (resume).
-    """
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._records: dict[str, dict[str, Any]] = {}
-        if self.path.exists():
-            with self.path.open("rb+") as fh:  # a line cut by an interruption: end it, skip it below
-                fh.seek(0, os.SEEK_END)
-                if fh.tell() > 0:
-                    fh.seek(-1, os.SEEK_END)
-                    if fh.read(1) != b"\n":
-                        fh.write(b"\n")
-            with self.path.open() as fh:
-                for line in fh:
-                    line = line.strip()
-                    if not line:
-                        continue
-                    try:
-                        rec = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue  # a line cut by an interruption: redo that record
-                    self._records[rec["key"]] = rec
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._records
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def __getitem__(self, key: str) -> dict[str, Any]:
-        return self._records[key]
-
-    def append(self, record: dict[str, Any]) -> None:
-        """Write one record (must carry a unique ``key``) and flush it to disk."""
-        rec = jsonable(record)
-        with self.path.open("a") as fh:
-            fh.write(json.dumps(rec) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        self._records[rec["key"]] = rec
-
-    def append_many(self, records: Iterable[dict[str, Any]]) -> None:
-        """Write several records (each with a unique ``key``) with one write and one fsync."""
-        recs = [jsonable(r) for r in records]
-        if not recs:
-            return
-        with self.path.open("a") as fh:
-            fh.write("".join(json.dumps(r) + "\n" for r in recs))
-            fh.flush()
-            os.fsync(fh.fileno())
-        for r in recs:
-            self._records[r["key"]] = r
-
-    def records(self) -> list[dict[str, Any]]:
-        """All records, in first-written order."""
-        return list(self._records.values())
 
 
 @dataclass

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from contactmp.case_studies._study import RecordStore
+from contactmp.records import RecordStore
 from contactmp.errors import InputError, OptionError
 from contactmp.result import jsonable
 

@@ -83,7 +83,7 @@ from contactmp.result import Status, jsonable
 if TYPE_CHECKING:  # pragma: no cover
     from distributed import Client
 
-    from contactmp.case_studies._study import RecordStore
+    from contactmp.records import RecordStore
 
 __all__ = ["multistart", "MultistartResult", "Cluster", "KINDS", "cluster_points"]
 
@@ -766,7 +766,7 @@ def _run_until(spec: _Spec, keys: list[str], store_path: Any, deadline: float, d
     the first record that comes back after the deadline. Returns ``(report, number of starts cut
     short)``; other errors raise :class:`~contactmp.parallel.TaskError` as without a limit."""
     from contactmp import parallel
-    from contactmp.case_studies._study import RecordStore
+    from contactmp.records import RecordStore
 
     store = store_path if isinstance(store_path, RecordStore) else RecordStore(Path(store_path))
     skipped = sum(1 for k in keys if k in store)

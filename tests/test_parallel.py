@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from contactmp.case_studies._study import RecordStore
+from contactmp.records import RecordStore
 from contactmp.errors import InputError, OptionError
 from contactmp.parallel import RunReport, TaskError, dask_client, default_batch_size, run_tasks
 

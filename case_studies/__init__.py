@@ -24,12 +24,9 @@ STUDIES: dict[str, str] = {
 
 def study_module(name: str) -> Any:
     """The module implementing study ``name`` (raises OptionError with a hint when unknown)."""
-    from contactmp.errors import OptionError
+    from contactmp.errors import OptionError, did_you_mean
 
     if name not in STUDIES:
-        import difflib
-
-        close = difflib.get_close_matches(name, list(STUDIES), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
+        hint = did_you_mean(name, STUDIES)
         raise OptionError(f"unknown study '{name}' (known: {', '.join(STUDIES)}){hint}")
     return importlib.import_module(STUDIES[name])

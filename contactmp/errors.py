@@ -5,6 +5,8 @@ these, with a message naming the bad field, when the input itself is wrong.
 """
 from __future__ import annotations
 
+from typing import Iterable
+
 
 class ContactMPError(Exception):
     """Base class of every exception contactmp raises on purpose."""
@@ -30,6 +32,15 @@ class OptionError(ContactMPError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return self.message
+
+
+def did_you_mean(name: object, known: Iterable[str]) -> str:
+    """The hint of every unknown-name error: ``"; did you mean 'x'?"`` with the closest name of
+    ``known`` (difflib's ratio >= 0.6), or ``""`` when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), list(known), n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 class UnsupportedProgramError(ContactMPError):

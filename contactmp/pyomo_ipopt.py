@@ -57,7 +57,6 @@ IPOPT option raises :class:`~contactmp.errors.OptionError`.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import logging
 import os
 import re
@@ -82,7 +81,7 @@ from pyomo.opt import (
 )
 from pyomo.opt.base.solvers import OptSolver
 
-from contactmp.errors import OptionError, UnsupportedProgramError
+from contactmp.errors import OptionError, UnsupportedProgramError, did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover
     from contactmp.program import Program, Variables
@@ -720,8 +719,7 @@ def _mpcc_options(options: dict[str, Any], tee: bool,
             ipopt.update(val)
         else:
             if table and key not in table:
-                close = difflib.get_close_matches(key, [*_PLUGIN_KEYS, *fields, *table], n=1)
-                hint = f"; did you mean '{close[0]}'?" if close else ""
+                hint = did_you_mean(key, [*_PLUGIN_KEYS, *fields, *table])
                 raise OptionError(f"{NAME}: unknown option '{key}' (neither an MPCC option nor an "
                                   f"IPOPT option){hint}")
             ipopt[key] = val

@@ -59,7 +59,7 @@ import casadi as ca
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
-from contactmp.errors import InputError, OptionError
+from contactmp.errors import InputError, OptionError, did_you_mean
 from contactmp.formulations.velocity_pyramid import check_mass_matrix
 from contactmp.program import Complementarity, Constraint, Program, Variables
 from contactmp.result import Status, jsonable
@@ -344,10 +344,7 @@ class CompliantQP:
             raise OptionError(f"solver must be a string, got {type(solver).__name__}")
         names = ("auto",) + DIRECT_SOLVERS + tuple(CONIC_PLUGINS)
         if solver not in names:
-            import difflib
-            hint = difflib.get_close_matches(solver, names, n=1)
-            raise OptionError(f"unknown solver {solver!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
-                              + f"; choose from {names}")
+            raise OptionError(f"unknown solver {solver!r} (known: {', '.join(names)}){did_you_mean(solver, names)}")
         if not (isinstance(tol, (int, float)) and tol > 0):
             raise OptionError(f"tol must be a positive number, got {tol!r}")
         has_uni = bool(self.unilateral[self.loaded].any())

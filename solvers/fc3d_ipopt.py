@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from contactmp.errors import OptionError
+from contactmp.errors import OptionError, did_you_mean
 from contactmp.progress import Reporter, check_progress
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import fc3d_residual, validate_fc3d, verified_fc3d_result
@@ -84,10 +84,7 @@ class Options(SolverOptions):
             raise OptionError(f"strategies must be a non-empty sequence of names, got {self.strategies!r}")
         for s in self.strategies:
             if s not in STRATEGIES:
-                import difflib
-
-                close = difflib.get_close_matches(str(s), list(STRATEGIES), n=1)
-                hint = f"; did you mean '{close[0]}'?" if close else ""
+                hint = did_you_mean(s, STRATEGIES)
                 raise OptionError(f"unknown MPCC strategy '{s}' (known: {', '.join(STRATEGIES)}){hint}")
         self.strategies = tuple(self.strategies)
         from contactmp.formulations.cone_ncp import FORMS

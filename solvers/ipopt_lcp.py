@@ -21,7 +21,7 @@ import casadi as ca
 import numpy as np
 import scipy.sparse as sp
 
-from contactmp.errors import OptionError
+from contactmp.errors import OptionError, did_you_mean
 from contactmp.program import Program, Variables
 from contactmp.progress import Reporter, watch_for
 from contactmp.result import Result, Status
@@ -63,10 +63,7 @@ class Options(SolverOptions):
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
             raise OptionError(f"max_iter must be a positive integer, got {self.max_iter!r}")
         if self.strategy not in STRATEGIES:
-            import difflib
-
-            close = difflib.get_close_matches(str(self.strategy), list(STRATEGIES), n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
+            hint = did_you_mean(self.strategy, STRATEGIES)
             raise OptionError(f"unknown strategy '{self.strategy}' (known: {', '.join(STRATEGIES)}){hint}")
 
 

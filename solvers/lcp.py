@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, fields
-import difflib
 from typing import Any
 
 import numba
 import numpy as np
 
-from contactmp.errors import InputError, OptionError
+from contactmp.errors import InputError, OptionError, did_you_mean
 from contactmp.progress import check_time_limit
 from contactmp.result import Result, Status
 
@@ -212,8 +211,7 @@ class SolverOptions:
         names = [f.name for f in fields(cls)]
         for key in overrides:
             if key not in names:
-                close = difflib.get_close_matches(key, names, n=1)
-                hint = f"; did you mean '{close[0]}'?" if close else ""
+                hint = did_you_mean(key, names)
                 raise OptionError(
                     f"unknown option '{key}' for {cls.__name__} (known: {', '.join(names)}){hint}"
                 )

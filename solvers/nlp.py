@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import difflib
 import functools
 import io
 import math
@@ -69,7 +68,7 @@ from typing import Any, Callable, NamedTuple
 import casadi as ca
 import numpy as np
 
-from contactmp.errors import InputError, OptionError
+from contactmp.errors import InputError, OptionError, did_you_mean
 from contactmp.program import Program, Variables, _scaled_violation
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import SolverOptions
@@ -221,8 +220,7 @@ def _check_ipopt_options(opts: dict[str, Any]) -> dict[str, Any]:
             raise OptionError(f"set IPOPT's '{key}' through the option '{key}', not inside ipopt={{...}}")
         kind = table.get(key) if table else None
         if table and kind is None:
-            close = difflib.get_close_matches(key, list(table), n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
+            hint = did_you_mean(key, table)
             raise OptionError(f"unknown IPOPT option '{key}'{hint}")
         if kind == "real":
             if isinstance(val, bool) or not isinstance(val, (int, float, np.integer, np.floating)):
@@ -702,8 +700,7 @@ _BACKEND_CLASSES = {"casadi": _CasadiBackend, "cyipopt": _CyipoptBackend}
 # ----------------------------------------------------------------------------------------------
 def _choose(name: Any, table: dict[str, str], what: str) -> str:
     if name not in table:
-        close = difflib.get_close_matches(str(name), list(table), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
+        hint = did_you_mean(name, table)
         raise OptionError(f"unknown {what} '{name}' (known: {', '.join(table)}){hint}")
     return str(name)
 

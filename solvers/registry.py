@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from contactmp.errors import OptionError
+from contactmp.errors import OptionError, did_you_mean
 from contactmp.progress import check_progress, check_time_limit
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import validate_lcp
@@ -39,10 +39,7 @@ DEFAULT_LCP_ORDER: tuple[str, ...] = ("lemke", "newton", "fip", "ipopt")
 def lcp_solver(name: str) -> Callable[..., Result]:
     """Return the ``solve`` function registered under ``name`` (strict, with a hint)."""
     if name not in LCP_SOLVERS:
-        import difflib
-
-        close = difflib.get_close_matches(name, list(LCP_SOLVERS), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
+        hint = did_you_mean(name, LCP_SOLVERS)
         raise OptionError(f"unknown LCP solver '{name}' (known: {', '.join(LCP_SOLVERS)}){hint}")
     if not isinstance(name, str):
         raise OptionError(f"solver must be a name (one of {', '.join(LCP_SOLVERS)}), got {name!r}")
@@ -173,10 +170,7 @@ _LOADED_FC3D: dict[str, Callable[..., Result]] = {}
 def fc3d_solver(name: str) -> Callable[..., Result]:
     """Return the fc3d ``solve`` function registered under ``name`` (strict, with a hint)."""
     if not isinstance(name, str) or name not in FC3D_SOLVERS:
-        import difflib
-
-        close = difflib.get_close_matches(str(name), list(FC3D_SOLVERS), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
+        hint = did_you_mean(name, FC3D_SOLVERS)
         raise OptionError(f"unknown fc3d solver {name!r} (known: {', '.join(FC3D_SOLVERS)}){hint}")
     fn = _LOADED_FC3D.get(name)
     if fn is None:

@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from contactmp.errors import InputError, OptionError
-from contactmp.progress import CHUNK_SECONDS, Reporter, check_time_limit
+from contactmp.progress import CHUNK_SECONDS, Reporter
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import (
     residual_watch,
@@ -46,10 +46,6 @@ NAME = "nsgs"
 def _positive_int(name: str, v: Any) -> None:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
         raise OptionError(f"{name} must be a positive int, got {v!r}")
-
-
-def _time_limit(v: Any) -> None:
-    check_time_limit(v)  # None or inf: no limit
 
 
 @dataclass
@@ -93,7 +89,6 @@ class Options(SolverOptions):
         _positive_int("check_every", self.check_every)
         if isinstance(self.omega, bool) or not isinstance(self.omega, (int, float)) or not 0.0 < self.omega < 2.0:
             raise OptionError(f"omega must be a number in (0, 2), got {self.omega!r}")
-        _time_limit(self.time_limit)
         if not isinstance(self.early_stop, bool):
             raise OptionError(f"early_stop must be True or False, got {self.early_stop!r}")
 

@@ -51,7 +51,7 @@ from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import build_options, residual_watch, validate_fc3d, verified_fc3d_result
 from contactmp.solvers.fc3d_local import solve_cylinder_local
 from contactmp.solvers.fc3d_nsgs import (
-    _positive_int, _time_limit, bad_diagonal, block_data, csr_residual, csr_velocity, local_q,
+    _positive_int, bad_diagonal, block_data, csr_residual, csr_velocity, local_q,
     relaxed_update, run_batches, warm_start,
 )
 from contactmp.solvers.lcp import SolverOptions
@@ -106,7 +106,6 @@ class Options(SolverOptions):
         v = self.inner_omega
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 < v < 2.0:
             raise OptionError(f"inner_omega must be a number in (0, 2), got {v!r}")
-        _time_limit(self.time_limit)
 
 
 @numba.njit(cache=True)

@@ -76,8 +76,8 @@ def solve_lcp(M: Any, q: Any, solver: str | None = None, **options: Any) -> Resu
         # no solution exists): report it rather than another solver's unconverged iterate.
         ray = next((r for r in tried if r.status is Status.RAY_TERMINATION), None)
         if ray is not None:
-            ray.extras["attempts"], ray.time_s = best.extras["attempts"], best.time_s
-            best = ray
+            ray.extras["attempts"] = best.extras["attempts"]
+            best = ray.replace(time_s=best.time_s)
     return best
 
 
@@ -130,11 +130,9 @@ def _try_in_order(
     best.extras["attempts"] = [_attempt(r) for r in tried]
     if not best.success and best.status is not Status.TIME_LIMIT and (
             cut or any(r.status is Status.TIME_LIMIT for r in tried)):
-        best.message = (f"{best.message}; " if best.message else "") + (
-            f"time limit {limit:g} s of the chain reached (best attempt: {best.solver}, {best.status.value})")
-        best.status = Status.TIME_LIMIT
-    best.time_s = time.perf_counter() - t0
-    return best, tried
+        best = best.replace(status=Status.TIME_LIMIT, message=(f"{best.message}; " if best.message else "") + (
+            f"time limit {limit:g} s of the chain reached (best attempt: {best.solver}, {best.status.value})"))
+    return best.replace(time_s=time.perf_counter() - t0), tried
 
 
 def _attempt(r: Result) -> dict[str, Any]:
@@ -305,8 +303,7 @@ def _solve_fc3d_lean(W: Any, q: Any, mu: Any, options: dict[str, Any]) -> Result
         return None
     if first.success:
         first.extras["attempts"] = [_attempt(first)]
-        first.time_s = time.perf_counter() - t0
-        return first
+        return first.replace(time_s=time.perf_counter() - t0)
     options = {k: v for k, v in options.items() if k != "quick"}
     return _try_in_order(order[1:], fc3d_solver, (W, q, mu), options, _AUTO_OPTIONS,
                          _fc3d_per_entry(order, nc)[1:], tried=[first], t0=t0)[0]

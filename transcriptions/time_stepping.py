@@ -337,8 +337,7 @@ class TimeStepping:
                 break
         best = min(tried, key=lambda r: r.residual)
         if best.x is None or np.asarray(best.x).size != b.size:
-            best.x = np.zeros(b.size)
-            best.residual = lcp_residual(A, b, best.x)
+            best = best.replace(x=np.zeros(b.size), residual=lcp_residual(A, b, np.zeros(b.size)))
         return best
 
     def _cone(self, M: np.ndarray, f: np.ndarray, v: np.ndarray, Jn: np.ndarray, Jt: np.ndarray,

@@ -5,7 +5,7 @@ these, with a message naming the bad field, when the input itself is wrong.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
 
 class ContactMPError(Exception):
@@ -64,3 +64,33 @@ def check_number(field: str, value: object, *, positive: bool = False, nonnegati
     if nonnegative and x < 0:
         raise InputError(field, f"must be >= 0, got {value!r}")
     return x
+
+
+#: relative symmetry tolerance of every mass-matrix check: ``max|M - M^T| <= SPD_SYMMETRY_RTOL max|M|``
+#: (assembled mass matrices are symmetric to a few ulps of their largest entry; 1e-10 leaves room
+#: for products like ``R^T I R`` while catching a transposed or mistyped entry)
+SPD_SYMMETRY_RTOL = 1e-10
+
+
+def check_spd(M: Any, field: str = "M", what: str = "mass matrix") -> Any:  # -> ndarray | None
+    """Check that the numeric matrix ``M`` is finite, symmetric (relative to its largest entry, see
+    :data:`SPD_SYMMETRY_RTOL`) and positive definite; return its Cholesky factor ``L`` of
+    ``(M + M^T) / 2`` (``L L^T``). Anything else raises :class:`InputError` naming ``field``.
+    For a CasADi expression nothing is checked here (it is checked where it is evaluated) and
+    None is returned. The one mass-matrix
+    check of contactmp: every model, formulation and solver calls it."""
+    import numpy as np
+
+    if not isinstance(M, np.ndarray):
+        return None
+    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] == 0:
+        raise InputError(field, f"{what} must be a non-empty square matrix, got shape {M.shape}")
+    if not np.isfinite(M).all():
+        raise InputError(field, f"{what} contains NaN or inf")
+    if np.abs(M - M.T).max() > SPD_SYMMETRY_RTOL * np.abs(M).max():
+        raise InputError(field, f"{what} is not symmetric")
+    try:
+        return np.linalg.cholesky(0.5 * (M + M.T))
+    except np.linalg.LinAlgError:
+        lo = float(np.linalg.eigvalsh(0.5 * (M + M.T)).min())
+        raise InputError(field, f"{what} is not positive definite (smallest eigenvalue {lo:.3g})") from None

@@ -59,8 +59,7 @@ import casadi as ca
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
-from contactmp.errors import InputError, OptionError, did_you_mean
-from contactmp.formulations.velocity_pyramid import check_mass_matrix
+from contactmp.errors import InputError, OptionError, check_spd, did_you_mean
 from contactmp.program import Complementarity, Constraint, Program, Variables
 from contactmp.result import Status, jsonable
 
@@ -590,7 +589,8 @@ def as_program_block(prog: Program, *, M: Any, f: Any, v0: Any, G: Any, phi0: An
     G_ = G if isinstance(G, (ca.SX, ca.MX, ca.DM)) else np.atleast_2d(np.asarray(G, dtype=float))
     m, n = G_.shape
     G_ = _sym_or_array(G_, (m, n), "G")
-    M_ = check_mass_matrix(_sym_or_array(M, (n, n), "M"), rtol=1e-12, atol=0.0)
+    M_ = _sym_or_array(M, (n, n), "M")
+    check_spd(M_)
     f_ = _sym_or_array(f, (n, 1), "f")
     v0_ = _sym_or_array(v0, (n, 1), "v0")
     phi_ = _sym_or_array(phi0, (m, 1), "phi0")

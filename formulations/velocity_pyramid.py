@@ -23,7 +23,7 @@ from typing import Any
 import casadi as ca
 import numpy as np
 
-from contactmp.errors import InputError
+from contactmp.errors import InputError, check_spd
 from contactmp.formulations.pyramid_lcp import facet_generators
 from contactmp.program import Complementarity, Constraint, Program, Variables
 
@@ -72,23 +72,11 @@ def _matrix(value: Any, shape: tuple[int, int], field: str) -> Any:
 
 
 
-def check_mass_matrix(M: Any, rtol: float = 1e-10, atol: float = 1e-12) -> Any:
-    """Return ``M``; a numeric ``M`` must be symmetric (to ``rtol``, ``atol``) and positive definite
-    (a Cholesky factor exists), else :class:`InputError` naming ``M``. CasADi expressions pass."""
-    if isinstance(M, np.ndarray):
-        if not np.allclose(M, M.T, rtol=rtol, atol=atol):
-            raise InputError("M", "mass matrix is not symmetric")
-        try:
-            np.linalg.cholesky(M)
-        except np.linalg.LinAlgError:
-            raise InputError("M", "mass matrix is not positive definite") from None
-    return M
-
-
 def _step_inputs(M: Any, f: Any, v: Any, phi: Any, mu: Any, nc: int, nv: int) -> tuple[Any, ...]:
     """``(M, f, v, phi, mu)`` of one velocity-level step, shape-checked (numbers or CasADi); a numeric
     ``M`` must be symmetric positive definite and a numeric ``mu`` nonnegative."""
-    M_ = check_mass_matrix(_matrix(M, (nv, nv), "M"))
+    M_ = _matrix(M, (nv, nv), "M")
+    check_spd(M_)
     f_ = _matrix(f, (nv, 1), "f")
     v_ = _matrix(v, (nv, 1), "v")
     phi_ = _matrix(phi, (nc, 1), "phi")

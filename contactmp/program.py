@@ -44,8 +44,7 @@ __all__ = [
     "Constraint",
     "Complementarity",
     "Block",
-    "MCPReduction",
-    "LCPReduction",
+    "ConeComplementarity",
 ]
 
 INF = math.inf
@@ -146,6 +145,54 @@ class Complementarity:
         return f"Complementarity({self.name!r}, size={self.size}, block={self.block!r})"
 
 
+@dataclass(eq=False)
+class ConeComplementarity:
+    """Coulomb's law at ``n`` contacts as one construct (Trinkle et al. (10), (13), (31)).
+
+    ``r = (r_n, r_t[, r_o])`` are the contact impulses (program variables), ``u = (u_n, u_t[, u_o])``
+    the contact velocities they answer to (affine or not), ``mu`` the friction coefficients; planar
+    contacts have no ``o`` entry (``dim = 2``). The construct means, per contact,
+
+    * Coulomb (``associated=False``): ``r in K_mu``, ``u_n >= 0``, ``r_n u_n = 0`` and the friction
+      opposes the slip with maximal dissipation -- fc3d with De Saxce's modified velocity;
+    * associated (``associated=True``): ``K_mu contains r _|_ u in K_mu*`` (the KKT conditions of a
+      convex cone QP; Drumwright's compliant step).
+
+    The program holds it in the smooth *disk form* (what NLP solvers see): ``gamma = ||u_T||`` and
+    ``w`` (``r_T = mu r_n w``) are variables, with the pair ``normal`` ``0 <= r_n _|_ u_n (- mu gamma
+    when associated) >= 0``, the rows ``friction`` ``r_T - mu r_n w = 0`` and ``direction``
+    ``u_T + gamma w = 0``, and the pair ``disk`` ``0 <= 1 - |w|^2 _|_ gamma >= 0``. The construct
+    itself is what :func:`contactmp.reductions.to_cone_problem` reads, so a step with cones reduces
+    to fc3d without recognizing physics in the rows.
+    """
+
+    name: str
+    r: tuple[ca.SX, ...]
+    u: tuple[ca.SX, ...]
+    mu: ca.DM
+    associated: bool
+    w: Variables
+    gamma: Variables
+    normal: Complementarity
+    friction: Constraint
+    direction: Constraint
+    disk: Complementarity
+    block: str | None = None
+
+    @property
+    def size(self) -> int:
+        """Number of contacts ``n``."""
+        return int(self.r[0].shape[0])
+
+    @property
+    def dim(self) -> int:
+        """Entries per contact: 3 ``(n, t, o)``, or 2 ``(n, t)`` for planar contacts."""
+        return len(self.r)
+
+    def __repr__(self) -> str:
+        return f"ConeComplementarity({self.name!r}, size={self.size}, dim={self.dim}, associated={self.associated})"
+
+
 Handle = Union[Variables, Parameters, Constraint, Complementarity]
 
 
@@ -227,6 +274,7 @@ class Program:
         self._parameters: dict[str, Parameters] = {}
         self._constraints: dict[str, Constraint] = {}
         self._complementarities: dict[str, Complementarity] = {}
+        self._cones: dict[str, ConeComplementarity] = {}
         self._names: set[str] = set()
         self.blocks: dict[str, Block] = {}
         self._cost: ca.SX = ca.SX(0.0)
@@ -323,6 +371,84 @@ class Program:
             self.blocks[h.block].complementarities.append(h)
         self._cache.clear()
         return h
+
+    def add_cone_complementarity(
+        self, r: tuple[Any, ...], u: tuple[Any, ...], mu: Any, *, associated: bool = False,
+        name: str | None = None, block: str | None = None,
+    ) -> ConeComplementarity:
+        """Add Coulomb's law ``r_i in K_mu_i`` against the contact velocities ``u`` (see
+        :class:`ConeComplementarity`): ``r = (r_n, r_t)`` or ``(r_n, r_t, r_o)`` (each ``n``
+        entries, variables of this program), ``u`` the same layout, ``mu`` (``n``, >= 0).
+        Creates the variables ``{name}/w`` (``(dim - 1) n``) and ``{name}/gamma`` (``n``, >= 0)
+        and the rows and pairs of the disk form, in the order normal pair, friction, direction,
+        disk pair."""
+        name = self._auto_name(name, "cone")
+        if not isinstance(r, (tuple, list)) or len(r) not in (2, 3):
+            raise InputError("r", "must be (r_n, r_t) or (r_n, r_t, r_o)")
+        if not isinstance(u, (tuple, list)) or len(u) != len(r):
+            raise InputError("u", f"must have {len(r)} parts like r")
+        rs = tuple(self._expr(e, "r") for e in r)
+        us = tuple(self._expr(e, "u") for e in u)
+        n = rs[0].shape[0]
+        if any(e.shape[0] != n for e in (*rs, *us)):
+            raise InputError("u", f"every part of r and u must have {n} entries")
+        for e in rs:
+            if any(self.variable_index(e[i]) is None for i in range(n)):
+                raise InputError("r", "must be variables of this program")
+        mu_ = mu if isinstance(mu, (ca.SX, ca.DM)) else ca.DM(_float_vector(mu, n, "mu", allow_inf=False))
+        if isinstance(mu_, ca.DM) and (np.asarray(mu_).ravel() < 0).any():
+            raise InputError("mu", "friction coefficients must be >= 0")
+        if not isinstance(associated, (bool, np.bool_)):
+            raise InputError("associated", f"must be True or False, got {associated!r}")
+        blk = self._block(block)
+        m = len(rs) - 1
+        w = self.add_variables(f"{name}/w", m * n, block=blk)
+        gamma = self.add_variables(f"{name}/gamma", n, lb=0.0, block=blk)
+        g = gamma.sym
+        normal = self.add_complementarity(rs[0], us[0] - mu_ * g if associated else us[0],
+                                          name=f"{name}/non_penetration", block=blk)
+        ws = [w.sym[i * n:(i + 1) * n] for i in range(m)]
+        mr = mu_ * rs[0]
+        friction = self.add_constraint(ca.vertcat(*[rs[1 + i] - mr * ws[i] for i in range(m)]), 0.0, 0.0,
+                                       name=f"{name}/friction", block=blk)
+        direction = self.add_constraint(ca.vertcat(*[us[1 + i] + g * ws[i] for i in range(m)]), 0.0, 0.0,
+                                        name=f"{name}/direction", block=blk)
+        slack = 1.0 - ws[0] * ws[0]
+        for wi in ws[1:]:
+            slack = slack - wi * wi
+        disk = self.add_complementarity(slack, g, name=f"{name}/disk_perp_gamma", block=blk)
+        h = ConeComplementarity(name, rs, us, mu_, bool(associated), w, gamma, normal, friction, direction,
+                                disk, blk)
+        self._cones[name] = h
+        return h
+
+    def guess_cones(self, x: Any) -> np.ndarray:
+        """``x`` with every cone's disk-form variables set from the motion in ``x``: ``gamma =
+        ||u_T(x)||`` and ``w = -u_T / ||u_T||`` (0 where ``u_T = 0``), so that the rows
+        ``u_T + gamma w = 0`` hold and do not start at their degenerate point ``gamma = w = 0``."""
+        xv = _float_vector(x, self._n_x, "x", allow_inf=False).copy()
+        if not self._cones:
+            return xv
+        m = max(c.dim - 1 for c in self._cones.values())
+        fun = self._cache.get("cone_guess")
+        if fun is None:
+            rows = [ca.horzcat(*c.u[1:], ca.SX.zeros(c.size, m + 1 - c.dim)) for c in self._cones.values()]
+            fun = self._cache["cone_guess"] = ca.Function("cone_guess", [self.x, self.p], [ca.vertcat(*rows)])
+        ut = np.asarray(fun(xv, self.p0), dtype=float).reshape(-1, m)
+        j = 0
+        for c in self._cones.values():
+            u = ut[j:j + c.size, :c.dim - 1]
+            j += c.size
+            gamma = np.linalg.norm(u, axis=1)
+            inv = np.where(gamma > 0, 1.0 / np.where(gamma > 0, gamma, 1.0), 0.0)
+            xv[c.gamma.index] = gamma
+            xv[c.w.index] = (-u * inv[:, None]).T.ravel()
+        return xv
+
+    @property
+    def cones(self) -> tuple[ConeComplementarity, ...]:
+        """The :class:`ConeComplementarity` constructs, in creation order."""
+        return tuple(self._cones.values())
 
     def add_cost(self, expr: Any) -> None:
         """Add the scalar ``expr`` to the objective (the objective is the sum of costs, minimized)."""
@@ -514,179 +640,22 @@ class Program:
 
     # -- reductions -----------------------------------------------------------------------------
     def to_mcp(self) -> "MCPReduction":
-        """The square mixed complementarity problem MCP(F, [l, u]) of this program.
+        """The square MCP of this program (:func:`contactmp.reductions.to_mcp`)."""
+        from contactmp.reductions import to_mcp
 
-        Find ``z`` in the box ``[l, u]`` with, for each i, ``F_i(z) >= 0`` if ``z_i = l_i``,
-        ``F_i(z) <= 0`` if ``z_i = u_i`` and ``F_i(z) = 0`` in between. ``z`` is ``x`` followed
-        by slack variables. The pairing:
-
-        * a pair ``(a_i, b_i)`` whose ``a_i`` is exactly a variable with bounds ``[0, inf)`` not
-          yet paired gives that variable ``F = b_i``; else, if ``b_i`` is such a variable, it gets
-          ``F = a_i``; else a slack ``s >= 0`` is added with the equality ``a_i - s = 0`` and ``s``
-          gets ``F = b_i`` (so general expressions on both sides are allowed);
-        * free variables (``lb = -inf``, ``ub = inf``) are paired, in order, with the equality rows
-          (``lbg = ubg``, residual ``g - lbg``), the slack equalities last; the counts must match;
-        * fixed variables (``lb = ub``) get ``F = 0``.
-
-        Refused (:class:`UnsupportedProgramError`, with the reason): a non-constant objective,
-        inequality rows, bounded variables in no pair, a count mismatch.
-        """
-        if self.has_objective:
-            raise UnsupportedProgramError(
-                "an MCP has no objective, but this program's objective depends on x; solve it as an "
-                "NLP/MPCC (contactmp.solvers.nlp.solve_program) instead"
-            )
-        x, p = self.x, self.p
-        lbx, ubx, x0, p0 = self.lbx, self.ubx, self.x0, self.p0
-        labels = self._x_labels()
-
-        # Inequality rows are not part of an MCP.
-        lbg, ubg = self.lbg, self.ubg
-        eq_rows: list[int] = []
-        for h in self._constraints.values():
-            for i in range(h.size):
-                lo, hi = h.lb[i], h.ub[i]
-                if lo == hi:
-                    eq_rows.append(h.index.start + i)
-                elif not _is_free(lo, hi):
-                    raise UnsupportedProgramError(
-                        f"constraint '{h.name}'[{i}] is an inequality ({lo} <= g <= {hi}); an MCP takes "
-                        "only equalities and complementarity pairs (write it as a pair with a slack)"
-                    )
-        g = self.g
-        F: list[ca.SX | None] = [None] * self._n_x
-        f_label: list[str] = [""] * self._n_x
-        paired = np.zeros(self._n_x, dtype=bool)
-        slack_a: list[ca.SX] = []
-        slack_b: list[ca.SX] = []
-        slack_tags: list[str] = []
-
-        def pairable(e: ca.SX) -> int | None:
-            j = self.variable_index(e)
-            if j is None or paired[j] or lbx[j] != 0.0 or ubx[j] != INF:
-                return None
-            return j
-
-        for h in self._complementarities.values():
-            for i in range(h.size):
-                ai, bi = h.a[i], h.b[i]
-                tag = f"{h.name}[{i}]"
-                j = pairable(ai)
-                if j is not None:
-                    F[j], f_label[j], paired[j] = bi, f"b of {tag}", True
-                    continue
-                j = pairable(bi)
-                if j is not None:
-                    F[j], f_label[j], paired[j] = ai, f"a of {tag}", True
-                    continue
-                slack_a.append(ai)
-                slack_b.append(bi)
-                slack_tags.append(tag)
-
-        free = [j for j in range(self._n_x) if _is_free(lbx[j], ubx[j])]
-        fixed = [j for j in range(self._n_x) if lbx[j] == ubx[j]]
-        for j in range(self._n_x):
-            if not (paired[j] or _is_free(lbx[j], ubx[j]) or lbx[j] == ubx[j]):
-                raise UnsupportedProgramError(
-                    f"variable {labels[j]} has bounds [{lbx[j]}, {ubx[j]}] but is in no complementarity "
-                    "pair as a variable with bounds [0, inf); an MCP pairs every bounded variable "
-                    "(write 0 <= x _|_ F >= 0, or make it free and add an equality)"
-                )
-        n_eq = len(eq_rows) + len(slack_a)
-        if len(free) != n_eq:
-            raise UnsupportedProgramError(
-                f"the program has {len(free)} free variables but {n_eq} equality rows "
-                f"({len(eq_rows)} from constraints, {len(slack_a)} from slacks of complementarity pairs "
-                "whose sides are not variables with bounds [0, inf)); a square MCP pairs each free "
-                "variable with one equality"
-            )
-        n_s = len(slack_a)
-        s = ca.SX.sym("slack", n_s)
-        eqs = [g[r] - lbg[r] for r in eq_rows] + [slack_a[k] - s[k] for k in range(n_s)]
-        eq_labels = [self._g_label(r) for r in eq_rows] + [f"equality a - s of {t}" for t in slack_tags]
-        for j, e, lab in zip(free, eqs, eq_labels):
-            F[j], f_label[j] = e, lab
-        for j in fixed:
-            F[j], f_label[j] = ca.SX(0.0), "fixed (F = 0)"
-        z = ca.vertcat(x, s)
-        F_expr = ca.vertcat(*[e for e in F], *slack_b) if (self._n_x + n_s) else ca.SX(0, 1)
-        lb = np.concatenate([lbx, np.zeros(n_s)])
-        ub = np.concatenate([ubx, np.full(n_s, INF)])
-        if n_s:
-            a0 = np.asarray(ca.Function("a0", [x, p], [ca.vertcat(*slack_a)])(x0, p0), dtype=float).ravel()
-            s0 = np.maximum(a0, 0.0)
-        else:
-            s0 = np.zeros(0)
-        z0 = np.concatenate([x0, s0])
-        pair_labels = [f"{labels[j]} _|_ {f_label[j]}" for j in range(self._n_x)] + [
-            f"slack s = a of {slack_tags[k]} _|_ b of {slack_tags[k]}" for k in range(n_s)
-        ]
-        return MCPReduction(z=z, p=p, F_expr=F_expr, lb=lb, ub=ub, z0=z0, p0=p0, n_x=self._n_x,
-                            labels=pair_labels)
+        return to_mcp(self)
 
     def to_lcp(self) -> "LCPReduction":
-        """``LCP(q, M)`` of this program: ``z >= 0``, ``w = M z + q >= 0``, ``z^T w = 0``.
+        """``LCP(q, M)`` of this program (:func:`contactmp.reductions.to_lcp`)."""
+        from contactmp.reductions import to_lcp
 
-        Starting from :meth:`to_mcp` with ``F(z) = J z + c`` affine (``J = dF/dz`` must not depend
-        on ``z``; it may depend on parameters, evaluated at their current values), fixed variables
-        are substituted and the free variables ``z_F`` (paired with the equalities ``F_F = 0``) are
-        eliminated by the Schur complement (``B``: the variables in ``[0, inf)``)::
+        return to_lcp(self)
 
-            z_F = -J_FF^{-1} (J_FB z_B + c_F)
-            M   = J_BB - J_BF J_FF^{-1} J_FB,      q = c_B - J_BF J_FF^{-1} c_F
+    def to_cone_problem(self) -> "ConeReduction":
+        """``W, q, mu`` of a program whose pairs are all Coulomb cones (:func:`contactmp.reductions.to_cone_problem`)."""
+        from contactmp.reductions import to_cone_problem
 
-        which needs ``J_FF`` nonsingular. ``invert(z_B)`` returns the full ``x``.
-        """
-        mcp = self.to_mcp()
-        zs, F = mcp.z, mcp.F_expr
-        J = ca.jacobian(F, zs)
-        if ca.depends_on(J, zs):
-            rows = [i for i in range(F.shape[0]) if ca.depends_on(J[i, :], zs)]
-            raise UnsupportedProgramError(
-                "F is not affine in the variables (an LCP needs F(z) = M z + q); nonlinear rows: "
-                + ", ".join(mcp.labels[i] for i in rows[:5]) + (" ..." if len(rows) > 5 else "")
-            )
-        fun = ca.Function("lcp_data", [zs, self.p], [J, ca.substitute(F, zs, ca.DM.zeros(zs.shape[0]))])
-        Jn, cn = fun(np.zeros(zs.shape[0]), mcp.p0)
-        Jd = np.asarray(ca.DM(Jn).full(), dtype=float)
-        c = np.asarray(cn, dtype=float).ravel()
-        lb, ub = mcp.lb, mcp.ub
-        B = np.flatnonzero((lb == 0.0) & (ub == INF))
-        Fr = np.flatnonzero((lb == -INF) & (ub == INF))
-        X = np.flatnonzero(lb == ub)
-        other = np.setdiff1d(np.arange(lb.size), np.concatenate([B, Fr, X]))
-        if other.size:  # to_mcp refuses these already; kept as a guard
-            raise UnsupportedProgramError(f"{mcp.labels[int(other[0])]}: bounds are neither [0, inf), free nor fixed")
-        if not (np.isfinite(Jd).all() and np.isfinite(c).all()):
-            raise UnsupportedProgramError("M or q is not finite at the current parameter values")
-        if B.size == 0:
-            raise UnsupportedProgramError(
-                "the program has no variable in [0, inf) paired with a complementarity: it is a linear "
-                "system, not an LCP"
-            )
-        zfix = lb[X]
-        c_eff = c + Jd[:, X] @ zfix
-        if Fr.size:
-            A = Jd[np.ix_(Fr, Fr)]
-            sv = np.linalg.svd(A, compute_uv=False)
-            if sv[0] == 0.0 or sv[-1] <= 1e-12 * sv[0]:
-                rank = int(np.sum(sv > 1e-12 * max(sv[0], 1e-300)))
-                raise UnsupportedProgramError(
-                    f"the Jacobian of the equalities with respect to the {Fr.size} free variables is "
-                    f"singular (rank {rank}); the mixed LCP cannot be reduced to an LCP by a Schur complement"
-                )
-            rhs = np.column_stack([Jd[np.ix_(Fr, B)], c_eff[Fr]])
-            sol = np.linalg.solve(A, rhs)
-            S_B, S_c = sol[:, :-1], sol[:, -1]  # z_F = -(S_B z_B + S_c)
-            M = Jd[np.ix_(B, B)] - Jd[np.ix_(B, Fr)] @ S_B
-            q = c_eff[B] - Jd[np.ix_(B, Fr)] @ S_c
-        else:
-            S_B = np.zeros((0, B.size))
-            S_c = np.zeros(0)
-            M = Jd[np.ix_(B, B)].copy()
-            q = c_eff[B].copy()
-        return LCPReduction(M=M, q=q, mcp=mcp, basis=B, free=Fr, fixed=X, fixed_values=zfix,
-                            free_gain=S_B, free_offset=S_c, labels=[mcp.labels[i] for i in B])
+        return to_cone_problem(self)
 
     def to_pyomo(self) -> "pyomo.environ.ConcreteModel":
         """A Pyomo ``ConcreteModel`` of this program (``pyomo.mpec`` for the pairs).
@@ -901,94 +870,4 @@ def _scaled_violation(v: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
         below = np.where(lo > -INF, (lo - v) / np.maximum(1.0, np.abs(np.where(lo > -INF, lo, 0.0))), 0.0)
         above = np.where(hi < INF, (v - hi) / np.maximum(1.0, np.abs(np.where(hi < INF, hi, 0.0))), 0.0)
     return float(max(np.max(below), np.max(above), 0.0))
-
-
-# ----------------------------------------------------------------------------------------------
-# Reductions
-# ----------------------------------------------------------------------------------------------
-class MCPReduction:
-    """MCP(F, [lb, ub]) from :meth:`Program.to_mcp`: ``z = (x, slacks)``, ``F(z)`` paired with ``z``.
-
-    ``F(z)`` and ``jac(z)`` evaluate at the parameter values the reduction was made with (``p0``)
-    unless ``p`` is given; ``F_fun`` and ``jac_fun`` are the CasADi Functions of ``(z, p)``.
-    ``labels[i]`` says what ``z_i`` and ``F_i`` are. ``invert(z)`` returns ``x``.
-    """
-
-    def __init__(self, *, z: ca.SX, p: ca.SX, F_expr: ca.SX, lb: np.ndarray, ub: np.ndarray,
-                 z0: np.ndarray, p0: np.ndarray, n_x: int, labels: list[str]) -> None:
-        self.z = z
-        self.p = p
-        self.F_expr = F_expr
-        self.lb = lb
-        self.ub = ub
-        self.z0 = z0
-        self.p0 = p0
-        self.n_x = n_x
-        self.labels = labels
-        self.F_fun = ca.Function("mcp_F", [z, p], [F_expr], ["z", "p"], ["F"])
-        self.jac_fun = ca.Function("mcp_jac", [z, p], [ca.jacobian(F_expr, z)], ["z", "p"], ["J"])
-
-    @property
-    def n(self) -> int:
-        """Number of MCP variables (``n_x`` plus slacks)."""
-        return int(self.lb.size)
-
-    def F(self, z: Any, p: Any = None) -> np.ndarray:
-        """``F(z)`` as a float vector."""
-        return np.asarray(self.F_fun(np.asarray(z, float), self.p0 if p is None else p), dtype=float).ravel()
-
-    def jac(self, z: Any, p: Any = None, sparse: bool = False) -> "np.ndarray | scipy.sparse.csc_matrix":
-        """``dF/dz`` at ``z``: dense array, or ``scipy.sparse.csc_matrix`` with ``sparse=True``."""
-        J = self.jac_fun(np.asarray(z, float), self.p0 if p is None else p)
-        if sparse:
-            import scipy.sparse as sp
-
-            return sp.csc_matrix(J.sparse())
-        return np.asarray(J.full(), dtype=float)
-
-    def residual(self, z: Any, p: Any = None) -> float:
-        """The natural-map residual ``||z - mid(lb, ub, z - F(z))||_inf`` (0 exactly at a solution)."""
-        zv = np.asarray(z, dtype=float).ravel()
-        if zv.shape != self.lb.shape or not np.isfinite(zv).all():
-            return INF
-        r = zv - np.clip(zv - self.F(zv, p), self.lb, self.ub)
-        out = float(np.max(np.abs(r), initial=0.0))
-        return out if np.isfinite(out) else INF
-
-    def invert(self, z: Any) -> np.ndarray:
-        """The program's ``x`` from an MCP solution ``z`` (slacks dropped)."""
-        return np.asarray(z, dtype=float).ravel()[: self.n_x].copy()
-
-
-class LCPReduction:
-    """``LCP(q, M)`` from :meth:`Program.to_lcp`; ``invert(z)`` gives the program's full ``x``.
-
-    ``basis`` are the MCP positions of the LCP variables (``labels`` name them); the free
-    variables are recovered as ``z_F = -(free_gain z + free_offset)``, fixed ones are set.
-    """
-
-    def __init__(self, *, M: np.ndarray, q: np.ndarray, mcp: MCPReduction, basis: np.ndarray,
-                 free: np.ndarray, fixed: np.ndarray, fixed_values: np.ndarray, free_gain: np.ndarray,
-                 free_offset: np.ndarray, labels: list[str]) -> None:
-        self.M = M
-        self.q = q
-        self.mcp = mcp
-        self.basis = basis
-        self.free = free
-        self.fixed = fixed
-        self.fixed_values = fixed_values
-        self.free_gain = free_gain
-        self.free_offset = free_offset
-        self.labels = labels
-
-    def invert(self, z: Any) -> np.ndarray:
-        """The program's full ``x`` from an LCP solution ``z`` (free variables recovered)."""
-        zb = np.asarray(z, dtype=float).ravel()
-        if zb.shape != (self.basis.size,):
-            raise InputError("z", f"must have length {self.basis.size}, got shape {zb.shape}")
-        full = np.zeros(self.mcp.n)
-        full[self.basis] = zb
-        full[self.fixed] = self.fixed_values
-        full[self.free] = -(self.free_gain @ zb + self.free_offset)
-        return self.mcp.invert(full)
 

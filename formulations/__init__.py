@@ -1,5 +1,11 @@
 """contactmp.formulations: one instant or one time step of contact as a program block.
 
+Every time-step formulation follows one protocol and sits in one registry
+(:mod:`contactmp.formulations.base`: :class:`Formulation`, :class:`Step`, :class:`StepBlock`,
+:func:`register`, :func:`formulation`, :data:`FORMULATIONS`): ``"pyramid"`` (:class:`Pyramid`),
+``"cone"`` (:class:`Cone`), ``"compliant"`` (:class:`Compliant`), ``"nmdp"``
+(:class:`NMDPFormulation`) and ``"mdp"`` (:class:`MDPFormulation`). The building blocks:
+
 * :class:`PyramidLCP` -- the pyramid LCP (35)-(39) of Trinkle, Pang, Sudarsky and Lo (and its
   k-facet generalization), with the map back to forces, accelerations and contact modes and a check
   of the original conditions;
@@ -19,21 +25,34 @@
   :func:`add_nmdp_step` (its KKT conditions as a Program block); :class:`LinearizedMDP` -- the
   linearized MDP QP baseline and :func:`add_linearized_mdp_step`.
 """
+from contactmp.formulations.base import (
+    FORMULATIONS,
+    Formulation,
+    Step,
+    StepBlock,
+    StepOutcome,
+    formulation,
+    register,
+    registered,
+)
 from contactmp.formulations.compliant_friction import CompliantFriction, compliant_friction_step
 from contactmp.formulations.compliant_qp import CompliantQP, CompliantStepResult, as_program_block, compliant_step
-from contactmp.formulations.linearized_mdp import LinearizedMDP, add_linearized_mdp_step
-from contactmp.formulations.nmdp import NMDP, NMDPFunctions, add_nmdp_step
-from contactmp.formulations.velocity_compliant import add_velocity_compliant_step
+from contactmp.formulations.linearized_mdp import LinearizedMDP, MDPFormulation, add_linearized_mdp_step
+from contactmp.formulations.nmdp import NMDP, NMDPFormulation, NMDPFunctions, add_nmdp_step
+from contactmp.formulations.velocity_compliant import Compliant, add_velocity_compliant_step
 from contactmp.formulations.cone_ncp import ConeNCP, ConeSolution, FC3DBlock, add_fc3d_block
 from contactmp.formulations.pyramid_lcp import PyramidLCP, PyramidSolution, facet_generators, facet_normals
-from contactmp.formulations.velocity_cone import VelocityConeStep, add_velocity_cone_step
+from contactmp.formulations.velocity_cone import Cone, VelocityConeStep, add_velocity_cone_step
 from contactmp.formulations.velocity_pyramid import (
+    Pyramid,
     VelocityPyramidStep,
     add_velocity_pyramid_step,
     pyramid_generators,
 )
 
 __all__ = [
+    "FORMULATIONS", "Formulation", "Step", "StepBlock", "StepOutcome", "formulation", "register", "registered",
+    "Pyramid", "Cone", "Compliant", "NMDPFormulation", "MDPFormulation",
     "ConeNCP", "ConeSolution", "FC3DBlock", "add_fc3d_block",
     "PyramidLCP", "PyramidSolution", "VelocityPyramidStep", "add_velocity_pyramid_step",
     "facet_generators", "facet_normals", "pyramid_generators", "VelocityConeStep", "add_velocity_cone_step",

@@ -40,15 +40,16 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import casadi as ca
 import numpy as np
 from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, OptionError, check_number
-from contactmp.formulations.nmdp import (OBJECTIVES, _per, _radius, polytope_columns, selection_matrix,
-                                        vertex_coefficients)
+from contactmp.formulations.base import Step, register
+from contactmp.formulations.nmdp import (OBJECTIVES, PolytopeFormulation, PolytopeStep, _per, _radius,
+                                        polytope_columns, selection_matrix, vertex_coefficients)
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, Constraint, Program, Variables
 from contactmp.result import Status
@@ -329,3 +330,61 @@ def add_linearized_mdp_step(prog: Program, system: ContactSystem, q0: Any, v0: A
     groups = [np.arange(i * V, (i + 1) * V) for i in range(n_c)]
     return LinearizedMDPBlock(v_next, w, sigma, dyn, dis, smp, args["q0"] + hh * v_next.sym, groups,
                               coeffs)
+
+
+@register
+class MDPFormulation(PolytopeFormulation):
+    """The linearized maximal-dissipation QP of the same wrench polytopes, frozen at ``q_k``
+    (:class:`LinearizedMDP`): in trajectory optimization its KKT/LCP conditions
+    (:func:`add_linearized_mdp_step`), in time stepping one QP per frame (no adaptivity; a QP that
+    fails its check is reported in the frame's status and its answer used anyway).
+
+    Options: ``vertices``, ``stiffness``, ``relax``, ``radius``, ``kp``, ``kd``, ``objective`` as for
+    ``"nmdp"``; ``pd``: ``"stable"`` (the PD torque implicit in ``qd+``) or ``"explicit"`` (the
+    notes' baseline, evaluated at ``(q_n, qd_n)``)."""
+
+    name = "mdp"
+    problem_class = LinearizedMDP
+
+    @dataclass(frozen=True)
+    class Options:
+        """See the class docstring."""
+
+        vertices: int | None = None
+        stiffness: Any = 0.0
+        relax: Any = 0.0
+        radius: Any = 0.0
+        kp: Any = 0.0
+        kd: Any = 0.0
+        objective: str = "effective"
+        pd: str = "stable"
+
+        def __post_init__(self) -> None:
+            if self.pd not in PD_MODES:
+                raise InputError("pd", f"must be one of {PD_MODES}, got {self.pd!r}")
+
+    def _problem_options(self) -> dict[str, Any]:
+        return {"pd": self.options.pd}
+
+    def _method(self, solver: Any) -> str:
+        if solver is not None:
+            raise OptionError(f"formulation 'mdp' has one solver (its QP, qpOASES); solver must be None, got {solver!r}")
+        return f"qp-{self.options.pd}"
+
+    def _magnitudes(self, system: ContactSystem) -> Callable[[np.ndarray], Any]:
+        data, zero = self.problem(system)._data, np.zeros(system.n_v)
+        return lambda q: data(q, zero)[3]
+
+    def add_step(self, prog: Program, step: Step) -> PolytopeStep:
+        """The KKT/LCP conditions of the linearized MDP at ``q_k`` (:func:`add_linearized_mdp_step`)."""
+        kkt = add_linearized_mdp_step(prog, step.system, step.q, step.v, step.u, step.h, prefix=step.prefix,
+                                      **self._kkt_options(step.system))
+        return self._block(prog, step, kkt, kkt.v_next, step.q)
+
+    def _substep(self, system: ContactSystem, method: str, q: np.ndarray, qd: np.ndarray, t: float, hh: float,
+                 w0: np.ndarray, targets: Any, tau_0: np.ndarray) -> dict[str, Any]:
+        """One linearized-MDP QP of length ``hh`` from ``(q, qd)``."""
+        q_d, qd_d = targets(t + hh)
+        r = self.problem(system).step(q, qd, hh, q_d, qd_d, tau_0)
+        return {"status": r.status, "q": r.q_next, "qd": r.qd_next, "w": r.w, "forces": r.forces,
+                "outer": r.iterations, "proj": 0, "message": r.message}

@@ -60,9 +60,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, OptionError, check_number
+from contactmp.formulations.base import Formulation, Step, StepBlock, StepOutcome, register
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, Constraint, Program, Variables
-from contactmp.result import Status
+from contactmp.result import Result, Status
 
 __all__ = ["NMDP", "NMDPFunctions", "NMDPStepResult", "NMDPBlock", "add_nmdp_step",
            "selection_matrix", "vertex_coefficients", "polytope_columns",
@@ -654,3 +655,250 @@ def add_nmdp_step(prog: Program, system: ContactSystem, q0: Any, v0: Any, q1: An
                                    block=blk)
     groups = [np.arange(i * V, (i + 1) * V) for i in range(n_c)]
     return NMDPBlock(w, nu, lam_w, lam_s, dyn, stq, stw, dis, smp, qde, Ke, groups, coeffs)
+
+
+# ----------------------------------------------------------------------------------------------
+# The step formulations "nmdp" (and, in linearized_mdp.py, "mdp")
+# ----------------------------------------------------------------------------------------------
+@dataclass(eq=False, kw_only=True)
+class PolytopeStep(StepBlock):
+    """A wrench-polytope step block (NMDP or linearized MDP) as a
+    :class:`~contactmp.formulations.base.StepBlock`: ``kkt`` holds the formulation's own handles
+    (:class:`NMDPBlock` / ``LinearizedMDPBlock``); the impulses are ``h s_i(q) sum_j w_ij
+    (1, mu c_j, mu s_j)`` with the magnitudes ``s_i`` at ``q_{k+1}`` (NMDP, backward Euler) or
+    ``q_k`` (linearized MDP), whose positions in ``x`` are ``q_index``."""
+
+    kkt: Any
+    system: ContactSystem
+    h: float
+    q_index: np.ndarray
+    magnitudes: Callable[[np.ndarray], Any]
+
+    def impulses(self, x: Any) -> np.ndarray:
+        """``(n_c, 3)`` contact-frame impulses of the polytope forces over the step."""
+        xv = np.asarray(x, dtype=float).ravel()
+        mags = np.asarray(self.magnitudes(xv[self.q_index]), dtype=float).ravel()
+        return self.h * polytope_forces(self.system, self.kkt.coefficients, mags, self.program.value(self.kkt.w, x))
+
+
+def _variable_positions(prog: Program, e: Any, field_name: str) -> np.ndarray:
+    """The positions in ``x`` of the entries of ``e`` (each must be one variable of ``prog``)."""
+    pos = [prog.variable_index(e[i]) for i in range(e.shape[0])] if isinstance(e, ca.SX) else [None]
+    if any(j is None for j in pos):
+        raise InputError(field_name, "must be variables of the program (a trajectory-optimization step)")
+    return np.array(pos, dtype=int)
+
+
+class PolytopeFormulation(Formulation):
+    """What the two wrench-polytope formulations share: the polytope options, one problem object per
+    system (:class:`NMDP` or :class:`~contactmp.formulations.linearized_mdp.LinearizedMDP`, which
+    validate the system: ``qdot = v`` and a 0/1 input selection ``B``), every contact in every
+    step, and a time-stepping step of their own (:meth:`advance`) with the stable-PD targets
+    ``targets(t + h) -> (q_d, qd_d)`` (None: hold the current pose) and the input as a feedforward
+    torque ``tau_0 = u``. A step's ``result.x`` is the vertex weights ``w``; the previous step's
+    warm-starts the next (clipped to the polytopes)."""
+
+    problem_class: Any = None
+
+    def problem(self, system: ContactSystem) -> Any:
+        """The formulation's problem object for ``system`` (built once per system)."""
+        cache = self.__dict__.setdefault("_problems", {})
+        key = id(system)
+        if key not in cache or cache[key][0] is not system:
+            o = self.options
+            kw = dict(vertices=o.vertices, stiffness=o.stiffness, relax=o.relax, radius=o.radius, kp=o.kp, kd=o.kd,
+                      objective=o.objective, **self._problem_options())
+            cache[key] = (system, self.problem_class(system, **kw))
+        return cache[key][1]
+
+    def _problem_options(self) -> dict[str, Any]:
+        return {}
+
+    def check_system(self, system: ContactSystem, h: float) -> None:
+        """Build the problem object (it validates the system and every option)."""
+        self.problem(system)
+
+    def _kkt_options(self, system: ContactSystem) -> dict[str, Any]:
+        p = self.problem(system)
+        return dict(vertices=p.vertices, stiffness=p.stiffness, relax=p.relax, radius=p.radius)
+
+    def _block(self, prog: Program, step: Step, kkt: Any, v_next: Variables, q_at: Any) -> PolytopeStep:
+        return PolytopeStep(program=prog, v_next=v_next, mu=np.asarray(step.system.mu, dtype=float), kkt=kkt,
+                            system=step.system, h=step.h, q_index=_variable_positions(prog, q_at, "q"),
+                            magnitudes=self._magnitudes(step.system),
+                            constraints=tuple(c for c in (getattr(kkt, n, None) for n in
+                                                          ("dynamics", "stationarity_q", "stationarity_w")) if c),
+                            complementarities=(kkt.dissipation, kkt.simplex),
+                            handles={n: getattr(kkt, n) for n in ("w", "nu", "lam_w", "lam_s", "sigma")
+                                     if isinstance(getattr(kkt, n, None), Variables)})
+
+    def _magnitudes(self, system: ContactSystem) -> Callable[[np.ndarray], Any]:
+        """``q -> s(q)``, the polytope magnitudes of every contact."""
+        return self.problem(system)._c.magnitudes
+
+    def _substep(self, system: ContactSystem, method: str, q: np.ndarray, qd: np.ndarray, t: float, hh: float,
+                 w0: np.ndarray, targets: Any, tau_0: np.ndarray) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _method(self, solver: Any) -> str:
+        return self.options.method if solver is None else solver
+
+    def advance(self, step: Step, *, solver: Any = None, tol: float = 1e-10) -> StepOutcome:
+        """One frame ``[t, t + h]``: one substep, or (NMDP with ``adaptive``) the adaptive step of
+        Algorithm 2 (:func:`contactmp.solvers.nmdp_pgm.adaptive_step`: a substep whose status is not
+        ``solved`` is replaced by two of half its length, down to ``h_min``; when it gives up, the
+        frame is completed by one unverified substep over the remaining time, status
+        ``numerical_error``). The frame's forces are the substep-length-weighted mean of the
+        substeps' forces; ``result.extras`` holds ``substeps``, ``h_smallest``, ``projections``
+        (PGM's Newton projections), ``forces`` [N] and ``w``."""
+        s, h = step.system, step.h
+        method = self._method(solver)
+        prob = self.problem(s)
+        w0 = np.zeros(prob.n_w)
+        if step.previous is not None and "w" in step.previous.extras:
+            w = np.asarray(step.previous.extras["w"], dtype=float)
+            w0 = _feasible(np.clip(w, 0.0, None), prob.groups) if np.isfinite(w).all() else w0
+        targets = step.targets if step.targets is not None else (lambda _t: (None, None))
+        q, qd, t = np.asarray(step.q, dtype=float), np.asarray(step.v, dtype=float), float(step.t)
+        tau = np.asarray(step.u, dtype=float)
+        t0 = time.perf_counter()
+        acc = {"outer": 0, "proj": 0, "impulse": np.zeros((s.n_c, 3))}
+        substeps, h_smallest, status, msg = [h], h, Status.SOLVED, ""
+        if not getattr(self.options, "adaptive", False):
+            r = self._substep(s, method, q, qd, t, h, w0, targets, tau)
+            qq, vv, ww, status, msg = r["q"], r["qd"], r["w"], r["status"], r["message"]
+            acc.update(outer=r["outer"], proj=r["proj"], impulse=h * r["forces"])
+        else:
+            from contactmp.solvers.nmdp_pgm import adaptive_step
+
+            def step_fn(state: tuple[np.ndarray, np.ndarray, float, np.ndarray], hh: float
+                        ) -> tuple[tuple[np.ndarray, np.ndarray, float, np.ndarray], bool]:
+                qs, vs, ts, ws = state
+                r = self._substep(s, method, qs, vs, ts, hh, ws, targets, tau)
+                acc["outer"] += r["outer"]
+                acc["proj"] += r["proj"]
+                if r["status"] is not Status.SOLVED:
+                    return state, False
+                acc["impulse"] = acc["impulse"] + hh * r["forces"]
+                return (r["q"], r["qd"], ts + hh, r["w"]), True
+
+            ad = adaptive_step(step_fn, h, (q, qd, t, w0), h_min=self.options.h_min)
+            qq, vv, tt, ww = ad.state
+            substeps, h_smallest, msg = list(ad.substeps), ad.h_smallest, ad.message
+            if not ad.success:  # finish the frame with one unverified substep over the remaining time
+                rest = t + h - tt
+                r = self._substep(s, method, qq, vv, tt, rest, ww, targets, tau)
+                acc["outer"] += r["outer"]
+                acc["proj"] += r["proj"]
+                qq, vv, ww = r["q"], r["qd"], r["w"]
+                acc["impulse"] = acc["impulse"] + rest * r["forces"]
+                status = Status.NUMERICAL_ERROR
+                msg = f"adaptive step gave up ({ad.message}); last substep unverified: {r['message']}"
+        ww = np.asarray(ww, dtype=float)
+        res = Result(status, ww, f"{self.name}/{method}", math.nan, tol, int(acc["outer"]),
+                     time.perf_counter() - t0, msg,
+                     {"substeps": substeps, "h_smallest": h_smallest, "projections": int(acc["proj"]),
+                      "forces": acc["impulse"] / h, "w": ww})
+        return StepOutcome(np.asarray(qq, dtype=float), np.asarray(vv, dtype=float), acc["impulse"],
+                           np.ones(s.n_c, dtype=bool), res)
+
+
+def _feasible(w: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
+    """Scale each group of ``w >= 0`` so that its sum is at most 1 (a feasible warm start)."""
+    out = w.copy()
+    for g in groups:
+        tot = float(out[g].sum())
+        if tot > 1.0:
+            out[g] /= tot
+    return out
+
+
+#: NMDP method name -> (solver kind, option): the projected gradient method (zeroth order or not)
+#: or IPOPT through a backend
+NMDP_METHODS: dict[str, tuple[str, Any]] = {
+    "pgm": ("pgm", False), "zopgm": ("pgm", True), "ipopt": ("ipopt", "casadi"), "ipopt-cyipopt": ("ipopt", "cyipopt"),
+}
+
+
+@register
+class NMDPFormulation(PolytopeFormulation):
+    """Pan and Hauser's nonconvex maximal-dissipation step (backward Euler in ``q_{k+1}``, wrench
+    polytopes; :class:`NMDP`). In trajectory optimization its KKT conditions (:func:`add_nmdp_step`);
+    in time stepping one NMDP per frame by ``method`` (``"pgm"``, ``"zopgm"``, ``"ipopt"``,
+    ``"ipopt-cyipopt"``), halved adaptively (``adaptive``, down to ``h_min``).
+
+    Options: ``vertices``, ``stiffness`` [N/m^2], ``relax`` [N], ``radius`` [m] (the polytope
+    ``s_i = k min(phi - r, 0)^2 + relax``), ``kp``, ``kd`` (stable PD), ``objective``
+    (``"effective"`` or ``"kinetic"``), ``method``, ``adaptive``, ``h_min`` [s],
+    ``solver_options`` (keyword options of ``pgm`` or :meth:`NMDP.solve_ipopt`)."""
+
+    name = "nmdp"
+    backward_euler = True
+    problem_class = NMDP
+
+    @dataclass(frozen=True)
+    class Options:
+        """See the class docstring."""
+
+        vertices: int | None = None
+        stiffness: Any = 0.0
+        relax: Any = 0.0
+        radius: Any = 0.0
+        kp: Any = 0.0
+        kd: Any = 0.0
+        objective: str = "effective"
+        method: str = "pgm"
+        adaptive: bool = True
+        h_min: float = 1e-5
+        solver_options: dict | None = None
+
+        def __post_init__(self) -> None:
+            if self.method not in NMDP_METHODS:
+                raise InputError("method", f"must be one of {tuple(NMDP_METHODS)}, got {self.method!r}")
+            if not isinstance(self.adaptive, bool):
+                raise InputError("adaptive", f"must be True or False, got {self.adaptive!r}")
+            check_number("h_min", self.h_min, positive=True)
+            if self.solver_options is not None and not isinstance(self.solver_options, dict):
+                raise InputError("solver_options", "must be a dict of keyword options")
+
+    def check_system(self, system: ContactSystem, h: float) -> None:
+        """The system must fit :class:`NMDP`; ``h_min <= h``."""
+        super().check_system(system, h)
+        if self.options.h_min > h:
+            raise InputError("h_min", f"must be <= h = {h:g}, got {self.options.h_min!r}")
+
+    def _method(self, solver: Any) -> str:
+        method = self.options.method if solver is None else solver
+        if method not in NMDP_METHODS:
+            raise OptionError(f"solver for formulation 'nmdp' must be one of {tuple(NMDP_METHODS)}, got {solver!r}")
+        return method
+
+    def add_step(self, prog: Program, step: Step) -> PolytopeStep:
+        """``v_{k+1}`` and the KKT conditions of the NMDP (:func:`add_nmdp_step`) from ``q_k`` to ``q_{k+1}``."""
+        if step.q_next is None:
+            raise InputError("q_next", "the NMDP step is backward Euler: the transcription must give q_{k+1}")
+        s = step.system
+        v_next = prog.add_variables(f"{step.prefix}/v_next", s.n_v, block=step.prefix)
+        kkt = add_nmdp_step(prog, s, step.q, step.v, step.q_next, step.u, step.h, prefix=step.prefix,
+                            **self._kkt_options(s))
+        return self._block(prog, step, kkt, v_next, step.q_next)
+
+    def _substep(self, system: ContactSystem, method: str, q: np.ndarray, qd: np.ndarray, t: float, hh: float,
+                 w0: np.ndarray, targets: Any, tau_0: np.ndarray) -> dict[str, Any]:
+        """One NMDP substep of length ``hh`` from ``(q, qd)`` at time ``t``, from ``theta0 = q + hh qd``."""
+        kind, option = NMDP_METHODS[method]
+        prob, opts = self.problem(system), dict(self.options.solver_options or {})
+        q_d, qd_d = targets(t + hh)
+        theta0 = q + hh * qd
+        if kind == "ipopt":
+            r = prob.solve_ipopt(q, qd, hh, q_d, qd_d, tau_0, backend=option, theta0=theta0, w0=w0, **opts)
+            return {"status": r.status, "q": r.theta, "qd": r.qd_next, "w": r.w, "forces": r.forces,
+                    "outer": r.iterations, "proj": 0, "message": r.message}
+        from contactmp.solvers.nmdp_pgm import pgm
+
+        fns = prob.functions(q, qd, hh, q_d, qd_d, tau_0)
+        r = pgm(fns, theta0, w0, zeroth_order=option, **opts)
+        finite = bool(np.all(np.isfinite(r.theta)) and np.all(np.isfinite(r.w)))
+        forces = fns.forces(r.theta, r.w) if finite else np.full((system.n_c, 3), np.nan)
+        return {"status": r.status, "q": r.theta, "qd": fns.qd_next(r.theta), "w": r.w, "forces": forces,
+                "outer": r.outer_iterations, "proj": r.projections, "message": r.message}

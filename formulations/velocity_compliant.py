@@ -50,19 +50,21 @@ is the spring-law pair above.
 """
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable, Union
 
 import casadi as ca
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactmp.errors import InputError
-from contactmp.formulations.cone_ncp import _cone_law
-from contactmp.formulations.velocity_cone import VelocityConeStep, _segment_law, disk_step_inputs
-from contactmp.formulations.velocity_pyramid import VelocityPyramidStep, pyramid_generators
+from contactmp.errors import InputError, OptionError
+from contactmp.formulations.base import Formulation, Step, StepData, register
+from contactmp.formulations.velocity_cone import VelocityConeStep, cone_block, disk_step_inputs
+from contactmp.formulations.velocity_pyramid import VelocityPyramidStep, dynamics_row, numeric_mu, pyramid_generators
+from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Program
 
-__all__ = ["add_velocity_compliant_step", "compliant_gains", "FRICTION_LAWS"]
+__all__ = ["add_velocity_compliant_step", "compliant_gains", "FRICTION_LAWS", "Compliant"]
 
 #: friction law name -> description
 FRICTION_LAWS: dict[str, str] = {
@@ -163,7 +165,7 @@ def add_velocity_compliant_step(
         p_t = ca.mtimes(ca.DM(G[:, 0]).T, bsym).T  # (nc,)
         p_o = ca.mtimes(ca.DM(G[:, 1]).T, bsym).T
         fric = ca.mtimes(Jt_.T, p_t) + ca.mtimes(Jo_eff.T, p_o)
-        dynamics = _dynamics(prog, prefix, M_, f_, v_, h, vp, Jn_, p_n.sym, fric)
+        dynamics = dynamics_row(prog, prefix, M_, f_, v_, h, vp, Jn_, p_n.sym, fric)
         w_t = ca.mtimes(Jt_, vp) + inv_hBt * p_t
         w_o = ca.mtimes(Jo_eff, vp) + inv_hBt * p_o
         rows = [G[i, 0] * w_t[j] + G[i, 1] * w_o[j] for j in range(nc) for i in range(k)]
@@ -174,32 +176,118 @@ def add_velocity_compliant_step(
                                                name=f"{prefix}/dissipation", block=blk)
         polygon = prog.add_complementarity(lam.sym, mu_ * p_n.sym - ca.mtimes(E.T, beta.sym),
                                            name=f"{prefix}/polygon", block=blk)
-        return VelocityPyramidStep(v_next, p_n, beta, lam, dynamics, normal, dissipation, polygon, G)
+        return VelocityPyramidStep(program=prog, v_next=v_next, mu=numeric_mu(mu_, nc), p_n=p_n, beta=beta,
+                                   lam=lam, dynamics=dynamics, non_penetration=normal, dissipation=dissipation,
+                                   polygon=polygon, generators=G, constraints=(dynamics,),
+                                   complementarities=(normal, dissipation, polygon),
+                                   handles={"p_n": p_n, "beta": beta, "lambda": lam})
 
     p_t = prog.add_variables(f"{prefix}/p_t", nc, block=blk)
     p_o = None if planar else prog.add_variables(f"{prefix}/p_o", nc, block=blk)
-    s = prog.add_variables(f"{prefix}/w", nc if planar else 2 * nc, block=blk)
-    gamma = prog.add_variables(f"{prefix}/gamma", nc, lb=0.0, block=blk)
     fric = ca.mtimes(Jt_.T, p_t.sym)
     if p_o is not None:
         fric = fric + ca.mtimes(Jo_.T, p_o.sym)
-    dynamics = _dynamics(prog, prefix, M_, f_, v_, h, vp, Jn_, p_n.sym, fric)
-    normal = prog.add_complementarity(p_n.sym, w_n - (mu_ * gamma.sym if associated else 0),
-                                      name=f"{prefix}/non_penetration", block=blk)
+    dynamics = dynamics_row(prog, prefix, M_, f_, v_, h, vp, Jn_, p_n.sym, fric)
     w_t = ca.mtimes(Jt_, vp) + inv_hBt * p_t.sym
-    if planar:
-        fr, direction, disk = _segment_law(prog, prefix, blk, p_n.sym, p_t.sym, w_t, gamma.sym, s, mu_)
-    else:
-        w_o = ca.mtimes(Jo_, vp) + inv_hBt * p_o.sym
-        law = _cone_law(prog, prefix, blk, "disk", p_n.sym, p_t.sym, p_o.sym, w_t, w_o, gamma.sym, s, mu_)
-        fr, direction, disk = law.friction, law.direction, law.slack
-    return VelocityConeStep(v_next=v_next, p_n=p_n, p_t=p_t, p_o=p_o, w=s, gamma=gamma, dynamics=dynamics,
-                            non_penetration=normal, friction=fr, direction=direction, disk=disk,
-                            planar=bool(planar))
+    u = (w_n, w_t) if planar else (w_n, w_t, ca.mtimes(Jo_, vp) + inv_hBt * p_o.sym)
+    return cone_block(prog, prefix, v_next, p_n, p_t, p_o, dynamics, u, mu_, associated=bool(associated))
 
 
-def _dynamics(prog: Program, prefix: str, M: Any, f: Any, v: Any, h: float, vp: Any, Jn: Any, p_n: Any,
-              friction: Any) -> Any:
-    """``M (v+ - v) - h f - J_n^T p_n - friction = 0``."""
-    residual = ca.mtimes(M, vp - v) - h * f - ca.mtimes(Jn.T, p_n) - friction
-    return prog.add_constraint(residual, 0.0, 0.0, name=f"{prefix}/dynamics", block=prefix)
+Gain = Union[ArrayLike, Callable[[np.ndarray, np.ndarray], ArrayLike], None]
+
+
+@register
+class Compliant(Formulation):
+    """Drumwright's compliant contact (:func:`add_velocity_compliant_step`): per contact a
+    unilateral spring-damper normal row and damped tangential rows. With the cone and
+    ``associated`` (default) a time step is the convex cone QP of
+    :class:`~contactmp.formulations.compliant_friction.CompliantFriction` (reduced to the cone LCP
+    ``K_mu contains p _|_ W p + q in K_mu*`` and solved as that QP); with ``friction="pyramid"`` an
+    LCP. There is no ``phi / h`` gap stabilization: the penetration is the spring's.
+
+    Options: ``stiffness`` K [N/m], ``damping`` B [N s/m], ``tangential_damping`` Bt [N s/m] per
+    contact (scalars broadcast; ``h K + B > 0``, ``Bt > 0``; in time stepping ``stiffness`` and
+    ``damping`` may be callables ``gain(phi, q)`` of the gaps of all contacts and ``q_k``, evaluated
+    at every step's start and frozen over it, e.g.
+    :func:`~contactmp.models.compliance.hertz_gains`; a contact with ``h K + B = 0`` then carries
+    no force in that step), ``friction`` (``"cone"`` or ``"pyramid"``), ``facets`` (pyramid),
+    ``associated`` (De Saxce's ``- mu gamma`` in the normal row: the QP's KKT conditions; False:
+    Coulomb's non-associated law on the regularized slip).
+    """
+
+    name = "compliant"
+    solver = {"lcp": ("lemke", "newton"), "cone": "ipopt"}  # pyramid: an LCP; cone: the cone-QP backend
+
+    @dataclass(frozen=True)
+    class Options:
+        """The gains, the friction set and the normal law (see the class docstring)."""
+
+        stiffness: Gain = None
+        damping: Gain = 0.0
+        tangential_damping: Any = None
+        friction: str = "cone"
+        facets: int = 4
+        associated: bool = True
+
+        def __post_init__(self) -> None:
+            if self.friction not in FRICTION_LAWS:
+                raise InputError("friction", f"must be one of {', '.join(map(repr, FRICTION_LAWS))}, "
+                                             f"got {self.friction!r}")
+            if not isinstance(self.associated, (bool, np.bool_)):
+                raise InputError("associated", f"must be True or False, got {self.associated!r}")
+            if self.friction == "pyramid":
+                pyramid_generators(self.facets)
+
+    def check_system(self, system: ContactSystem, h: float) -> None:
+        """Validate the gains for ``system.n_c`` contacts and step ``h`` (constant gains) or
+        ``tangential_damping`` alone (callable gains); even facets for a planar pyramid."""
+        o = self.options
+        if self.callable_gains:
+            Bt = gain_array("tangential_damping", o.tangential_damping, system.n_c)
+            if (Bt <= 0).any():
+                raise InputError("tangential_damping", "must be > 0")
+        else:
+            compliant_gains(o.stiffness, o.damping, o.tangential_damping, system.n_c, h)
+        if o.friction == "pyramid" and system.planar and o.facets % 2:
+            raise InputError("facets", "must be even for a planar system")
+
+    @property
+    def callable_gains(self) -> bool:
+        """True when ``stiffness`` or ``damping`` is a callable ``gain(phi, q)``."""
+        return callable(self.options.stiffness) or callable(self.options.damping)
+
+    def gains(self, system: ContactSystem, phi: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``(K, B, Bt)`` (each ``n_c``) of a step starting at ``q`` with the gaps ``phi`` of all
+        contacts: the constants, or the callables evaluated at ``(phi, q)`` and checked (finite, >= 0)."""
+        o, nc = self.options, system.n_c
+        out = []
+        for name, g in (("stiffness", o.stiffness), ("damping", o.damping)):
+            if callable(g):
+                val = np.asarray(g(np.array(phi, dtype=float), np.array(q, dtype=float)), dtype=float)
+                val = np.full(nc, float(val)) if val.ndim == 0 else val.ravel()
+                if val.shape != (nc,) or not np.isfinite(val).all() or (val < 0).any():
+                    raise InputError(name, f"callable must return a scalar or {nc} finite values >= 0, got {val!r}")
+                out.append(val)
+            else:
+                out.append(gain_array(name, g, nc))
+        return out[0], out[1], gain_array("tangential_damping", o.tangential_damping, nc)
+
+    def step_contacts(self, step: Step, data: StepData) -> np.ndarray:
+        """The step's contacts with ``h K + B > 0`` (the others carry no force in this step)."""
+        K, B, _ = self.gains(step.system, step.system.eval_phi(step.q), step.q)
+        idx = np.arange(step.system.n_c) if step.contacts is None else np.asarray(step.contacts, dtype=int)
+        return np.flatnonzero(step.h * K[idx] + B[idx] > 0)
+
+    def add_step(self, prog: Program, step: Step) -> VelocityConeStep | VelocityPyramidStep:
+        """:func:`add_velocity_compliant_step` at the step's data and gains."""
+        o, s = self.options, step.system
+        if self.callable_gains and not step.numeric:
+            raise OptionError("configuration-dependent gains (callables) need numeric steps (TimeStepping)")
+        q = step.q if step.numeric else s.q_nominal
+        K, B, Bt = self.gains(s, s.eval_phi(q) if step.numeric else np.zeros(s.n_c), q)
+        idx = slice(None) if step.contacts is None else np.asarray(step.contacts, dtype=int)
+        d = step.data()
+        return add_velocity_compliant_step(
+            prog, M=d.M, f=d.f, v=step.v, Jn=d.Jn, Jt=d.Jt, Jo=d.Jo, mu=d.mu, phi=d.phi, h=step.h,
+            stiffness=K[idx], damping=B[idx], tangential_damping=Bt[idx], friction=o.friction, facets=o.facets,
+            associated=o.associated, prefix=step.prefix, planar=s.planar)

@@ -58,22 +58,24 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError
-from contactmp.formulations.cone_ncp import _cone_law
-from contactmp.formulations.velocity_pyramid import _dynamics_and_non_penetration, _matrix, _step_inputs
+from contactmp.formulations.base import Formulation, Step, StepBlock, register
+from contactmp.formulations.velocity_pyramid import _matrix, _step_inputs, dynamics_row, numeric_mu
 from contactmp.program import Complementarity, Constraint, Program, Variables
 
-__all__ = ["VelocityConeStep", "add_velocity_cone_step"]
+__all__ = ["VelocityConeStep", "add_velocity_cone_step", "cone_block", "Cone"]
 
 
-@dataclass
-class VelocityConeStep:
-    """Handles of one cone step block (query a solve with ``result.value(handle)``).
+@dataclass(eq=False, kw_only=True)
+class VelocityConeStep(StepBlock):
+    """Handles of one cone step block (a :class:`~contactmp.formulations.base.StepBlock`; query a
+    solve with ``result.value(handle)``).
 
     ``w`` holds ``(w_t..., w_o...)`` (``2 n_c``), or ``w_t`` alone (``n_c``) when ``planar``;
-    ``p_o`` is None when ``planar``.
+    ``p_o`` is None when ``planar``. ``cone`` is the block's
+    :class:`~contactmp.program.ConeComplementarity` (its pairs and rows are ``non_penetration``,
+    ``friction``, ``direction`` and ``disk``).
     """
 
-    v_next: Variables  #: v+, the velocity at the end of the step
     p_n: Variables  #: normal impulses (n_c, >= 0)
     p_t: Variables  #: friction impulses along t (n_c)
     p_o: Variables | None  #: friction impulses along o (n_c); None for planar systems
@@ -85,11 +87,6 @@ class VelocityConeStep:
     direction: Constraint  #: u_T + gamma w = 0
     disk: Complementarity  #: 0 <= 1 - |w|^2 _|_ gamma >= 0
     planar: bool
-
-    @property
-    def n_c(self) -> int:
-        """Number of contacts of the block."""
-        return self.p_n.size
 
     def friction_impulse(self, x: ArrayLike) -> np.ndarray:
         """(n_c, 2) tangential impulses ``(p_t, p_o)`` read from the program vector ``x``
@@ -105,6 +102,34 @@ class VelocityConeStep:
             out[:, 1] = xv[self.p_o.index]
         return out
 
+    def impulses(self, x: Any) -> np.ndarray:
+        """``(n_c, 3)`` impulses ``(p_n, p_t, p_o)`` at the program vector ``x``."""
+        return np.column_stack([self.program.value(self.p_n, x), self.friction_impulse(x)])
+
+    def modes(self, x: Any, tol: float = 1e-9) -> list[str]:
+        """Per contact ``"separated"`` (``p_n = 0``), ``"sliding"`` (sliding speed ``gamma > 0``)
+        or ``"sticking"``, judged relative to the largest entry (``tol``)."""
+        pn, g = self.program.value(self.p_n, x), self.program.value(self.gamma, x)
+        sp, sg = tol * max(np.abs(pn).max(initial=0.0), 1e-300), tol * max(np.abs(g).max(initial=0.0), 1e-300)
+        return ["separated" if a <= sp else "sliding" if b > sg else "sticking" for a, b in zip(pn, g)]
+
+
+def cone_block(prog: Program, prefix: str, v_next: Variables, p_n: Variables, p_t: Variables,
+               p_o: Variables | None, dynamics: Constraint, u: tuple[Any, ...], mu: Any,
+               associated: bool) -> VelocityConeStep:
+    """Add Coulomb's law ``(p_n, p_t[, p_o]) in K_mu`` against the contact velocities ``u`` as one
+    :class:`~contactmp.program.ConeComplementarity` (named ``prefix``) and return the step block."""
+    r = (p_n.sym, p_t.sym) if p_o is None else (p_n.sym, p_t.sym, p_o.sym)
+    cone = prog.add_cone_complementarity(r, u, mu, associated=associated, name=prefix, block=prefix)
+    handles = {"p_n": p_n, "p_t": p_t, "w": cone.w, "gamma": cone.gamma}
+    if p_o is not None:
+        handles["p_o"] = p_o
+    return VelocityConeStep(program=prog, v_next=v_next, mu=numeric_mu(mu, p_n.size), p_n=p_n, p_t=p_t, p_o=p_o,
+                            w=cone.w, gamma=cone.gamma, dynamics=dynamics, non_penetration=cone.normal,
+                            friction=cone.friction, direction=cone.direction, disk=cone.disk,
+                            planar=p_o is None, constraints=(dynamics, cone.friction, cone.direction),
+                            complementarities=(cone.normal, cone.disk), cones=(cone,), handles=handles)
+
 
 def _structurally_zero(J: Any) -> bool:
     """True when ``J`` is zero: every entry of a number array, or every stored entry of an SX
@@ -116,19 +141,6 @@ def _structurally_zero(J: Any) -> bool:
     if isinstance(J, ca.SX):
         return all(J.nz[i].is_zero() for i in range(J.nnz()))
     return J.nnz() == 0 or bool(J.is_zero())
-
-
-def _segment_law(
-    prog: Program, prefix: str, block: str, p_n: Any, p_t: Any, u_t: Any, gamma: Any, w: Variables,
-    mu: Any,
-) -> tuple[Constraint, Constraint, Complementarity]:
-    """The disk law with one tangent (``w_o = 0``): ``p_t = mu p_n w``, ``u_t + gamma w = 0``,
-    ``0 <= 1 - w^2 _|_ gamma >= 0`` (names as in ``_cone_law``)."""
-    wt = w.sym
-    friction = prog.add_constraint(p_t - mu * p_n * wt, 0.0, 0.0, name=f"{prefix}/friction", block=block)
-    direction = prog.add_constraint(u_t + gamma * wt, 0.0, 0.0, name=f"{prefix}/direction", block=block)
-    slack = prog.add_complementarity(1.0 - wt * wt, gamma, name=f"{prefix}/disk_perp_gamma", block=block)
-    return friction, direction, slack
 
 
 def disk_step_inputs(M: Any, f: Any, v: Any, Jn: Any, Jt: Any, Jo: Any, mu: Any, phi: Any, h: float,
@@ -196,22 +208,38 @@ def add_velocity_cone_step(
     p_n = prog.add_variables(f"{prefix}/p_n", nc, lb=0.0, block=blk)
     p_t = prog.add_variables(f"{prefix}/p_t", nc, block=blk)
     p_o = None if planar else prog.add_variables(f"{prefix}/p_o", nc, block=blk)
-    w = prog.add_variables(f"{prefix}/w", nc if planar else 2 * nc, block=blk)
-    gamma = prog.add_variables(f"{prefix}/gamma", nc, lb=0.0, block=blk)
-
     vp = v_next.sym
     friction_impulse = ca.mtimes(Jt_.T, p_t.sym)
     if p_o is not None:
         friction_impulse = friction_impulse + ca.mtimes(Jo_.T, p_o.sym)
-    dynamics, non_pen = _dynamics_and_non_penetration(prog, prefix, M_, f_, v_, h, v_next, p_n, Jn_, phi_,
-                                                      friction_impulse, gap_stabilization)
-    u_t = ca.mtimes(Jt_, vp)
-    if planar:
-        friction, direction, disk = _segment_law(prog, prefix, blk, p_n.sym, p_t.sym, u_t, gamma.sym, w, mu_)
-    else:
-        law = _cone_law(prog, prefix, blk, "disk", p_n.sym, p_t.sym, p_o.sym, u_t, ca.mtimes(Jo_, vp),
-                        gamma.sym, w, mu_)
-        friction, direction, disk = law.friction, law.direction, law.slack
-    return VelocityConeStep(v_next=v_next, p_n=p_n, p_t=p_t, p_o=p_o, w=w, gamma=gamma, dynamics=dynamics,
-                            non_penetration=non_pen, friction=friction, direction=direction, disk=disk,
-                            planar=bool(planar))
+    dynamics = dynamics_row(prog, prefix, M_, f_, v_, h, vp, Jn_, p_n.sym, friction_impulse)
+    u_n = ca.mtimes(Jn_, vp) + (phi_ / h if gap_stabilization else 0)
+    u = (u_n, ca.mtimes(Jt_, vp)) if planar else (u_n, ca.mtimes(Jt_, vp), ca.mtimes(Jo_, vp))
+    return cone_block(prog, prefix, v_next, p_n, p_t, p_o, dynamics, u, mu_, associated=False)
+
+
+@register
+class Cone(Formulation):
+    """The velocity-level Coulomb cone (:func:`add_velocity_cone_step`): an fc3d problem per time
+    step (the registry's fc3d solvers, Newton first), an MPCC block (disk form) in trajectory
+    optimization. Option ``gap_stabilization`` (the ``phi / h`` term of the normal row)."""
+
+    name = "cone"
+    auto_options = {"quick": False}  # Newton first: no Gauss-Seidel squeezing friction at rest
+
+    @dataclass(frozen=True)
+    class Options:
+        """``gap_stabilization``: the normal row is ``phi / h + Jn v+ >= 0``."""
+
+        gap_stabilization: bool = True
+
+        def __post_init__(self) -> None:
+            if not isinstance(self.gap_stabilization, (bool, np.bool_)):
+                raise InputError("gap_stabilization", f"must be True or False, got {self.gap_stabilization!r}")
+
+    def add_step(self, prog: Program, step: Step) -> VelocityConeStep:
+        """:func:`add_velocity_cone_step` at the step's data (planar for a planar system)."""
+        d = step.data()
+        return add_velocity_cone_step(prog, M=d.M, f=d.f, v=step.v, Jn=d.Jn, Jt=d.Jt, Jo=d.Jo, mu=d.mu, phi=d.phi,
+                                      h=step.h, prefix=step.prefix, planar=step.system.planar,
+                                      gap_stabilization=self.options.gap_stabilization)

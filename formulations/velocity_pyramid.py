@@ -25,14 +25,15 @@ import numpy as np
 
 from contactmp.errors import InputError, check_spd
 from contactmp.formulations.pyramid_lcp import facet_generators
+from contactmp.formulations.base import Formulation, Step, StepBlock, register
+from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, Constraint, Program, Variables
 
 
-@dataclass
-class VelocityPyramidStep:
-    """Handles of one step block (query a solve with ``result.value(handle)``)."""
+@dataclass(eq=False, kw_only=True)
+class VelocityPyramidStep(StepBlock):
+    """Handles of one pyramid step block (a :class:`~contactmp.formulations.base.StepBlock`)."""
 
-    v_next: Variables  #: v+, the velocity at the end of the step
     p_n: Variables  #: normal impulses (n_c)
     beta: Variables  #: friction impulses along the generators (n_c * k, contact-major)
     lam: Variables  #: sliding-speed multipliers (n_c)
@@ -46,6 +47,18 @@ class VelocityPyramidStep:
         """(n_c, 2) tangential impulses (along t and o) from the generator weights ``beta``."""
         k = self.generators.shape[0]
         return np.asarray(beta, dtype=float).reshape(-1, k) @ self.generators
+
+    def impulses(self, x: Any) -> np.ndarray:
+        """``(n_c, 3)`` impulses ``(p_n, D^T beta)`` at the program vector ``x``."""
+        prog = self.program
+        return np.column_stack([prog.value(self.p_n, x), self.friction_impulse(prog.value(self.beta, x))])
+
+    def modes(self, x: Any, tol: float = 1e-9) -> list[str]:
+        """Per contact ``"separated"`` (``p_n = 0``), ``"sliding"`` (sliding speed ``lambda > 0``)
+        or ``"sticking"``, judged relative to the largest entry (``tol``)."""
+        pn, lam = self.program.value(self.p_n, x), self.program.value(self.lam, x)
+        sp, sl = tol * max(np.abs(pn).max(initial=0.0), 1e-300), tol * max(np.abs(lam).max(initial=0.0), 1e-300)
+        return ["separated" if a <= sp else "sliding" if b > sl else "sticking" for a, b in zip(pn, lam)]
 
 
 def pyramid_generators(facets: int) -> np.ndarray:
@@ -86,18 +99,13 @@ def _step_inputs(M: Any, f: Any, v: Any, phi: Any, mu: Any, nc: int, nv: int) ->
     return M_, f_, v_, phi_, mu_
 
 
-def _dynamics_and_non_penetration(prog: Program, prefix: str, M: Any, f: Any, v: Any, h: float,
-                                  v_next: Variables, p_n: Variables, Jn: Any, phi: Any, friction: Any,
-                                  gap_stabilization: bool) -> tuple[Constraint, Complementarity]:
-    """The rows every velocity-level step shares: ``M (v+ - v) = h f + J_n^T p_n + friction`` and
-    ``0 <= p_n _|_ phi / h + J_n v+ >= 0`` (``J_n v+ >= 0`` without ``gap_stabilization``), where
-    ``friction`` is the generalized friction impulse of the step's friction law."""
-    vp = v_next.sym
-    residual = ca.mtimes(M, vp - v) - h * f - ca.mtimes(Jn.T, p_n.sym) - friction
-    dynamics = prog.add_constraint(residual, 0.0, 0.0, name=f"{prefix}/dynamics", block=prefix)
-    gap_rate = ca.mtimes(Jn, vp) + (phi / h if gap_stabilization else 0)
-    non_pen = prog.add_complementarity(p_n.sym, gap_rate, name=f"{prefix}/non_penetration", block=prefix)
-    return dynamics, non_pen
+def dynamics_row(prog: Program, prefix: str, M: Any, f: Any, v: Any, h: float, vp: Any, Jn: Any, p_n: Any,
+                 friction: Any) -> Constraint:
+    """The dynamics every velocity-level step shares, ``M (v+ - v) - h f - J_n^T p_n - friction = 0``,
+    where ``friction`` is the generalized friction impulse of the step's friction law."""
+    residual = ca.mtimes(M, vp - v) - h * f - ca.mtimes(Jn.T, p_n) - friction
+    return prog.add_constraint(residual, 0.0, 0.0, name=f"{prefix}/dynamics", block=prefix)
+
 
 def add_velocity_pyramid_step(
     prog: Program,
@@ -147,8 +155,9 @@ def add_velocity_pyramid_step(
     D = ca.vertcat(*D_rows) if any(isinstance(r, (ca.SX, ca.MX)) for r in D_rows) else np.vstack(D_rows)
 
     vp = v_next.sym
-    dynamics, non_pen = _dynamics_and_non_penetration(prog, prefix, M_, f_, v_, h, v_next, p_n, Jn_, phi_,
-                                                      ca.mtimes(D.T, beta.sym), gap_stabilization)
+    dynamics = dynamics_row(prog, prefix, M_, f_, v_, h, vp, Jn_, p_n.sym, ca.mtimes(D.T, beta.sym))
+    gap_rate = ca.mtimes(Jn_, vp) + (phi_ / h if gap_stabilization else 0)
+    non_pen = prog.add_complementarity(p_n.sym, gap_rate, name=f"{prefix}/non_penetration", block=blk)
     E = np.kron(np.eye(nc), np.ones((k, 1)))  # (nc*k x nc): lambda_j repeated for its k generators
     dissipation = prog.add_complementarity(
         beta.sym, ca.mtimes(E, lam.sym) + ca.mtimes(D, vp), name=f"{prefix}/dissipation", block=blk
@@ -156,4 +165,54 @@ def add_velocity_pyramid_step(
     polygon = prog.add_complementarity(
         lam.sym, mu_ * p_n.sym - ca.mtimes(E.T, beta.sym), name=f"{prefix}/polygon", block=blk
     )
-    return VelocityPyramidStep(v_next, p_n, beta, lam, dynamics, non_pen, dissipation, polygon, G)
+    return VelocityPyramidStep(program=prog, v_next=v_next, mu=numeric_mu(mu_, nc), p_n=p_n, beta=beta, lam=lam,
+                               dynamics=dynamics, non_penetration=non_pen, dissipation=dissipation,
+                               polygon=polygon, generators=G, constraints=(dynamics,),
+                               complementarities=(non_pen, dissipation, polygon),
+                               handles={"p_n": p_n, "beta": beta, "lambda": lam})
+
+
+def numeric_mu(mu: Any, n: int) -> np.ndarray:
+    """``mu`` as ``n`` floats (NaN when it is a symbolic expression)."""
+    try:
+        return np.asarray(ca.DM(ca.evalf(mu)) if isinstance(mu, (ca.SX, ca.MX)) else mu, dtype=float).reshape(n)
+    except RuntimeError:
+        return np.full(n, np.nan)
+
+
+@register
+class Pyramid(Formulation):
+    """The velocity-level k-facet friction pyramid (:func:`add_velocity_pyramid_step`): an LCP per
+    time step (Lemke, then the semismooth Newton method), an MPCC block in trajectory optimization.
+
+    Options: ``facets`` k (>= 3; even for planar systems), ``gap_stabilization`` (the
+    ``phi / h`` term of the non-penetration row)."""
+
+    name = "pyramid"
+    solver = {"lcp": ("lemke", "newton")}
+
+    @dataclass(frozen=True)
+    class Options:
+        """``facets`` k >= 3 of the polygon; ``gap_stabilization``: ``phi / h + Jn v+ >= 0``."""
+
+        facets: int = 4
+        gap_stabilization: bool = True
+
+        def __post_init__(self) -> None:
+            pyramid_generators(self.facets)
+            if not isinstance(self.gap_stabilization, (bool, np.bool_)):
+                raise InputError("gap_stabilization", f"must be True or False, got {self.gap_stabilization!r}")
+
+    def check_system(self, system: ContactSystem, h: float) -> None:
+        """A planar system needs an even number of facets (an odd polygon is not symmetric along
+        the single tangent)."""
+        if system.planar and self.options.facets % 2:
+            raise InputError("facets", "must be even for a planar system (an odd polygon is not "
+                                       "symmetric along the single tangent)")
+
+    def add_step(self, prog: Program, step: Step) -> VelocityPyramidStep:
+        """:func:`add_velocity_pyramid_step` at the step's data."""
+        d = step.data()
+        return add_velocity_pyramid_step(prog, M=d.M, f=d.f, v=step.v, Jn=d.Jn, Jt=d.Jt, Jo=d.Jo, mu=d.mu,
+                                         phi=d.phi, h=step.h, facets=self.options.facets, prefix=step.prefix,
+                                         gap_stabilization=self.options.gap_stabilization)

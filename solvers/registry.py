@@ -52,8 +52,12 @@ def lcp_solver(name: str) -> Callable[..., Result]:
 _LOADED: dict[str, Callable[..., Result]] = {}
 
 
-def solve_lcp(M: Any, q: Any, solver: str | None = None, **options: Any) -> Result:
+def solve_lcp(M: Any, q: Any, solver: str | tuple[str, ...] | None = None, **options: Any) -> Result:
     """Solve LCP(q, M): z >= 0, w = M z + q >= 0, z^T w = 0.
+
+    ``solver`` is a registry name, a tuple of names (a chain: tried in order until one verifies,
+    each with all ``options``; the answer of least residual is returned, with ``extras["attempts"]``)
+    or None / ``"auto"``.
 
     With ``solver=None`` (or ``"auto"``) the solvers of :data:`DEFAULT_LCP_ORDER` are tried in
     turn until one returns a verified solution; ``extras["attempts"]`` lists every attempt and
@@ -64,6 +68,9 @@ def solve_lcp(M: Any, q: Any, solver: str | None = None, **options: Any) -> Resu
     before a verified solution, the answer is the attempt of least residual with status
     ``time_limit``.
     """
+    if isinstance(solver, tuple):
+        M, q = validate_lcp(M, q)
+        return _try_in_order(solver, lcp_solver, (M, q), options, set(options))[0]
     if solver is not None and solver != "auto":
         fn = _LOADED.get(solver) if type(solver) is str else None  # hot path: a loaded name
         if fn is None:

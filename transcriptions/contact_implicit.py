@@ -10,41 +10,19 @@ step's own variables ``q_k``:
     (friction law of the formulation, at the velocity v_{k+1})
     q_{k+1} = q_k + h qdot(q_k, v_{k+1})
 
-with one of two friction laws (``formulation``):
+with the contact law of the formulation (a name of the registry,
+:mod:`contactmp.formulations.base`, or a configured formulation object): ``"pyramid"`` (the k-gon
+circumscribing Coulomb's disk), ``"cone"`` (Coulomb's disk in its smooth disk form),
+``"compliant"`` (Drumwright's compliant cone QP through its KKT conditions; no ``phi / h`` gap
+stabilization, so boundary states must be at the spring's depth), ``"nmdp"`` (Pan and Hauser's
+backward-Euler maximal-dissipation step through its KKT conditions; the formulation owns
+``q_{k+1}``, its :attr:`~contactmp.formulations.base.Formulation.backward_euler`) and ``"mdp"`` (the
+linearized MDP frozen at ``q_k``). Each step is the formulation's
+:meth:`~contactmp.formulations.base.Formulation.add_step` block, the same block
+:class:`~contactmp.transcriptions.time_stepping.TimeStepping` solves one at a time.
 
-* ``"pyramid"``: :func:`~contactmp.formulations.velocity_pyramid.add_velocity_pyramid_step`, the
-  friction impulse ``D(q_k)^T beta`` with ``0 <= beta _|_ lambda + D(q_k) v_{k+1} >= 0`` and
-  ``0 <= lambda _|_ mu p_n - sum beta >= 0`` (a k-gon circumscribing Coulomb's disk);
-* ``"cone"``: :func:`~contactmp.formulations.velocity_cone.add_velocity_cone_step`, Coulomb's
-  disk ``(p_t, p_o) = mu p_n w``, ``(Jt v_{k+1}, Jo v_{k+1}) + gamma w = 0``,
-  ``0 <= 1 - |w|^2 _|_ gamma >= 0`` (the ``t`` direction only for planar systems, where the cone
-  and the even-facet pyramid are the same segment ``|p_t| <= mu p_n``).
-
-* ``"compliant"``: Drumwright's compliant contact,
-  :func:`~contactmp.formulations.velocity_compliant.add_velocity_compliant_step`: the cone step with a
-  regularized residual, ``0 <= p_n _|_ D K phi(q_k) + Jn v_{k+1} + (D / h) p_n - mu gamma >= 0``
-  (``D = 1 / (h K + B)``) and the slip ``Jt v_{k+1} + p_t / (h Bt)`` in the disk law, i.e. the KKT
-  conditions of :class:`~contactmp.formulations.compliant_friction.CompliantFriction`'s cone QP at the
-  step's state (the step of TimeStepping(formulation="compliant") with every contact active).
-  Gains ``stiffness`` K [N/m], ``damping`` B [N s/m], ``tangential_damping`` Bt [N s/m] per contact;
-  ``compliant_friction="pyramid"`` uses the k-gon (``facets``) instead of the disk. There is no
-  ``phi / h`` gap stabilization: a body at rest sinks to the spring's depth ``m g / K``, so
-  boundary states must be at that depth (or leave the height free).
-* ``"nmdp"``: Pan and Hauser's nonconvex maximal-dissipation step,
-  :func:`~contactmp.formulations.nmdp.add_nmdp_step`: the contact force of contact i is
-  ``s_i(q) sum_j w_ij b_j`` (``V`` pyramid vertices ``b_j``, magnitude ``s_i = k min(phi_i - r, 0)^2
-  + relax``, ``w_i >= 0``, ``1^T w_i <= 1``), the dynamics are backward Euler in ``q_{k+1}``
-  (``M(q_{k+1}) (v_{k+1} - v_k) = h (B u_k - h(q_{k+1}, v_{k+1}) + W(q_{k+1}) w)``) and ``w`` minimizes
-  the kinetic energy at ``k+1``; the step enters as the KKT conditions of that program (stationarity
-  rows and the pairs ``0 <= w _|_ lam_w >= 0``, ``0 <= 1 - 1^T w_i _|_ lam_s >= 0``). A penalty-like
-  contact: the body rests where ``s_i(q)`` carries its weight, below ``phi = r``.
-* ``"mdp"``: the linearized MDP of the same polytopes frozen at ``q_k``,
-  :func:`~contactmp.formulations.linearized_mdp.add_linearized_mdp_step` (the convex QP's KKT, an LCP
-  per step). Both need minimal coordinates (``qdot = v``) and a 0/1 input selection ``B``; the
-  polytope options go in ``polytope={"vertices", "stiffness", "relax", "radius"}``.
-
-Every block is fed with the system's CasADi expressions after substituting ``q, v, u`` by the
-step's variables; its ``v_next`` variables *are* ``v_{k+1}``. Every contact enters every step
+Every block is fed with the step's variables ``q_k, v_k, u_k`` (and ``q_{k+1}`` for a backward-Euler
+formulation); its ``v_next`` variables *are* ``v_{k+1}``. Every contact enters every step
 (TimeStepping with ``active_gap = inf``; for contacts with ``phi <= active_gap`` the two coincide).
 The quaternion renormalization of TimeStepping's 3-D bodies is not part of the transcription.
 
@@ -62,35 +40,13 @@ import casadi as ca
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactmp.errors import InputError, OptionError
-from contactmp.formulations.velocity_compliant import (
-    FRICTION_LAWS,
-    add_velocity_compliant_step,
-    compliant_gains,
-)
-from contactmp.formulations.velocity_cone import VelocityConeStep, add_velocity_cone_step
-from contactmp.formulations.velocity_pyramid import (
-    VelocityPyramidStep,
-    add_velocity_pyramid_step,
-    pyramid_generators,
-)
+from contactmp.errors import InputError
+from contactmp.formulations.base import Formulation, Step, StepBlock, formulation as make_formulation
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Program, Variables
-from contactmp.result import Status
+from contactmp.result import Result, Status
 
-__all__ = ["ContactImplicitTO", "FORMULATIONS", "TOResult"]
-
-#: formulation name -> the step block it stacks
-FORMULATIONS: dict[str, str] = {
-    "pyramid": "velocity-level k-facet friction pyramid (add_velocity_pyramid_step)",
-    "cone": "velocity-level Coulomb cone, disk form (add_velocity_cone_step)",
-    "compliant": "Drumwright's compliant cone QP through its KKT conditions (add_velocity_compliant_step)",
-    "nmdp": "Pan-Hauser nonconvex maximal dissipation, backward Euler, through its KKT conditions (add_nmdp_step)",
-    "mdp": "linearized maximal-dissipation QP frozen at q_k, through its KKT/LCP conditions "
-           "(add_linearized_mdp_step)",
-}
-#: the formulations whose contact forces are convex combinations of wrench-polytope vertices
-POLYTOPE_FORMULATIONS = ("nmdp", "mdp")
+__all__ = ["ContactImplicitTO", "TOResult"]
 
 
 @dataclass
@@ -103,7 +59,8 @@ class TOResult:
     ``max |min(a_i, b_i)|`` over every complementarity pair, ``constraint_violation`` the scaled
     violation of the equality/inequality rows (both from :meth:`Program.residuals`). ``starts``
     records every start (index, status, objective, violations, IPOPT iterations, time);
-    ``best`` is the index of the chosen start; ``result`` its :class:`ProgramResult`.
+    ``best`` is the index of the chosen start; ``result`` its :class:`~contactmp.result.Result` and
+    ``results`` every start's.
     """
 
     t: np.ndarray
@@ -119,7 +76,8 @@ class TOResult:
     constraint_violation: float
     best: int
     starts: list[dict[str, Any]] = field(default_factory=list)
-    result: Any = field(default=None, repr=False)
+    result: Result | None = field(default=None, repr=False)
+    results: list[Result] = field(default_factory=list, repr=False)
 
     @property
     def success(self) -> bool:
@@ -140,81 +98,38 @@ class ContactImplicitTO:
     system : ContactSystem
     N : number of steps (>= 1).
     h : step length (s), > 0.
-    formulation : ``"pyramid"``, ``"cone"`` or ``"compliant"`` (see the module docstring and
-        :data:`FORMULATIONS`).
-    facets : pyramid facets (>= 3; even for planar systems); used by ``"pyramid"`` and by
-        ``"compliant"`` with ``compliant_friction="pyramid"``.
-    stiffness, damping, tangential_damping : compliant gains K [N/m], B [N s/m], Bt [N s/m] per
-        contact (scalars broadcast; ``K, B >= 0``, ``h K + B > 0``, ``Bt > 0``; validated as in
-        TimeStepping); used by ``"compliant"`` only.
-    compliant_friction : ``"cone"`` (default) or ``"pyramid"``: the friction set of ``"compliant"``.
-    compliant_associated : True (default): the normal row carries De Saxce's ``- mu gamma``, so each
-        step is exactly CompliantFriction's QP (a sliding body rides ``(h + B/K) mu gamma`` high);
-        False: Coulomb's non-associated law with the regularized slip, whose ``K, Bt -> inf`` limit
-        is the ``"cone"`` step.
-    polytope : ``"nmdp"`` and ``"mdp"`` only: ``vertices`` (V; 2 for planar systems), ``stiffness`` k
-        [N/m^2], ``relax`` [N], ``radius`` r [m] of the wrench polytopes (see
-        :class:`~contactmp.formulations.nmdp.NMDP`).
+    formulation : a registered name (``"pyramid"``, ``"cone"``, ``"compliant"``, ``"nmdp"``,
+        ``"mdp"``, or one registered by the user) or a configured
+        :class:`~contactmp.formulations.base.Formulation`.
+    facets : shorthand for the ``facets`` option (pyramid; compliant with ``friction="pyramid"``).
+    **options : the formulation's options (with a name): ``stiffness``, ``damping``,
+        ``tangential_damping``, ``friction``, ``associated`` for ``"compliant"``; ``vertices``,
+        ``stiffness``, ``relax``, ``radius`` for ``"nmdp"`` / ``"mdp"``; ...
 
     Handles: ``q[k]``, ``v[k]`` (k = 0..N) and ``u[k]`` (k = 0..N-1) are
     :class:`~contactmp.program.Variables` of ``.program``; ``steps[k]`` (k = 0..N-1) the step
-    blocks: :class:`~contactmp.formulations.velocity_pyramid.VelocityPyramidStep` (``p_n``,
-    ``beta``, ``lam``) or :class:`~contactmp.formulations.velocity_cone.VelocityConeStep`
-    (``p_n``, ``p_t``, ``p_o``, ``w``, ``gamma``).
+    blocks (:class:`~contactmp.formulations.base.StepBlock`: ``impulses(x)``, ``modes(x)``,
+    ``handles``, and the formulation's own fields such as ``p_n``, ``beta``, ``w``, ``gamma``).
     """
 
-    def __init__(self, system: ContactSystem, N: int, h: float, formulation: str = "pyramid",
-                 facets: int = 4, *, stiffness: ArrayLike | None = None, damping: ArrayLike = 0.0,
-                 tangential_damping: ArrayLike | None = None, compliant_friction: str = "cone",
-                 compliant_associated: bool = True, polytope: dict[str, Any] | None = None) -> None:
+    def __init__(self, system: ContactSystem, N: int, h: float, formulation: str | Formulation = "pyramid",
+                 facets: int | None = None, **options: Any) -> None:
         if not isinstance(system, ContactSystem):
             raise InputError("system", f"must be a ContactSystem, got {type(system).__name__}")
         if not isinstance(N, (int, np.integer)) or isinstance(N, bool) or N < 1:
             raise InputError("N", f"must be an integer >= 1, got {N!r}")
         if not (isinstance(h, (int, float)) and not isinstance(h, bool) and math.isfinite(h) and h > 0):
             raise InputError("h", f"must be a positive finite step, got {h!r}")
-        if not isinstance(formulation, str) or formulation not in FORMULATIONS:
-            raise OptionError(f"formulation must be one of {', '.join(map(repr, FORMULATIONS))}, "
-                              f"got {formulation!r}")
-        self.stiffness = self.damping = self.tangential_damping = None
-        self.compliant_friction = compliant_friction
-        if not isinstance(compliant_associated, (bool, np.bool_)):
-            raise InputError("compliant_associated", f"must be True or False, got {compliant_associated!r}")
-        self.compliant_associated = bool(compliant_associated)
-        if formulation == "compliant":
-            self.stiffness, self.damping, self.tangential_damping = compliant_gains(
-                stiffness, damping, tangential_damping, system.n_c, float(h))
-            if compliant_friction not in FRICTION_LAWS:
-                raise InputError("compliant_friction", f"must be one of {', '.join(map(repr, FRICTION_LAWS))}, "
-                                                       f"got {compliant_friction!r}")
-        self.polytope: dict[str, Any] = {}
-        self._nmdp = None
-        if formulation in POLYTOPE_FORMULATIONS:
-            from contactmp.formulations.nmdp import NMDP
-
-            opts = dict(polytope or {})
-            unknown = set(opts) - {"vertices", "stiffness", "relax", "radius"}
-            if unknown:
-                raise InputError("polytope", f"unknown keys {sorted(unknown)} (allowed: vertices, stiffness, "
-                                             "relax, radius)")
-            self._nmdp = NMDP(system, **opts)  # validates the system (qdot = v, 0/1 B) and every option
-            self.polytope = {"vertices": self._nmdp.vertices, "stiffness": self._nmdp.stiffness,
-                             "relax": self._nmdp.relax, "radius": self._nmdp.radius}
-        elif polytope is not None:
-            raise InputError("polytope", f"is used by the formulations {POLYTOPE_FORMULATIONS} only")
-        uses_facets = formulation == "pyramid" or (formulation == "compliant" and compliant_friction == "pyramid")
-        if uses_facets:
-            pyramid_generators(facets)  # validates facets
-            if system.planar and facets % 2:
-                raise InputError("facets", "must be even for a planar system")
+        if facets is not None:
+            options["facets"] = facets
+        self.formulation = make_formulation(formulation, **options)
+        self.formulation.check_system(system, float(h))
         self.system, self.N, self.h = system, int(N), float(h)
-        self.formulation = formulation
-        self.facets = int(facets) if uses_facets else facets
         self.program = Program("contact_implicit_to")
         self.q: list[Variables] = []
         self.v: list[Variables] = []
         self.u: list[Variables] = []
-        self.steps: list[VelocityPyramidStep | VelocityConeStep] = []
+        self.steps: list[StepBlock] = []
         self._q0: np.ndarray | None = None
         self._v0: np.ndarray | None = None
         self._qf: np.ndarray | None = None
@@ -225,70 +140,24 @@ class ContactImplicitTO:
     def _build(self) -> None:
         s, prog, hs = self.system, self.program, self.h
         nq, nv, nu = s.n_q, s.n_v, s.n_u
-        fn = ca.Function("step_data", [s.q, s.v, s.u],
-                         [s.M, s.B @ s.u - s.h, s.Jn, s.Jt, s.Jo, s.phi])
-        qdot = ca.Function("qdot", [s.q, s.v], [s.qdot])
         self._qdot_jac = ca.Function("qdot_jac", [s.q], [ca.jacobian(s.qdot, s.v)])  # qdot is linear in v
-        self._tangents = ca.Function("tangents", [s.q], [s.Jt, s.Jo])
         self.q.append(prog.add_variables("q0", nq, init=s.q_nominal, block="state0"))
         self.v.append(prog.add_variables("v0", nv, block="state0"))
+        implicit = self.formulation.backward_euler
         for k in range(self.N):
             qk, vk = self.q[k].sym, self.v[k].sym
             uk = prog.add_variables(f"u{k}", nu, block=f"input{k}")
             self.u.append(uk)
-            if self.formulation in POLYTOPE_FORMULATIONS:
-                self._add_polytope_step(k, qk, vk, uk.sym)
-                continue
-            M, f, Jn, Jt, Jo, phi = fn(qk, vk, uk.sym)
-            if self.formulation == "pyramid":
-                blk = add_velocity_pyramid_step(prog, M=M, f=f, v=vk, Jn=Jn, Jt=Jt, Jo=Jo, mu=s.mu,
-                                                phi=phi, h=hs, facets=self.facets, prefix=f"step{k}")
-            elif self.formulation == "compliant":
-                blk = add_velocity_compliant_step(
-                    prog, M=M, f=f, v=vk, Jn=Jn, Jt=Jt, Jo=Jo, mu=s.mu, phi=phi, h=hs,
-                    stiffness=self.stiffness, damping=self.damping, tangential_damping=self.tangential_damping,
-                    friction=self.compliant_friction, facets=self.facets, associated=self.compliant_associated,
-                    prefix=f"step{k}", planar=s.planar)
-            else:
-                blk = add_velocity_cone_step(prog, M=M, f=f, v=vk, Jn=Jn, Jt=Jt, Jo=Jo, mu=s.mu,
-                                             phi=phi, h=hs, prefix=f"step{k}", planar=s.planar)
+            q_next = prog.add_variables(f"q{k + 1}", nq, init=s.q_nominal, block=f"state{k + 1}") if implicit else None
+            step = Step(s, hs, qk, vk, uk.sym, f"step{k}", q_next=None if q_next is None else q_next.sym)
+            blk = self.formulation.add_step(prog, step)
             self.steps.append(blk)
             self.v.append(blk.v_next)
-            q_next = prog.add_variables(f"q{k + 1}", nq, init=s.q_nominal, block=f"state{k + 1}")
+            if q_next is None:
+                q_next = prog.add_variables(f"q{k + 1}", nq, init=s.q_nominal, block=f"state{k + 1}")
             self.q.append(q_next)
-            prog.add_constraint(q_next.sym - qk - hs * qdot(qk, blk.v_next.sym), 0.0, 0.0,
+            prog.add_constraint(q_next.sym - qk - hs * step.qdot(qk, blk.v_next.sym), 0.0, 0.0,
                                 name=f"kinematics{k}", block=f"step{k}")
-
-    def _add_polytope_step(self, k: int, qk: ca.SX, vk: ca.SX, uk: ca.SX) -> None:
-        """Step k of the ``"nmdp"`` / ``"mdp"`` formulations: the block, ``v_{k+1}``, ``q_{k+1}`` and
-        the kinematics ``q_{k+1} = q_k + h v_{k+1}`` (minimal coordinates)."""
-        from contactmp.formulations.linearized_mdp import add_linearized_mdp_step
-        from contactmp.formulations.nmdp import add_nmdp_step
-
-        s, prog, hs = self.system, self.program, self.h
-        if self.formulation == "mdp":
-            blk = add_linearized_mdp_step(prog, s, qk, vk, uk, hs, prefix=f"step{k}", **self.polytope)
-            v_next = blk.v_next
-            q_next = prog.add_variables(f"q{k + 1}", s.n_q, init=s.q_nominal, block=f"state{k + 1}")
-        else:
-            q_next = prog.add_variables(f"q{k + 1}", s.n_q, init=s.q_nominal, block=f"state{k + 1}")
-            v_next = prog.add_variables(f"v{k + 1}", s.n_v, block=f"state{k + 1}")
-            blk = add_nmdp_step(prog, s, qk, vk, q_next.sym, uk, hs, prefix=f"step{k}", **self.polytope)
-        self.steps.append(blk)
-        self.v.append(v_next)
-        self.q.append(q_next)
-        prog.add_constraint(q_next.sym - qk - hs * v_next.sym, 0.0, 0.0, name=f"kinematics{k}", block=f"step{k}")
-
-    def _polytope_impulses(self, k: int, x: np.ndarray) -> np.ndarray:
-        """(n_c, 3) impulses ``h s_i(q) sum_j w_ij (1, mu c_j, mu s_j)`` of polytope step k: the
-        magnitudes at ``q_{k+1}`` (NMDP, backward Euler) or ``q_k`` (linearized MDP)."""
-        from contactmp.formulations.nmdp import polytope_forces
-
-        prog = self.program
-        q_at = self.q[k + 1] if self.formulation == "nmdp" else self.q[k]
-        mags = np.asarray(self._nmdp._c.magnitudes(prog.value(q_at, x)), dtype=float).ravel()
-        blk = self.steps[k]
-        return self.h * polytope_forces(self.system, blk.coefficients, mags, prog.value(blk.w, x))
 
     def to_pyomo(self) -> Any:
         """The Pyomo twin of the whole transcription: ``self.program.to_pyomo()``, a
@@ -300,12 +169,6 @@ class ContactImplicitTO:
         boundary conditions and costs; solve it with ``pyomo.mpec`` transformations and IPOPT
         (``SolverFactory("contactmp_ipopt")`` when no ``ipopt`` executable exists)."""
         return self.program.to_pyomo()
-
-    def _friction_impulse(self, blk: VelocityPyramidStep | VelocityConeStep, x: np.ndarray) -> np.ndarray:
-        """(n_c, 2) impulses ``(p_t, p_o)`` of one step block at the program vector ``x``."""
-        if isinstance(blk, VelocityConeStep):
-            return blk.friction_impulse(x)
-        return blk.friction_impulse(self.program.value(blk.beta, x))
 
     def _state(self, field_name: str, x: ArrayLike, n: int) -> np.ndarray:
         return self.system._vec(field_name, x, n)
@@ -393,10 +256,9 @@ class ContactImplicitTO:
         """An initial guess ``x``: ``q_k`` interpolated linearly from the initial to the final
         configuration (or ``q_nominal``), ``v_{k+1}`` the least-squares solution of the
         kinematics ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})`` along it (the constant velocity when
-        ``qdot = v``; ``v_0 = v_1``), both ends' velocities replaced by the fixed ones; for the cone
-        blocks the sliding speeds ``gamma`` and directions ``w = -u_T / |u_T|`` of that motion
-        (``u_T`` its tangential contact velocities at ``(q_k, v_{k+1})``), so that the rows
-        ``u_T + gamma w = 0`` hold and do not start at their degenerate point ``gamma = w = 0``;
+        ``qdot = v``; ``v_0 = v_1``), both ends' velocities replaced by the fixed ones; for every cone
+        construct the sliding speeds ``gamma`` and directions ``w = -u_T / |u_T|`` of that motion
+        (:meth:`Program.guess_cones`);
         inputs and impulses at their stored initial values (zero). With ``rng`` every entry gets
         ``scale * N(0, 1)`` noise (then clipped to the bounds)."""
         prog, s = self.program, self.system
@@ -412,14 +274,7 @@ class ContactImplicitTO:
             x[self.v[k + 1].index] = vel
             if k == 0:
                 x[self.v[0].index] = vel
-            blk = self.steps[k]
-            if isinstance(blk, VelocityConeStep):  # sliding speed and direction of the guessed motion
-                Jt, Jo = (np.asarray(J, dtype=float) for J in self._tangents(qs[k]))
-                ut, uo = Jt @ vel, (np.zeros(s.n_c) if blk.planar else Jo @ vel)
-                gamma = np.hypot(ut, uo)
-                scale_ = np.where(gamma > 0, 1.0 / np.where(gamma > 0, gamma, 1.0), 0.0)
-                x[blk.gamma.index] = gamma
-                x[blk.w.index] = -ut * scale_ if blk.planar else np.concatenate([-ut * scale_, -uo * scale_])
+        x = prog.guess_cones(x)
         if self._v0 is not None:
             x[self.v[0].index] = self._v0
         if self._vf is not None:
@@ -475,27 +330,23 @@ class ContactImplicitTO:
             for h, init in zip(handles, saved):
                 h.init = init
         best = _best(records)
-        return self._trajectory(results[indices.index(best)], records, best)
+        return self._trajectory(results[indices.index(best)], records, best, results)
 
-    def _trajectory(self, res: Any, records: list[dict[str, Any]], best: int) -> TOResult:
+    def _trajectory(self, res: Result, records: list[dict[str, Any]], best: int, results: list[Result]) -> TOResult:
         x = res.x
         prog = self.program
         q = np.array([prog.value(h, x) for h in self.q])
         v = np.array([prog.value(h, x) for h in self.v])
         u = np.array([prog.value(h, x) for h in self.u]).reshape(self.N, self.system.n_u)
-        if self.formulation in POLYTOPE_FORMULATIONS:
-            imp = np.array([self._polytope_impulses(k, x) for k in range(self.N)]).reshape(self.N, self.system.n_c, 3)
-            pn, pto = imp[:, :, 0], imp[:, :, 1:]
-        else:
-            pn = np.array([prog.value(b.p_n, x) for b in self.steps])
-            pto = np.array([self._friction_impulse(b, x) for b in self.steps])
+        imp = np.array([b.impulses(x) for b in self.steps]).reshape(self.N, self.system.n_c, 3)
+        pn, pto = imp[:, :, 0], imp[:, :, 1:]
         if self.system.planar:  # Jo = 0: an o impulse (pyramid generators' o part) exerts no force
             pto[:, :, 1] = 0.0
         return TOResult(t=self.h * np.arange(self.N + 1), q=q, v=v, u=u, p_n=pn, p_t=pto[:, :, 0],
                         p_o=pto[:, :, 1], status=res.status, objective=float(res.objective),
                         comp_violation=float(res.residuals["comp_min"]),
                         constraint_violation=float(res.residuals["constraint"]),
-                        best=best, starts=records, result=res)
+                        best=best, starts=records, result=res, results=results)
 
 
 def _weight(field_name: str, W: ArrayLike, n: int) -> np.ndarray:

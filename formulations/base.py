@@ -1,0 +1,380 @@
+"""The step-formulation protocol and the one registry of contact formulations.
+
+A *formulation* adds one time step of contact to a :class:`~contactmp.program.Program`; the
+transcriptions (:class:`~contactmp.transcriptions.time_stepping.TimeStepping`,
+:class:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO`) stack or solve those blocks
+and never ask which formulation they hold. The protocol:
+
+* :class:`Step` -- what a transcription hands over for step ``k``: the system, ``h``, the state
+  ``(q_k, v_k)`` and input ``u_k`` (numbers in time stepping, program symbols in trajectory
+  optimization), the contacts in the step, and ``q_{k+1}`` when the formulation asks for it
+  (:attr:`Formulation.backward_euler`). :meth:`Step.data` evaluates ``M, f = B u - h, Jn, Jt,
+  Jo, phi, mu`` at ``(q_k, v_k, u_k)``.
+* :meth:`Formulation.add_step` -- adds the step's variables and rows and returns a
+  :class:`StepBlock`, whose interface is the same for every formulation: ``v_next`` (the
+  velocity ``v_{k+1}``, a Variables handle), ``q_next`` (the handle of ``q_{k+1}`` when the
+  formulation owns it), :meth:`StepBlock.impulses` (per contact ``(p_n, p_t, p_o)`` in the contact
+  frame), :meth:`StepBlock.modes`, ``complementarities`` and ``cones`` (its handles) and
+  :meth:`StepBlock.check` (the physics residuals of a solution).
+* :meth:`Formulation.advance` -- one time-stepping step from numbers. The default builds the
+  step's Program, solves it through the solver front door (:func:`contactmp.solvers.front.solve`,
+  which reduces it to an LCP, an fc3d problem, a cone QP or an NLP) and reads the block; a
+  formulation with its own time discretization or adaptivity (NMDP's backward Euler with step
+  halving and stable-PD targets) overrides it.
+
+Formulations are registered by name (:func:`register`) and built from a name and options by
+:func:`formulation`; :data:`FORMULATIONS` lists the registered names.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, ClassVar
+
+import casadi as ca
+import numpy as np
+
+from contactmp.errors import InputError, OptionError, did_you_mean
+from contactmp.models.symbolic import ContactSystem
+from contactmp.program import Complementarity, ConeComplementarity, Constraint, Program, Variables
+from contactmp.result import Result, Status
+
+__all__ = ["Step", "StepData", "StepBlock", "StepOutcome", "Formulation", "register", "formulation",
+           "FORMULATIONS", "Targets"]
+
+#: PD targets of a stable-PD formulation: ``targets(t) -> (q_d, qd_d)``
+Targets = Callable[[float], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class StepData:
+    """``M`` (n_v x n_v), ``f = B u - h(q, v)`` (n_v) and, for the step's contacts, ``Jn, Jt, Jo``
+    (n_c x n_v), ``phi`` and ``mu`` (n_c), all at ``(q_k, v_k, u_k)``: numbers or CasADi SX."""
+
+    M: Any
+    f: Any
+    Jn: Any
+    Jt: Any
+    Jo: Any
+    phi: Any
+    mu: Any
+
+
+class _SystemFunctions:
+    """The CasADi Functions of a system that every step evaluates (built once per system)."""
+
+    _cache: ClassVar[dict[int, "_SystemFunctions"]] = {}
+
+    def __init__(self, s: ContactSystem) -> None:
+        self.data = ca.Function("step_data", [s.q, s.v, s.u], [s.M, s.B @ s.u - s.h, s.Jn, s.Jt, s.Jo, s.phi])
+        self.qdot = ca.Function("qdot", [s.q, s.v], [s.qdot])
+
+    @classmethod
+    def of(cls, s: ContactSystem) -> "_SystemFunctions":
+        fn = cls._cache.get(id(s))
+        if fn is None or fn._system is not s:
+            fn = cls(s)
+            fn._system = s
+            cls._cache[id(s)] = fn
+        return fn
+
+
+@dataclass
+class Step:
+    """Step ``k`` of a transcription as a formulation sees it (see the module docstring).
+
+    ``q``, ``v``, ``u`` are numbers (time stepping) or SX (trajectory optimization); ``contacts``
+    the indices of the contacts in the step (None: all); ``q_next`` the SX of ``q_{k+1}`` when the
+    formulation is :attr:`~Formulation.backward_euler` (else None); ``t`` the step's start time
+    and ``targets`` the PD targets, for formulations with a stable PD controller; ``previous``
+    the result of the previous time step (a warm start); ``prefix`` names the block.
+    """
+
+    system: ContactSystem
+    h: float
+    q: Any
+    v: Any
+    u: Any
+    prefix: str = "step"
+    contacts: np.ndarray | None = None
+    q_next: Any = None
+    t: float = 0.0
+    targets: Targets | None = None
+    previous: Result | None = None
+
+    @property
+    def numeric(self) -> bool:
+        """True when the state and input are numbers (a time-stepping step)."""
+        return not any(isinstance(a, (ca.SX, ca.MX)) for a in (self.q, self.v, self.u))
+
+    @property
+    def n_c(self) -> int:
+        """Number of contacts in the step."""
+        return self.system.n_c if self.contacts is None else int(np.asarray(self.contacts).size)
+
+    def data(self) -> StepData:
+        """:class:`StepData` at ``(q_k, v_k, u_k)`` for the step's contacts."""
+        s = self.system
+        idx = slice(None) if self.contacts is None else np.asarray(self.contacts, dtype=int)
+        if self.numeric:
+            Jn, Jt, Jo = s.eval_J(self.q)
+            return StepData(s.eval_M(self.q), s.eval_B(self.q) @ self.u - s.eval_h(self.q, self.v),
+                            Jn[idx], Jt[idx], Jo[idx], s.eval_phi(self.q)[idx], s.mu[idx])
+        M, f, Jn, Jt, Jo, phi = _SystemFunctions.of(s).data(self.q, self.v, self.u)
+        if self.contacts is not None:
+            rows = [int(i) for i in idx]
+            Jn, Jt, Jo, phi = Jn[rows, :], Jt[rows, :], Jo[rows, :], phi[rows]
+        return StepData(M, f, Jn, Jt, Jo, phi, s.mu[idx])
+
+    def qdot(self, q: Any, v: Any) -> Any:
+        """``qdot(q, v)`` of the system (numbers or SX)."""
+        if self.numeric and not isinstance(v, (ca.SX, ca.MX)):
+            return self.system.eval_qdot(q, v)
+        return _SystemFunctions.of(self.system).qdot(q, v)
+
+
+@dataclass(eq=False)
+class StepBlock:
+    """The handles of one step block; the same interface for every formulation.
+
+    ``v_next`` is ``v_{k+1}``; ``q_next`` the handle of ``q_{k+1}`` when the formulation created
+    it (backward Euler), else None (the transcription adds ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})``);
+    ``complementarities``, ``constraints`` and ``cones`` are every pair, row and cone construct
+    of the block; ``mu`` the friction coefficients of its contacts; ``handles`` the
+    formulation's own variables by name (``p_n``, ``beta``, ``w``, ...).
+    """
+
+    program: Program
+    v_next: Variables
+    mu: np.ndarray
+    complementarities: tuple[Complementarity, ...] = ()
+    constraints: tuple[Constraint, ...] = ()
+    cones: tuple[ConeComplementarity, ...] = ()
+    q_next: Variables | None = None
+    handles: dict[str, Variables] = field(default_factory=dict)
+
+    @property
+    def n_c(self) -> int:
+        """Number of contacts of the block."""
+        return int(np.asarray(self.mu).size)
+
+    def impulses(self, x: Any) -> np.ndarray:
+        """``(n_c, 3)`` contact impulses ``(p_n, p_t, p_o)`` (contact frame) at the program vector ``x``."""
+        raise NotImplementedError
+
+    def modes(self, x: Any, tol: float = 1e-9) -> list[str]:
+        """Per contact ``"separated"`` (``p_n <= tol`` times the largest impulse), ``"sliding"``
+        (the friction impulse on the boundary ``||p_T|| = mu p_n`` to ``sqrt(tol)`` relative) or
+        ``"sticking"``."""
+        p = self.impulses(x)
+        scale = max(float(np.max(np.abs(p), initial=0.0)), 1e-300)
+        out = []
+        for (pn, pt, po), mu in zip(p, np.asarray(self.mu, dtype=float).ravel()):
+            if pn <= tol * scale:
+                out.append("separated")
+            elif math.hypot(pt, po) >= mu * pn * (1.0 - math.sqrt(tol)):
+                out.append("sliding")
+            else:
+                out.append("sticking")
+        return out
+
+    def check(self, x: Any) -> dict[str, float]:
+        """The block's residuals at ``x``: ``rows`` (max ``|g - bound|`` over its rows, scaled as
+        :meth:`Program.residuals`) and ``complementarity`` (max ``|min(a, b)|`` over its pairs)."""
+        ev = self.program.evaluate(x)
+        rows = [ev["g"][c.index] - np.clip(ev["g"][c.index], c.lb, c.ub) for c in self.constraints]
+        pairs = [np.minimum(ev["a"][c.index], ev["b"][c.index]) for c in self.complementarities]
+        return {"rows": float(max((np.max(np.abs(r), initial=0.0) for r in rows), default=0.0)),
+                "complementarity": float(max((np.max(np.abs(c), initial=0.0) for c in pairs), default=0.0))}
+
+    def value(self, name: str, x: Any) -> np.ndarray:
+        """The values of the block's variables ``handles[name]`` at ``x``."""
+        if name not in self.handles:
+            raise InputError("name", f"unknown block variable {name!r}{did_you_mean(name, self.handles)}")
+        return self.program.value(self.handles[name], x)
+
+
+@dataclass
+class StepOutcome:
+    """One time-stepping step from numbers: the next state ``(q, v)``, the impulses ``(n_c, 3)``
+    (every contact of the system, contact frame ``(n, t, o)``), which contacts entered the step
+    (``active``), and the step's solve ``result`` (status, residual, solver, iterations, time;
+    ``residuals["dynamics"]`` is ``||M (v+ - v) - h f - J^T p||_inf`` for the velocity-level
+    scheme; ``extras`` carries the formulation's own data)."""
+
+    q: np.ndarray
+    v: np.ndarray
+    impulses: np.ndarray
+    active: np.ndarray
+    result: Result
+
+    @property
+    def p_n(self) -> np.ndarray:
+        """Normal impulses (``n_c``)."""
+        return self.impulses[:, 0]
+
+    @property
+    def p_t(self) -> np.ndarray:
+        """Friction impulses along ``t`` (``n_c``)."""
+        return self.impulses[:, 1]
+
+    @property
+    def p_o(self) -> np.ndarray:
+        """Friction impulses along ``o`` (``n_c``)."""
+        return self.impulses[:, 2]
+
+    @property
+    def status(self) -> Status:
+        """The step's status (``result.status``)."""
+        return self.result.status
+
+    @property
+    def success(self) -> bool:
+        """True when the step's contact problem was solved (verified residual)."""
+        return self.result.success
+
+
+class Formulation:
+    """A contact formulation: options (a strict dataclass, ``Options``) and the step protocol.
+
+    Subclasses set ``name``, ``Options`` and implement :meth:`add_step`; they may set
+    ``backward_euler`` (the step owns ``q_{k+1}``), ``solver`` (the default solver, or chain of
+    solvers, of a time-stepping step), ``auto_options`` (front-door options used when no solver
+    is named), and override
+    :meth:`check_system`, :meth:`step_contacts` and :meth:`advance`.
+    """
+
+    name: ClassVar[str] = ""
+    backward_euler: ClassVar[bool] = False
+    solver: ClassVar[Any] = None
+    auto_options: ClassVar[dict[str, Any]] = {}
+
+    @dataclass(frozen=True)
+    class Options:
+        """No options."""
+
+    def __init__(self, **options: Any) -> None:
+        known = {f.name for f in fields(self.Options)}
+        for key in options:
+            if key not in known:
+                raise InputError(key, f"is not an option of formulation {self.name!r} "
+                                      f"(options: {', '.join(sorted(known)) or 'none'}){did_you_mean(key, known)}")
+        self.options = self.Options(**options)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.options})"
+
+    # -- the protocol ---------------------------------------------------------------------------
+    def check_system(self, system: ContactSystem, h: float) -> None:
+        """Raise :class:`InputError` when ``system`` (with step ``h``) does not fit the formulation
+        (called once by every transcription)."""
+
+    def add_step(self, prog: Program, step: Step) -> StepBlock:
+        """Add one step to ``prog`` and return its block."""
+        raise NotImplementedError
+
+    def step_contacts(self, step: Step, data: StepData) -> np.ndarray:
+        """The positions (into ``step.contacts``) of the contacts that carry force in a numeric
+        step (default: all)."""
+        return np.arange(step.n_c)
+
+    def advance(self, step: Step, *, solver: Any = None, tol: float = 1e-10) -> StepOutcome:
+        """One time-stepping step from the numbers of ``step`` (the default scheme): the contacts
+        of ``step.contacts`` that :meth:`step_contacts` keeps enter the block, whose Program the
+        front door solves (``solver``: the transcription's choice, else :attr:`solver`); then
+        ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})``. Without contacts the step is free flight."""
+        from contactmp.solvers.front import solve
+
+        s, nc, h = step.system, step.system.n_c, step.h
+        full = _with_contacts(step, None).data()
+        idx = np.arange(nc) if step.contacts is None else np.asarray(step.contacts, dtype=int)
+        if idx.size:
+            idx = idx[self.step_contacts(step, full)]
+        active = np.zeros(nc, dtype=bool)
+        imp = np.zeros((nc, 3))
+        if idx.size == 0:
+            v_next = step.v + np.linalg.solve(full.M, h * full.f)
+            res = Result(Status.SOLVED, v_next, "free_flight", 0.0, tol)
+        else:
+            prog = Program("time_step")
+            blk = self.add_step(prog, _with_contacts(step, idx))
+            opts = self.auto_options if solver is None else {}
+            res = solve(prog, solver=solver if solver is not None else self.solver, tol=tol, **opts)
+            v_next = prog.value(blk.v_next, res.x)
+            imp[idx] = blk.impulses(res.x)
+            active[idx] = True
+            res.extras.update(block=blk, modes=blk.modes(res.x))
+        dyn = full.M @ (v_next - step.v) - h * full.f - full.Jn.T @ imp[:, 0] - full.Jt.T @ imp[:, 1] \
+            - full.Jo.T @ imp[:, 2]
+        res.residuals["dynamics"] = float(np.max(np.abs(dyn), initial=0.0))
+        res.extras["gap_rate"] = full.phi[active] / h + full.Jn[active] @ v_next
+        q_next = step.q + h * step.qdot(step.q, v_next)
+        return StepOutcome(np.asarray(q_next, dtype=float).ravel(), v_next, imp, active, res)
+
+
+def _with_contacts(step: Step, idx: np.ndarray | None) -> Step:
+    return dataclasses.replace(step, contacts=idx)
+
+
+# ------------------------------------------------------------------------------------------------
+# The registry
+# ------------------------------------------------------------------------------------------------
+_REGISTRY: dict[str, type[Formulation]] = {}
+
+
+def register(cls: type[Formulation]) -> type[Formulation]:
+    """Register the formulation class ``cls`` under ``cls.name`` (a class decorator)."""
+    if not (isinstance(cls, type) and issubclass(cls, Formulation) and isinstance(cls.name, str) and cls.name):
+        raise InputError("cls", "must be a Formulation subclass with a non-empty name")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def formulation(spec: str | Formulation, **options: Any) -> Formulation:
+    """The formulation ``spec``: a configured :class:`Formulation` (returned as is; ``options``
+    must then be empty) or a registered name built with ``options``."""
+    _load_builtin()
+    if isinstance(spec, Formulation):
+        if options:
+            raise InputError("options", "are given by the formulation object itself; pass a name to set them")
+        return spec
+    if not isinstance(spec, str) or spec not in _REGISTRY:
+        raise OptionError(f"formulation must be one of {', '.join(map(repr, _REGISTRY))} or a Formulation, "
+                          f"got {spec!r}{did_you_mean(spec, _REGISTRY)}")
+    return _REGISTRY[spec](**options)
+
+
+def registered() -> tuple[str, ...]:
+    """The registered formulation names."""
+    _load_builtin()
+    return tuple(_REGISTRY)
+
+
+def _load_builtin() -> None:
+    """Import the built-in formulation modules (each registers itself)."""
+    if not _REGISTRY.keys() >= {"pyramid", "cone", "compliant", "nmdp", "mdp"}:
+        import contactmp.formulations.linearized_mdp  # noqa: F401
+        import contactmp.formulations.nmdp  # noqa: F401
+        import contactmp.formulations.velocity_compliant  # noqa: F401
+        import contactmp.formulations.velocity_cone  # noqa: F401
+        import contactmp.formulations.velocity_pyramid  # noqa: F401
+
+
+class _Names:
+    """:data:`FORMULATIONS`: the registered names, read at use (``"cone" in FORMULATIONS``)."""
+
+    def __iter__(self):
+        return iter(registered())
+
+    def __contains__(self, name: object) -> bool:
+        return name in registered()
+
+    def __len__(self) -> int:
+        return len(registered())
+
+    def __repr__(self) -> str:
+        return repr(registered())
+
+
+FORMULATIONS = _Names()

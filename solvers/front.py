@@ -1,0 +1,113 @@
+"""The solver front door: a :class:`~contactmp.program.Program` goes to the solver its structure fits.
+
+:func:`solve` tries the reductions of :mod:`contactmp.reductions` in turn -- the LCP (Lemke,
+Newton, ... through :func:`~contactmp.solvers.registry.solve_lcp`), the cone problem (fc3d through
+:func:`~contactmp.solvers.registry.solve_fc3d`; the associated cone LCP, a convex cone QP, through
+:func:`~contactmp.solvers.qp.solve_cone_qp`) -- and falls back to the NLP/MPCC (IPOPT,
+:func:`~contactmp.solvers.nlp.solve_program`), which takes every smooth program. The answer is
+one :class:`~contactmp.result.Result` whose ``x`` is the program's vector (``program`` set, so
+``result.value(handle)`` works) and ``extras["reduction"]`` says which route it took. With
+``via`` one route is forced; when it (or, with ``via=None``, every route) refuses,
+:class:`~contactmp.errors.UnsupportedProgramError` gives each route's reason
+(:func:`routes` lists them without solving).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from contactmp.errors import OptionError, UnsupportedProgramError
+from contactmp.program import Program
+from contactmp.result import Result
+
+__all__ = ["solve", "routes", "ROUTES"]
+
+#: the routes of :func:`solve`, in the order tried
+ROUTES = ("lcp", "cone", "nlp")
+
+
+def routes(prog: Program) -> dict[str, str | None]:
+    """For each route of :data:`ROUTES`: None if it takes ``prog``, else why not."""
+    from contactmp.reductions import refusal
+
+    out: dict[str, str | None] = {}
+    for name in ROUTES[:-1]:
+        out[name] = _precheck(name, prog) or refusal(name, prog)
+    out["nlp"] = None
+    return out
+
+
+def _precheck(name: str, prog: Program) -> str | None:
+    """A cheap structural refusal (before building a reduction), or None."""
+    if name == ROUTES[0] and prog.cones:
+        return "the program has cone complementarity constructs (not linear)"
+    return None
+
+
+def solve(prog: Program, solver: Any = None, *, tol: float = 1e-10, via: str | None = None,
+          **options: Any) -> Result:
+    """Solve ``prog`` by the first route (:data:`ROUTES`) that takes it, or by ``via``.
+
+    ``solver`` names the solver of the route taken (a tuple of LCP solver names is a chain; a dict
+    maps route names to solvers; None: the route's default order); ``tol`` is the verification tolerance of the LCP and cone routes;
+    ``options`` go to the route's solver (for the NLP route: :func:`solve_program`'s keywords,
+    e.g. ``strategy``, ``backend``). Never raises on non-convergence (the status says it);
+    raises :class:`UnsupportedProgramError` with every route's reason when none takes ``prog``.
+    """
+    from contactmp.errors import InputError
+
+    if not isinstance(prog, Program):
+        raise InputError("prog", f"must be a contactmp Program, got {type(prog).__name__}")
+    if via is not None and via not in ROUTES:
+        raise OptionError(f"via must be one of {ROUTES} or None, got {via!r}")
+    reasons: dict[str, str] = {}
+    for name in ROUTES if via is None else (via,):
+        why = _precheck(name, prog)
+        if why is not None:
+            reasons[name] = why
+            continue
+        chosen = solver.get(name) if isinstance(solver, dict) else solver
+        try:
+            return _ROUTE_SOLVERS[name](prog, chosen, tol, options)
+        except UnsupportedProgramError as exc:
+            reasons[name] = str(exc)
+    raise UnsupportedProgramError("no solver route takes this program: "
+                                  + "; ".join(f"{k}: {v}" for k, v in reasons.items()))
+
+
+def _lcp(prog: Program, solver: Any, tol: float, options: dict[str, Any]) -> Result:
+    from contactmp.solvers.registry import solve_lcp
+
+    red = prog.to_lcp()
+    res = solve_lcp(red.M, red.q, solver, tol=tol, **options)
+    return _back(res, red.invert(res.x), prog, "lcp")
+
+
+def _cone(prog: Program, solver: Any, tol: float, options: dict[str, Any]) -> Result:
+    red = prog.to_cone_problem()
+    if red.associated:
+        from contactmp.solvers.qp import solve_cone_qp
+
+        res = solve_cone_qp(red.W, red.q, red.mu, solver=solver, tol=tol, **options)
+    else:
+        from contactmp.solvers.registry import solve_fc3d
+
+        res = solve_fc3d(red.W, red.q, red.mu, solver=solver, tol=tol, **options)
+    return _back(res, red.invert(res.x), prog, "cone")
+
+
+def _nlp(prog: Program, solver: Any, tol: float, options: dict[str, Any]) -> Result:
+    from contactmp.solvers.nlp import solve_program
+
+    if solver is not None:
+        options = {"backend": solver, **options}
+    res = solve_program(prog, **options)
+    res.extras["reduction"] = "nlp"
+    return res
+
+
+def _back(res: Result, x: Any, prog: Program, route: str) -> Result:
+    """``res`` of a reduced problem as a result of ``prog`` (``x`` the program's vector)."""
+    return res.replace(x=x, program=prog, extras={**res.extras, "reduction": route, "reduced_x": res.x})
+
+
+_ROUTE_SOLVERS = {"lcp": _lcp, "cone": _cone, "nlp": _nlp}

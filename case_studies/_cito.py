@@ -117,7 +117,7 @@ def _box_task(formulation: str, quick: bool) -> Any:
     elif formulation in ("nmdp", "mdp"):
         depth = POLYTOPE_DEPTH["box"]
         to = ContactImplicitTO(system, N, 1.0 / N, formulation=formulation,
-                               polytope=polytope_options(1.0 * 9.81 / 2.0, depth))
+                               **polytope_options(1.0 * 9.81 / 2.0, depth))
         z0 = 0.1 - POLYTOPE_START * depth
         to.set_initial_state([0.0, z0, 0.0], [0.0, 0.0, 0.0])
         to.set_final_state([1.0, z0, 0.0], q_indices=[0])  # the depth settles z_N, theta_N
@@ -163,7 +163,7 @@ def _hopper_task(formulation: str, quick: bool) -> Any:
     elif formulation in ("nmdp", "mdp"):
         depth = POLYTOPE_DEPTH["hopper"]
         to = ContactImplicitTO(system, N, 0.05, formulation=formulation,
-                               polytope=polytope_options(11.0 * 9.81, depth))
+                               **polytope_options(11.0 * 9.81, depth))
         q0[1] -= POLYTOPE_START * depth
         free_height = [0, 2, 3, 4]
     else:

@@ -4,7 +4,7 @@ linearized MDP (Pan and Hauser, arXiv 2010.14691).
 The spider of the paper (:func:`contactmp.models.legged.spider`, 100 kg, ``mu = 1.5``) tracks the
 ``walk`` and ``jump`` gaits (:func:`contactmp.models.gaits.gait`) with the stable PD controller for
 ``T = 10 s`` at frame steps ``dt = 5, 10, 20, 30, 40, 50 ms``, simulated by
-:class:`~contactmp.transcriptions.nmdp_stepping.NMDPStepping` with
+:class:`~contactmp.transcriptions.time_stepping.TimeStepping` with
 
 * ``ipopt``: the NMDP solved by IPOPT (CasADi), ``pgm``: by the projected gradient method,
   ``zopgm``: by its zeroth-order variant (all three through the adaptive step, ``h_min = 1e-5 s``);
@@ -93,6 +93,11 @@ METHOD_BUDGET_S: dict[str, float] = {"zopgm": 150.0}
 #: per-method solver options: ZOPGM's derivative-free Jacobian misses ``2 k min(phi, 0) Jn`` of the
 #: stiff polytope, its proximal search then fails; ``beta_max = 1e4`` makes it fail (and halve) fast
 SOLVER_OPTIONS: dict[str, dict[str, Any]] = {"zopgm": {"beta_max": 1e4}}
+#: method -> (registered formulation, its options): the NMDP by one of its solvers, or the MDP QP
+FORMULATION_OF: dict[str, tuple[str, dict[str, Any]]] = {
+    **{m: ("nmdp", {"method": m}) for m in ("ipopt", "pgm", "zopgm")},
+    "mdp": ("mdp", {"pd": "stable"}), "mdp-explicit": ("mdp", {"pd": "explicit"}),
+}
 
 
 def grid(quick: bool) -> list[tuple[str, str, str, int, float]]:
@@ -147,7 +152,7 @@ def run_item(item: tuple[str, str, str, int, float]) -> dict[str, Any]:
     import casadi as ca
 
     from contactmp.case_studies._gait_metrics import EXPLODE_DROP, EXPLODE_RISE, EXPLODE_TILT, gait_metrics
-    from contactmp.transcriptions.nmdp_stepping import NMDPStepping
+    from contactmp.transcriptions.time_stepping import TimeStepping
 
     robot, gait_name, method, dt_ms, T = item
     system = _system(robot)
@@ -155,8 +160,10 @@ def run_item(item: tuple[str, str, str, int, float]) -> dict[str, Any]:
     dt = dt_ms / 1000.0
     t0 = time.perf_counter()
     base, objective = (method[:-len("-kinetic")], "kinetic") if method.endswith("-kinetic") else (method, "effective")
-    sim = NMDPStepping(system, dt, base, solver_options=SOLVER_OPTIONS.get(base), objective=objective,
-                       **PARAMS[robot])
+    name, opts = FORMULATION_OF[base]
+    if base in SOLVER_OPTIONS:
+        opts = {**opts, "solver_options": SOLVER_OPTIONS[base]}
+    sim = TimeStepping(system, dt, name, objective=objective, **opts, **PARAMS[robot])
     build_s = time.perf_counter() - t0
     q0 = np.array(system.q_nominal, dtype=float)
     z0 = q0[1]
@@ -169,7 +176,7 @@ def run_item(item: tuple[str, str, str, int, float]) -> dict[str, Any]:
             return True
         return bool(abs(q[2]) > EXPLODE_TILT or q[1] < z0 - EXPLODE_DROP or q[1] > z0 + EXPLODE_RISE)
 
-    tr = sim.simulate(q0, np.zeros(system.n_v), T, targets, stop_on_explode=boom)
+    tr = sim.simulate(q0, np.zeros(system.n_v), n_steps=max(1, int(round(T / dt))), targets=targets, stop=boom)
     if over["budget"]:
         tr.stopped = f"wall-time budget {budget:g} s reached at t = {tr.t[-1]:.4g} s"
     x, z, pitch = tr.q[:, 0], tr.q[:, 1], tr.q[:, 2]
@@ -186,13 +193,13 @@ def run_item(item: tuple[str, str, str, int, float]) -> dict[str, Any]:
         **met,
         "explode_time_s": float(tr.t[-1]) if (met["exploded"] or (tr.stopped and not over["budget"]))
         else None, "budget_stopped": over["budget"],
-        "stopped": tr.stopped, "frames": len(tr.status), "failed_frames": tr.failed_frames,
+        "stopped": tr.stopped, "frames": len(tr.status), "failed_frames": tr.n_failed,
         "solved_fraction": float(np.mean(solved)) if solved else math.nan,
         "fps": tr.frames_per_second, "sim_time_s": float(np.sum(tr.time_s)), "build_s": build_s,
-        "outer_mean": float(np.mean(tr.outer_iterations)) if len(tr.status) else math.nan,
-        "projections_mean": float(np.mean(tr.projections)) if len(tr.status) else math.nan,
-        "h_smallest": float(np.min(tr.h_smallest)) if len(tr.status) else math.nan,
-        "adaptive_frames": int(np.sum(tr.substeps > 1)),
+        "outer_mean": float(np.mean(tr.iterations)) if len(tr.status) else math.nan,
+        "projections_mean": float(np.mean(tr.extra("projections"))) if len(tr.status) else math.nan,
+        "h_smallest": float(np.min(tr.extra("h_smallest"))) if len(tr.status) else math.nan,
+        "adaptive_frames": sum(len(r.extras["substeps"]) > 1 for r in tr.results),
         "fn_mean": float(np.nanmean(fn)) if fn.size else math.nan, "weight": mass * 9.81,
         "series": {"t": r5(tr.t), "x": r5(x), "z": r5(z), "pitch": r5(pitch), "fn_sum": r5(fn)},
     }

@@ -263,7 +263,7 @@ class Formulation:
         self.options = self.Options(**options)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.options})"
+        return f"{type(self).__name__}({getattr(self, 'options', '')})"
 
     # -- the protocol ---------------------------------------------------------------------------
     def check_system(self, system: ContactSystem, h: float) -> None:
@@ -343,6 +343,22 @@ def formulation(spec: str | Formulation, **options: Any) -> Formulation:
         raise OptionError(f"formulation must be one of {', '.join(map(repr, _REGISTRY))} or a Formulation, "
                           f"got {spec!r}{did_you_mean(spec, _REGISTRY)}")
     return _REGISTRY[spec](**options)
+
+
+def for_system(spec: str | Formulation, system: ContactSystem, h: Any, facets: int | None = None,
+               **options: Any) -> Formulation:
+    """The formulation ``spec`` (see :func:`formulation`; ``facets``, when given, is one more option)
+    checked against ``system`` with the step ``h`` (a positive finite number): what every
+    transcription does first."""
+    if not isinstance(system, ContactSystem):
+        raise InputError("system", f"must be a ContactSystem, got {type(system).__name__}")
+    if not (isinstance(h, (int, float)) and not isinstance(h, bool) and math.isfinite(h) and h > 0):
+        raise InputError("h", f"must be a positive finite step, got {h!r}")
+    if facets is not None:
+        options["facets"] = facets
+    form = formulation(spec, **options)
+    form.check_system(system, float(h))
+    return form
 
 
 def registered() -> tuple[str, ...]:

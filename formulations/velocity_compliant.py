@@ -104,27 +104,11 @@ def compliant_gains(stiffness: ArrayLike | None, damping: ArrayLike | None,
     return K, B, Bt
 
 
-def add_velocity_compliant_step(
-    prog: Program,
-    *,
-    M: Any,
-    f: Any,
-    v: Any,
-    Jn: Any,
-    Jt: Any,
-    Jo: Any,
-    mu: Any,
-    phi: Any,
-    h: float,
-    stiffness: ArrayLike,
-    damping: ArrayLike,
-    tangential_damping: ArrayLike,
-    friction: str = "cone",
-    facets: int = 4,
-    associated: bool = True,
-    prefix: str = "step",
-    planar: bool | None = None,
-) -> VelocityConeStep | VelocityPyramidStep:
+def add_velocity_compliant_step(prog: Program, *, M: Any, f: Any, v: Any, Jn: Any, Jt: Any, Jo: Any,
+                                mu: Any, phi: Any, h: float, stiffness: ArrayLike, damping: ArrayLike,
+                                tangential_damping: ArrayLike, friction: str = "cone", facets: int = 4,
+                                associated: bool = True, prefix: str = "step",
+                                planar: bool | None = None) -> VelocityConeStep | VelocityPyramidStep:
     """Add one compliant (Drumwright) velocity step to ``prog`` (block ``prefix``); see the module docstring.
 
     Shapes as in :func:`~contactmp.formulations.velocity_cone.add_velocity_cone_step`; ``phi`` is the

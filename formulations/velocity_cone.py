@@ -170,22 +170,9 @@ def disk_step_inputs(M: Any, f: Any, v: Any, Jn: Any, Jt: Any, Jo: Any, mu: Any,
     return nc, nv, bool(planar), M_, f_, v_, Jn_, Jt_, Jo_, phi_, mu_
 
 
-def add_velocity_cone_step(
-    prog: Program,
-    *,
-    M: Any,
-    f: Any,
-    v: Any,
-    Jn: Any,
-    Jt: Any,
-    Jo: Any,
-    mu: Any,
-    phi: Any,
-    h: float,
-    prefix: str = "step",
-    gap_stabilization: bool = True,
-    planar: bool | None = None,
-) -> VelocityConeStep:
+def add_velocity_cone_step(prog: Program, *, M: Any, f: Any, v: Any, Jn: Any, Jt: Any, Jo: Any, mu: Any,
+                           phi: Any, h: float, prefix: str = "step", gap_stabilization: bool = True,
+                           planar: bool | None = None) -> VelocityConeStep:
     """Add one velocity-level Coulomb-cone step to ``prog`` (block name ``prefix``).
 
     Shapes as in :func:`~contactmp.formulations.velocity_pyramid.add_velocity_pyramid_step`:

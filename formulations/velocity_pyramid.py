@@ -107,22 +107,9 @@ def dynamics_row(prog: Program, prefix: str, M: Any, f: Any, v: Any, h: float, v
     return prog.add_constraint(residual, 0.0, 0.0, name=f"{prefix}/dynamics", block=prefix)
 
 
-def add_velocity_pyramid_step(
-    prog: Program,
-    *,
-    M: Any,
-    f: Any,
-    v: Any,
-    Jn: Any,
-    Jt: Any,
-    Jo: Any,
-    mu: Any,
-    phi: Any,
-    h: float,
-    facets: int = 4,
-    prefix: str = "step",
-    gap_stabilization: bool = True,
-) -> VelocityPyramidStep:
+def add_velocity_pyramid_step(prog: Program, *, M: Any, f: Any, v: Any, Jn: Any, Jt: Any, Jo: Any, mu: Any,
+                              phi: Any, h: float, facets: int = 4, prefix: str = "step",
+                              gap_stabilization: bool = True) -> VelocityPyramidStep:
     """Add one velocity-level pyramid-friction step to ``prog`` (block name ``prefix``).
 
     Shapes: ``M`` (n_v x n_v, symmetric positive definite when numeric), ``f`` and ``v`` (n_v),

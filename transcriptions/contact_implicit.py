@@ -41,7 +41,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError
-from contactmp.formulations.base import Formulation, Step, StepBlock, formulation as make_formulation
+from contactmp.formulations.base import Formulation, Step, StepBlock, for_system
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Program, Variables
 from contactmp.result import Result, Status
@@ -114,16 +114,9 @@ class ContactImplicitTO:
 
     def __init__(self, system: ContactSystem, N: int, h: float, formulation: str | Formulation = "pyramid",
                  facets: int | None = None, **options: Any) -> None:
-        if not isinstance(system, ContactSystem):
-            raise InputError("system", f"must be a ContactSystem, got {type(system).__name__}")
         if not isinstance(N, (int, np.integer)) or isinstance(N, bool) or N < 1:
             raise InputError("N", f"must be an integer >= 1, got {N!r}")
-        if not (isinstance(h, (int, float)) and not isinstance(h, bool) and math.isfinite(h) and h > 0):
-            raise InputError("h", f"must be a positive finite step, got {h!r}")
-        if facets is not None:
-            options["facets"] = facets
-        self.formulation = make_formulation(formulation, **options)
-        self.formulation.check_system(system, float(h))
+        self.formulation = for_system(formulation, system, h, facets, **options)
         self.system, self.N, self.h = system, int(N), float(h)
         self.program = Program("contact_implicit_to")
         self.q: list[Variables] = []

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, OptionError
-from contactmp.formulations.base import Formulation, Step, StepOutcome, Targets, formulation as make_formulation
+from contactmp.formulations.base import Formulation, Step, StepOutcome, Targets, for_system
 from contactmp.models.symbolic import ContactSystem
 from contactmp.result import Result, Status
 
@@ -171,14 +171,7 @@ class TimeStepping:
     def __init__(self, system: ContactSystem, h: float, formulation: str | Formulation = "pyramid",
                  facets: int | None = None, solver: Any = None, *, active_gap: float = 0.1,
                  tol: float = 1e-10, on_failure: str = "continue", **options: Any) -> None:
-        if not isinstance(system, ContactSystem):
-            raise InputError("system", f"must be a ContactSystem, got {type(system).__name__}")
-        if not (isinstance(h, (int, float)) and not isinstance(h, bool) and math.isfinite(h) and h > 0):
-            raise InputError("h", f"must be a positive finite step, got {h!r}")
-        if facets is not None:
-            options["facets"] = facets
-        self.formulation = make_formulation(formulation, **options)
-        self.formulation.check_system(system, float(h))
+        self.formulation = for_system(formulation, system, h, facets, **options)
         if on_failure not in ("continue", "stop"):
             raise OptionError(f"on_failure must be 'continue' or 'stop', got {on_failure!r}")
         try:

@@ -83,7 +83,8 @@ def test_input_validation() -> None:
         ContactImplicitTO(sys_, 5, 0.05, facets=3)
     with pytest.raises(OptionError, match="formulation"):
         ContactImplicitTO(sys_, 5, 0.05, formulation="polygon")
-    ContactImplicitTO(sys_, 5, 0.05, formulation="cone", facets=3)  # facets: pyramid only
+    with pytest.raises(InputError, match="facets"):  # facets: an option of the pyramid only, never ignored
+        ContactImplicitTO(sys_, 5, 0.05, formulation="cone", facets=3)
     to = ContactImplicitTO(sys_, 5, 0.05)
     with pytest.raises(InputError):
         to.set_initial_state([0.0, 0.0, 0.0])

@@ -10,7 +10,8 @@ from contactmp.errors import InputError
 from contactmp.formulations.compliant_friction import CompliantFriction
 from contactmp.models.systems import box_2d, point_mass_2d
 from contactmp.result import Status
-from contactmp.transcriptions.contact_implicit import FORMULATIONS, ContactImplicitTO
+from contactmp.formulations.base import FORMULATIONS
+from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 from contactmp.transcriptions.time_stepping import TimeStepping
 
 MASS, MU, G = 1.0, 0.5, 9.81
@@ -21,7 +22,7 @@ BOX = {"stiffness": 5.0e3, "damping": 100.0, "tangential_damping": 2.5e3}
 def _one_step(friction: str, q0: list[float], v0: list[float], u0: list[float], h: float = 0.05):
     """The N = 1 transcription with q0, v0, u0 fixed (a square MCP: the step itself)."""
     system = box_2d(m=MASS, width=0.4, height=0.2, mu=MU)
-    to = ContactImplicitTO(system, 1, h, formulation="compliant", compliant_friction=friction, **BOX)
+    to = ContactImplicitTO(system, 1, h, formulation="compliant", friction=friction, **BOX)
     to.set_initial_state(q0, v0)
     to.bound_inputs(u0, u0)
     r = to.solve(strategy="scholtes")
@@ -94,7 +95,7 @@ def test_stiff_limit_approaches_rigid_cone() -> None:
     gaps = []
     for K in (1e4, 1e8):
         gains = {"stiffness": K, "damping": 0.0, "tangential_damping": K}
-        _, comp = _push("compliant", z0=-MASS * G / K, compliant_associated=False, **gains)
+        _, comp = _push("compliant", z0=-MASS * G / K, associated=False, **gains)
         rc = comp.solve(strategy="scholtes")
         assert rc.success
         gaps.append((abs(rc.objective - rr.objective) / rr.objective, np.abs(rc.u - rr.u).max(),

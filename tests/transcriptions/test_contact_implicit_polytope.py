@@ -17,7 +17,7 @@ N, H = 10, 0.1
 
 
 def _push(formulation: str) -> ContactImplicitTO:
-    to = ContactImplicitTO(point_mass_2d(), N, H, formulation=formulation, polytope=POLY)
+    to = ContactImplicitTO(point_mass_2d(), N, H, formulation=formulation, **POLY)
     to.set_initial_state([0.0, 0.0], [0.0, 0.0])
     to.set_final_state([0.5, 0.0], q_indices=[0])
     to.bound_inputs([-20.0, 0.0], [20.0, 0.0])
@@ -60,11 +60,11 @@ def test_nmdp_and_mdp_agree_on_a_linear_system() -> None:
 
 
 def test_polytope_options_are_validated() -> None:
-    with pytest.raises(InputError, match="polytope"):
-        ContactImplicitTO(point_mass_2d(), 3, 0.1, formulation="nmdp", polytope={"stiffnes": 1.0})
-    with pytest.raises(InputError, match="polytope"):
-        ContactImplicitTO(point_mass_2d(), 3, 0.1, formulation="cone", polytope=POLY)
+    with pytest.raises(InputError, match="stiffnes"):
+        ContactImplicitTO(point_mass_2d(), 3, 0.1, formulation="nmdp", stiffnes=1.0)
+    with pytest.raises(InputError, match="option"):
+        ContactImplicitTO(point_mass_2d(), 3, 0.1, formulation="cone", **POLY)
     with pytest.raises(InputError, match="relax"):
-        ContactImplicitTO(point_mass_2d(), 3, 0.1, formulation="mdp", polytope={"relax": -1.0})
+        ContactImplicitTO(point_mass_2d(), 3, 0.1, formulation="mdp", relax=-1.0)
     with pytest.raises(InputError, match="system"):   # quaternion coordinates: qdot != v
-        ContactImplicitTO(box_3d(), 3, 0.1, formulation="nmdp", polytope=POLY)
+        ContactImplicitTO(box_3d(), 3, 0.1, formulation="nmdp", **POLY)

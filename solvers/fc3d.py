@@ -22,65 +22,10 @@ from typing import Any
 import numba
 import numpy as np
 
-from contactmp.errors import InputError
 from contactmp.progress import Reporter, Watch, watch_for
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import judge_claim
-
-
-def validate_fc3d(W: Any, q: Any, mu: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return ``(W, q, mu)`` as float64 arrays or raise :class:`InputError` naming the field.
-
-    ``W`` is ``3 nc x 3 nc``, ``q`` has ``3 nc`` entries and ``mu`` has ``nc`` (a scalar is
-    broadcast), all finite, ``mu >= 0``.
-    """
-    try:
-        W = np.ascontiguousarray(W, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError("W", f"cannot be read as a float matrix ({exc})") from None
-    try:
-        q = np.ascontiguousarray(q, dtype=np.float64).ravel()
-    except (TypeError, ValueError) as exc:
-        raise InputError("q", f"cannot be read as a float vector ({exc})") from None
-    if W.ndim != 2 or W.shape[0] != W.shape[1]:
-        raise InputError("W", f"must be a square matrix, got shape {W.shape}")
-    m = W.shape[0]
-    if m == 0 or m % 3:
-        raise InputError("W", f"must be 3 nc x 3 nc (nc >= 1 contacts), got {m} x {m}")
-    if q.shape[0] != m:
-        raise InputError("q", f"has length {q.shape[0]} but W is {m} x {m}")
-    nc = m // 3
-    try:
-        mu_arr = np.asarray(mu, dtype=np.float64)
-        mu_arr = np.ascontiguousarray(np.broadcast_to(mu_arr, (nc,)) if mu_arr.ndim == 0 else mu_arr.ravel())
-    except (TypeError, ValueError) as exc:
-        raise InputError("mu", f"cannot be read as friction coefficients ({exc})") from None
-    if mu_arr.shape[0] != nc:
-        raise InputError("mu", f"has {mu_arr.shape[0]} entries but W has {nc} contacts")
-    bad = _first_bad(W, q, mu_arr)
-    if bad == 1:
-        raise InputError("W", "contains NaN or inf")
-    if bad == 2:
-        raise InputError("q", "contains NaN or inf")
-    if bad == 3:
-        raise InputError("mu", "friction coefficients must be finite and >= 0")
-    return W, q, mu_arr
-
-
-@numba.njit(cache=True)
-def _first_bad(W: np.ndarray, q: np.ndarray, mu: np.ndarray) -> int:
-    """0 when W and q are finite and mu finite and >= 0; else 1 (W), 2 (q) or 3 (mu)."""
-    for i in range(W.shape[0]):
-        for k in range(W.shape[1]):
-            if not np.isfinite(W[i, k]):
-                return 1
-    for i in range(q.shape[0]):
-        if not np.isfinite(q[i]):
-            return 2
-    for j in range(mu.shape[0]):
-        if not (np.isfinite(mu[j]) and mu[j] >= 0.0):
-            return 3
-    return 0
+from contactmp.validate import validate_fc3d
 
 
 _OPTIONS_CACHE: dict[tuple[Any, ...], Any] = {}

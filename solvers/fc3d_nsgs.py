@@ -29,7 +29,6 @@ from contactmp.progress import CHUNK_SECONDS, Reporter
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import (
     residual_watch,
-    _first_bad,
     _residual_kernel,
     build_options,
     checked_fc3d_result,
@@ -39,6 +38,7 @@ from contactmp.solvers.fc3d import (
 )
 from contactmp.solvers.fc3d_local import solve_cone_local
 from contactmp.solvers.lcp import SolverOptions
+from contactmp.validate import _first_bad
 
 NAME = "nsgs"
 

@@ -33,6 +33,7 @@ from contactmp.solvers.fc3d import (
     build_options,
     checked_fc3d_result,
     dual_violation,
+    natural_map_residual,
     validate_fc3d,
     verified_fc3d_result,
 )
@@ -179,28 +180,9 @@ def csr_velocity(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, q: n
 @numba.njit(cache=True)
 def csr_residual(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, q: np.ndarray, mu: np.ndarray,
                  r: np.ndarray, u: np.ndarray) -> float:  # pragma: no cover - compiled
-    """``u <- W r + q`` and the normalized natural-map residual of fc3d (as ``fc3d_residual``)."""
-    scale = csr_velocity(indptr, indices, data, q, r, u)
-    err = 0.0
-    for j in range(mu.shape[0]):
-        m_ = mu[j]
-        ut = math.sqrt(u[3 * j + 1] ** 2 + u[3 * j + 2] ** 2)
-        n = r[3 * j] - (u[3 * j] + m_ * ut)
-        t1 = r[3 * j + 1] - u[3 * j + 1]
-        t2 = r[3 * j + 2] - u[3 * j + 2]
-        s = math.sqrt(t1 * t1 + t2 * t2)
-        if s <= m_ * n:
-            p0, p1, p2 = n, t1, t2
-        elif m_ * s <= -n:
-            p0 = p1 = p2 = 0.0
-        else:
-            a = (n + m_ * s) / (1.0 + m_ * m_)
-            p0, p1, p2 = a, m_ * a * t1 / s, m_ * a * t2 / s
-        err += (r[3 * j] - p0) ** 2 + (r[3 * j + 1] - p1) ** 2 + (r[3 * j + 2] - p2) ** 2
-    err = math.sqrt(err)
-    if not np.isfinite(err):
-        return np.inf
-    return err / scale if scale > 0.0 else err
+    """``u <- W r + q`` (W in CSR) and :func:`~contactmp.solvers.fc3d.natural_map_residual`."""
+    csr_velocity(indptr, indices, data, q, r, u)
+    return natural_map_residual(q, mu, r, u)
 
 
 @numba.njit(cache=True)

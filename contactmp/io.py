@@ -617,7 +617,6 @@ def _read_lcp_npz(path: Path, cap: int) -> tuple[np.ndarray, np.ndarray]:
         _npz_vector(q, path, n, f"M is {n} x {n}")
         arrays = npz.read((M, q), _Budget(cap))
     from contactmp.validate import validate_lcp  # numba: imported when first needed
-
     return validate_lcp(arrays["M"], arrays["q"])
 
 
@@ -893,7 +892,6 @@ def _read_lcp_dat(path: Path, cap: int) -> tuple[np.ndarray, np.ndarray]:
     if rest and _is_number(rest[0]):
         raise InputError("q", f"{path} has more numbers after q (n = {n}, next {rest[0]!r}): wrong size line?")
     from contactmp.validate import validate_lcp  # numba: imported when first needed
-
     return validate_lcp(M, q)
 
 
@@ -977,7 +975,6 @@ def _read_fc3d_npz(path: Path, cap: int) -> Fc3dArrays:
             raise InputError("nc", f"array 'nc' in {path} has shape {headers[3].shape}; expected one integer")
         arrays = npz.read(headers, _Budget(cap))
     from contactmp.validate import validate_fc3d  # numba: imported when first needed
-
     W, q, mu = validate_fc3d(arrays["W"], arrays["q"], arrays["mu"])
     if "nc" in arrays:
         nc = arrays["nc"].ravel()[0]
@@ -1008,7 +1005,6 @@ def _read_fc3d_dat(path: Path, cap: int) -> Fc3dArrays:
     if rest and _is_number(rest[0]):
         raise InputError("mu", f"{path} has more numbers after mu (nc = {nc}, next {rest[0]!r}): wrong size line?")
     from contactmp.validate import validate_fc3d  # numba: imported when first needed
-
     return validate_fc3d(W, q, mu)
 
 
@@ -1222,7 +1218,6 @@ def _read_fclib_hdf5(path: Path, cap: int) -> Fc3dArrays:
             raise
         raise InputError("path", f"{path} cannot be read as an FCLIB file ({exc})") from None
     from contactmp.validate import validate_fc3d  # numba: imported when first needed
-
     return validate_fc3d(W, q, mu)
 
 

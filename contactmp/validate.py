@@ -14,7 +14,7 @@ import numpy as np
 
 from contactmp.errors import InputError
 
-__all__ = ["validate_lcp", "validate_fc3d"]
+__all__ = ["validate_lcp", "validate_fc3d", "validate_start"]
 
 
 def validate_lcp(M: Any, q: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -125,3 +125,19 @@ def _first_bad(W: np.ndarray, q: np.ndarray, mu: np.ndarray) -> int:
         if not (np.isfinite(mu[j]) and mu[j] >= 0.0):
             return 3
     return 0
+
+
+def validate_start(x0: Any, n: int, field: str) -> np.ndarray:
+    """A solver's starting point ``x0`` as a fresh float64 vector of length ``n`` (zeros when
+    ``None``), or :class:`InputError` naming ``field`` (unreadable, wrong length, NaN or inf)."""
+    if x0 is None:
+        return np.zeros(n)
+    try:
+        x = np.array(x0, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as exc:
+        raise InputError(field, f"cannot be read as a float vector ({exc})") from None
+    if x.shape != (n,):
+        raise InputError(field, f"has length {x.size} but the problem has n = {n} unknowns")
+    if not np.isfinite(x).all():
+        raise InputError(field, "contains NaN or inf")
+    return x

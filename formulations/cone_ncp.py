@@ -91,7 +91,6 @@ from contactmp.solvers.fc3d_ipopt import FC3DBlock, FORMS, _check_form, _cone_la
 if TYPE_CHECKING:  # pragma: no cover
     from contactmp.program import Program
 
-#: the fc3d block and the cone law (a solver needs them: they live in :mod:`contactmp.solvers.fc3d_ipopt`)
 __all__ = ["ConeNCP", "ConeSolution", "FC3DBlock", "FORMS", "add_fc3d_block", "fc3d_permutation"]
 
 

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactmp.errors import InputError
+from contactmp.errors import InputError, check_number
 from contactmp.friction_polygon import facet_generators, facet_normals
 from contactmp.models.contact_model import ContactModel
 from contactmp.models.random_problems import SceneStyle, random_problem
@@ -523,8 +523,7 @@ def proposition3_mu_bound(model: ContactModel | PyramidLCP, *, pd_rtol: float = 
 
     from contactmp.solvers.certificates import Verdict  # scipy.optimize: imported when needed
 
-    if isinstance(pd_rtol, bool) or not isinstance(pd_rtol, (int, float)) or not 0 < pd_rtol < math.inf:
-        raise InputError("pd_rtol", f"must be a positive finite number, got {pd_rtol!r}")
+    pd_rtol = check_number("pd_rtol", pd_rtol, positive=True)
     facets = None
     if isinstance(model, ContactModel):
         m = model

@@ -69,7 +69,7 @@ from typing import Any, Iterator
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
-from contactmp.errors import InputError
+from contactmp.errors import InputError, check_number
 from contactmp.solvers.lcp import lcp_residual, polish_lcp, validate_lcp
 
 __all__ = [
@@ -111,15 +111,6 @@ _BATCH = 16384
 # =================================================================================================
 # argument checks
 # =================================================================================================
-def _positive(name: str, value: Any, *, allow_inf: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InputError(name, f"must be a positive number, got {value!r}")
-    v = float(value)
-    if not (v > 0) or (math.isinf(v) and not allow_inf) or math.isnan(v):
-        raise InputError(name, f"must be a positive{'' if allow_inf else ' finite'} number, got {value!r}")
-    return v
-
-
 def _count(name: str, value: Any, minimum: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise InputError(name, f"must be an int >= {minimum}, got {value!r}")
@@ -377,12 +368,12 @@ def _milp_certificate(
 ) -> MilpCertificate:
     t0 = time.perf_counter()
     M, q = validate_lcp(M, q)
-    time_limit = _positive("time_limit", time_limit, allow_inf=True)
-    tol = _positive("tol", tol)
-    alpha_tol = _positive("alpha_tol", alpha_tol)
+    time_limit = check_number("time_limit", time_limit, positive=True, allow_inf=True)
+    tol = check_number("tol", tol, positive=True)
+    alpha_tol = check_number("alpha_tol", alpha_tol, positive=True)
     max_rounds = _count("max_rounds", max_rounds, 1)
     spurious_before_floor = _count("spurious_before_floor", spurious_before_floor, 1)
-    feas_tol = _positive("feas_tol", feas_tol)
+    feas_tol = check_number("feas_tol", feas_tol, positive=True)
     if isinstance(mip_rel_gap, bool) or not isinstance(mip_rel_gap, (int, float)) or not 0 <= mip_rel_gap < 1:
         raise InputError("mip_rel_gap", f"must be a number in [0, 1), got {mip_rel_gap!r}")
     n = q.shape[0]
@@ -568,7 +559,7 @@ def lcp_second_solution_milp(
         raise InputError("z1", "contains NaN or inf")
     if (z1a < 0).any():
         raise InputError("z1", "must be nonnegative (an LCP point)")
-    delta = _positive("delta", delta)
+    delta = check_number("delta", delta, positive=True)
     return _milp_certificate(M, q, z1a, delta, time_limit=time_limit, tol=tol, alpha_tol=alpha_tol,
                              scale=scale, max_rounds=max_rounds, mip_rel_gap=mip_rel_gap,
                              spurious_before_floor=spurious_before_floor, feas_tol=feas_tol)
@@ -879,9 +870,9 @@ def enumerate_lcp_solutions(
     t0 = time.perf_counter()
     M, q = validate_lcp(M, q)
     max_n = _count("max_n", max_n, 1)
-    tol = _positive("tol", tol)
-    dedup_tol = _positive("dedup_tol", dedup_tol)
-    rank_rtol = _positive("rank_rtol", rank_rtol)
+    tol = check_number("tol", tol, positive=True)
+    dedup_tol = check_number("dedup_tol", dedup_tol, positive=True)
+    rank_rtol = check_number("rank_rtol", rank_rtol, positive=True)
     n = q.shape[0]
     if n > max_n:
         return Enumeration(Verdict.UNDECIDED, np.zeros((0, n)), [], np.zeros(0), [], n, 0, 0, 0, 0, 0,
@@ -979,7 +970,7 @@ def is_p_matrix(M: Any, *, max_n: int = 20, tol: float = 1e-10) -> MatrixCertifi
     t0 = time.perf_counter()
     M = _square(M)
     max_n = _count("max_n", max_n, 1)
-    tol = _positive("tol", tol)
+    tol = check_number("tol", tol, positive=True)
     n = M.shape[0]
     scale = float(np.abs(M).max()) or 1.0
 
@@ -1036,7 +1027,7 @@ def _copositivity(M: Any, strict: bool, max_n: int, tol: float) -> MatrixCertifi
     t0 = time.perf_counter()
     M = _square(M)
     max_n = _count("max_n", max_n, 1)
-    tol = _positive("tol", tol)
+    tol = check_number("tol", tol, positive=True)
     n = M.shape[0]
     S = 0.5 * (M + M.T)
     scale = float(np.abs(S).max())

@@ -25,7 +25,7 @@ import numpy as np
 from contactmp.progress import Reporter, Watch, watch_for
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import judge_claim
-from contactmp.validate import validate_fc3d
+from contactmp.validate import validate_fc3d  # noqa: F401 (re-exported: the solvers import it from here)
 
 
 _OPTIONS_CACHE: dict[tuple[Any, ...], Any] = {}

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import numba
 import numpy as np
 
-from contactmp.errors import InputError, OptionError
+from contactmp.errors import OptionError
 from contactmp.progress import CHUNK_SECONDS, Reporter
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import (
@@ -39,7 +39,7 @@ from contactmp.solvers.fc3d import (
 )
 from contactmp.solvers.fc3d_local import solve_cone_local
 from contactmp.solvers.lcp import SolverOptions
-from contactmp.validate import _first_bad
+from contactmp.validate import _first_bad, validate_start
 
 NAME = "nsgs"
 
@@ -225,21 +225,6 @@ def _nsgs_sweeps(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, diag
     return done, res, False
 
 
-def warm_start(r0: Any, m: int) -> np.ndarray:
-    """``r0`` as a fresh float64 vector of length ``m`` (``InputError`` naming ``r0`` otherwise)."""
-    if r0 is None:
-        return np.zeros(m)
-    try:
-        r = np.array(r0, dtype=np.float64).ravel()
-    except (TypeError, ValueError) as exc:
-        raise InputError("r0", f"cannot be read as a float vector ({exc})") from None
-    if r.shape != (m,):
-        raise InputError("r0", f"has length {r.size} but the problem has 3 nc = {m} unknowns")
-    if not np.isfinite(r).all():
-        raise InputError("r0", "contains NaN or inf")
-    return r
-
-
 def bad_diagonal(diag: np.ndarray) -> int:
     """Index of the first contact whose block ``W_jj`` has ``(W_jj)_nn <= 0`` (the local problems
     are then not well posed), or -1."""
@@ -366,7 +351,7 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, progress: Rep
     W, q, mu = validate_fc3d(W, q, mu)
     opts = build_options(Options, options, overrides)
     m = q.shape[0]
-    r = warm_start(opts.r0, m)
+    r = validate_start(opts.r0, m, "r0")
     indptr, indices, data, diag = block_data(W)
     j = bad_diagonal(diag)
     if j >= 0:

@@ -15,7 +15,7 @@ import numpy as np
 from contactmp.errors import OptionError, did_you_mean
 from contactmp.progress import check_time_limit
 from contactmp.result import Result, Status
-from contactmp.validate import validate_lcp
+from contactmp.validate import validate_lcp  # noqa: F401 (re-exported: the solvers import it from here)
 
 
 @numba.njit(cache=True)

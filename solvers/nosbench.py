@@ -1,25 +1,16 @@
-"""Solving a NOSBENCH MPCC (Nurkanovic, Pozharskiy, Diehl 2024) with the paper's protocol.
-
-Reading and checking a file, the Program and the paper's measures are in the core
-(:mod:`contactmp.nosbench`); this module solves the Program with
-:func:`contactmp.solvers.nlp.solve_program` and judges the answer by the paper's criterion.
-"""
+"""Solving a NOSBENCH MPCC with the paper's protocol (reading, the Program and the paper's measures:
+:mod:`contactmp.nosbench`)."""
 from __future__ import annotations
 
-import math
 import os
 import time
 from typing import Any
 
 from contactmp.nosbench import COMP_TOL, FEAS_TOL, NosbenchProblem, load_nosbench, nosbench_residuals, to_program
-from contactmp.result import Status
+from contactmp.result import Status, jsonable
 from contactmp.solvers.nlp import solve_program
 
 __all__ = ["solve_nosbench"]
-
-
-def _json_float(v: float) -> float | str:
-    return float(v) if math.isfinite(v) else str(v)
 
 
 def solve_nosbench(
@@ -60,10 +51,10 @@ def solve_nosbench(
         "status": status.value,
         "strategy": strategy,
         "backend": backend,
-        "objective": _json_float(r["objective"]),
+        "objective": jsonable(r["objective"]),
         "w": [float(v) for v in w],
-        "comp_residual": _json_float(r["comp_residual"]),
-        "feasibility": _json_float(r["feasibility"]),
+        "comp_residual": jsonable(r["comp_residual"]),
+        "feasibility": jsonable(r["feasibility"]),
         # the paper's criterion alone (a point IPOPT did not certify stationary may still meet it)
         "paper_criterion": bool(paper_ok),
         "time_s": time.perf_counter() - t0,

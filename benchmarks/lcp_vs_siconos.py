@@ -4,7 +4,7 @@
 
 Problems: every ``.npz`` in ``shared/data/lcp`` (the Siconos test LCPs, n = 2..60) and Trinkle
 pyramid LCPs of sizes 10, 50, 100 and 170 from
-``contactmp.models.random_problems.random_pyramid_lcp(size, seed, mu)`` (10 seeds per size, 3 with
+``contactmp.formulations.pyramid_lcp.random_pyramid_lcp(size, seed, mu)`` (10 seeds per size, 3 with
 ``--quick``; seeds ``S, S+1, ...``).
 
 Every answer, Siconos' too, is judged by our own residual ``||min(z, M z + q)||_inf <= 1e-8``;
@@ -95,7 +95,7 @@ def _as_lcp(obj: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def generated_problems(sizes: tuple[int, ...], seeds: list[int], mu: float, folder: Path) -> list[Problem]:
     """Trinkle pyramid LCPs of the given sizes and seeds, also saved as ``.npz`` for Siconos."""
-    from contactmp.models.random_problems import random_pyramid_lcp
+    from contactmp.formulations.pyramid_lcp import random_pyramid_lcp
 
     out = []
     for size in sizes:
@@ -335,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
         "tol": TOL,
         "quick": args.quick,
         "repeats": args.repeats,
-        "generated": {"generator": "contactmp.models.random_problems.random_pyramid_lcp",
+        "generated": {"generator": "contactmp.formulations.pyramid_lcp.random_pyramid_lcp",
                       "sizes": list(SIZES), "seeds": seeds, "mu": args.mu},
         "solvers": {"ours": list(OUR_SOLVERS),
                     "reference": SICONOS_NAME if with_siconos else None,

@@ -120,7 +120,7 @@ def incline_box(slope: float, psi: float, mu: float = MU_SCENE, mass: float = 1.
 def polygon_projection(y: ArrayLike, inradius: float, k: int) -> np.ndarray:
     """Euclidean projection of the 2-vector ``y`` onto the friction polygon
     ``{x : e_i . x <= inradius}`` of :func:`facet_normals` ``(k)`` (vertices ``inradius * D_i``)."""
-    from contactmp.formulations.pyramid_lcp import facet_generators, facet_normals
+    from contactmp.friction_polygon import facet_generators, facet_normals
 
     y = np.asarray(y, dtype=float)
     if (facet_normals(k) @ y <= inradius).all():
@@ -392,7 +392,7 @@ def _incline_record(psi_deg: float, grid_deg: list[float], seed: int) -> dict[st
 def _active_set_matrix(model: ContactModel, sol: Any, law: str, k: int = 4) -> np.ndarray:
     """The linearization ``K x = 0`` of the conditions that keep every contact in its mode, in the
     force changes ``delta c = G x`` those modes allow (``delta a = A G x``); see :func:`isolated`."""
-    from contactmp.formulations.pyramid_lcp import facet_generators
+    from contactmp.friction_polygon import facet_generators
 
     nc = model.n_c
     tol = 1e-7 * max(1.0, float(np.abs(model.b).max()))

@@ -31,7 +31,7 @@ Per grid point (one record each, through :func:`contactmp.parallel.run_tasks`; r
   Newton starts) clustered by physical forces; it must never exceed the proven count and every
   force it finds must be a proven one (asserted);
 * **closed form** (:func:`~contactmp.models.painleve.closed_form_solutions`): count and forces;
-* **Proposition 3** (:func:`~contactmp.solvers.certificates.proposition3_mu_bound`): ``mu_bar``
+* **Proposition 3** (:func:`~contactmp.formulations.pyramid_lcp.proposition3_mu_bound`): ``mu_bar``
   (sliding contacts; for the sliding rod it equals ``mu_P`` exactly) and ``mu_bar_unique``.
 
 Outputs: ``records.jsonl``, ``solution_counts.png`` (maps with the closed-form boundaries and the
@@ -100,13 +100,13 @@ def grid_point(item: tuple[str, float, float, int]) -> dict[str, Any]:
     """The record of one grid point ``(state, theta_deg, mu, seed)`` (module-level: Dask ships it)."""
     import time
 
-    from contactmp.formulations.pyramid_lcp import PyramidLCP
+    from contactmp.formulations.pyramid_lcp import PyramidLCP, proposition3_mu_bound
     from contactmp.models.painleve import closed_form_solutions, painleve_mu, rod
     from contactmp.solvers.certificates import (
+        Verdict,
         enumerate_lcp_solutions,
         lcp_existence_milp,
         lcp_second_solution_milp,
-        proposition3_mu_bound,
     )
     from contactmp.solvers.multistart import multistart
 
@@ -140,16 +140,18 @@ def grid_point(item: tuple[str, float, float, int]) -> dict[str, Any]:
     ex = lcp_existence_milp(form.M, form.q, time_limit=MILP_TIME_LIMIT)
     milp: dict[str, Any] = {"existence": ex.verdict, "second": None, "second_other_forces": None}
     z_solvable = len(enum.solutions) + len(enum.continua) > 0
-    milp["existence_agrees"] = None if ex.verdict == "undecided" else (ex.verdict == "solution") == z_solvable
+    milp["existence_agrees"] = (None if ex.verdict is Verdict.UNDECIDED
+                                else (ex.verdict is Verdict.SOLUTION) == z_solvable)
     milp["second_agrees"] = None
-    if ex.verdict == "solution":
+    if ex.verdict is Verdict.SOLUTION:
         z1 = ex.z
         sec = lcp_second_solution_milp(form.M, form.q, z1, MILP_DELTA * max(1.0, float(np.abs(z1).max())),
                                        time_limit=MILP_TIME_LIMIT)
         milp["second"] = sec.verdict
-        if sec.verdict != "undecided":
-            milp["second_agrees"] = (sec.verdict == "second_solution") == (enum.verdict in ("finite", "continuum"))
-        if sec.verdict == "second_solution":
+        if sec.verdict is not Verdict.UNDECIDED:
+            milp["second_agrees"] = ((sec.verdict is Verdict.SECOND_SOLUTION)
+                                     == (enum.verdict in (Verdict.FINITE, Verdict.CONTINUUM)))
+        if sec.verdict is Verdict.SECOND_SOLUTION:
             milp["second_other_forces"] = _other_forces(form, z1, sec.z)
     if n_proven >= 2 and not milp["second_other_forces"]:
         # the MILP's second z had the same forces (a separating contact's free slacks): ask again
@@ -157,7 +159,7 @@ def grid_point(item: tuple[str, float, float, int]) -> dict[str, Any]:
         for z in phys.z_points:
             sec = lcp_second_solution_milp(form.M, form.q, z, MILP_DELTA * max(1.0, float(np.abs(z).max())),
                                            time_limit=MILP_TIME_LIMIT)
-            if sec.verdict == "second_solution" and _other_forces(form, z, sec.z):
+            if sec.verdict is Verdict.SECOND_SOLUTION and _other_forces(form, z, sec.z):
                 milp["second_other_forces"] = True
                 break
     milp["time_s"] = time.perf_counter() - t0

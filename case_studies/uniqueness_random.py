@@ -25,7 +25,7 @@ Per (problem, mu):
   not decide).
 * **Multistart** (:func:`~contactmp.solvers.multistart.multistart`, seeded): the number of distinct
   physical forces it finds, which can never exceed the proven count.
-* **Proposition 3** (:func:`~contactmp.solvers.certificates.proposition3_mu_bound`): ``mu_bar``
+* **Proposition 3** (:func:`~contactmp.formulations.pyramid_lcp.proposition3_mu_bound`): ``mu_bar``
   (``~A`` positive definite; with a full-rank system Jacobian a solution exists, Theorem 1(a)) and
   ``mu_bar_unique`` (the extension to every contact from the proof of Theorem 1(b): unique forces).
   Both depend on the problem only, not on ``mu``. Checked: ``mu < mu_bar_unique`` never comes with
@@ -141,7 +141,9 @@ def physical_solutions(form: Any, enum: Any, rtol: float = PHYS_RTOL) -> Physica
     whose directions have ``L d = 0`` is one force; otherwise the forces form a continuum. The same
     test with ``G L d`` (``G`` of :func:`motion_map`) decides whether the motion moves.
     """
-    if enum.verdict == "undecided":
+    from contactmp.solvers.certificates import Verdict
+
+    if enum.verdict is Verdict.UNDECIDED:
         from contactmp.errors import InputError
 
         raise InputError("enum", f"was not enumerated ({enum.message})")
@@ -271,12 +273,12 @@ def solve_point(item: tuple[ProblemSpec, float, int]) -> dict[str, Any]:
     """The record of one (problem, mu) (module-level: runs on Dask workers)."""
     import time
 
-    from contactmp.formulations.pyramid_lcp import PyramidLCP
+    from contactmp.formulations.pyramid_lcp import PyramidLCP, proposition3_mu_bound
     from contactmp.solvers.certificates import (
+        Verdict,
         enumerate_lcp_solutions,
         lcp_existence_milp,
         lcp_second_solution_milp,
-        proposition3_mu_bound,
     )
     from contactmp.solvers.multistart import multistart
 
@@ -309,17 +311,17 @@ def solve_point(item: tuple[ProblemSpec, float, int]) -> dict[str, Any]:
     else:
         ex = lcp_existence_milp(form.M, form.q, time_limit=MILP_TIME_LIMIT)
         rec["milp_existence"] = ex.verdict
-        cls = {"no_solution": "none", "undecided": "undecided"}.get(ex.verdict)
+        cls = {Verdict.NO_SOLUTION: "none", Verdict.UNDECIDED: "undecided"}.get(ex.verdict)
         mcls = cls
-        if ex.verdict == "solution":
+        if ex.verdict is Verdict.SOLUTION:
             z1 = ex.z
             delta = MILP_DELTA * max(1.0, float(np.abs(z1).max()))
             sec = lcp_second_solution_milp(form.M, form.q, z1, delta, time_limit=MILP_TIME_LIMIT)
             rec["milp_second"] = sec.verdict
             proven = (form.L @ z1)[None, :]
-            if sec.verdict == "unique_up_to_delta":
+            if sec.verdict is Verdict.UNIQUE_UP_TO_DELTA:
                 cls = mcls = "unique"
-            elif sec.verdict == "second_solution":
+            elif sec.verdict is Verdict.SECOND_SOLUTION:
                 c1, c2 = form.L @ z1, form.L @ sec.z
                 G, g0 = motion_map(form)
                 same_c = np.abs(c2 - c1).max() <= PHYS_RTOL * max(1.0, float(np.abs(c1).max()))

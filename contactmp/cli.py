@@ -164,7 +164,7 @@ def _check_time_limit_option(value: float) -> float:
 def _solve_nosbench(file: Path, as_json: bool, time_limit: float = 60.0) -> None:
     """Solve a NOSBENCH MPCC with the paper's Scholtes protocol; exit 0 (solved or not) or 2."""
     from contactmp.errors import ContactMPError
-    from contactmp.nosbench import solve_nosbench
+    from contactmp.solvers.nosbench import solve_nosbench
 
     try:
         out = solve_nosbench(file, time_limit=time_limit)

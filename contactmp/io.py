@@ -590,13 +590,6 @@ class _Npz:
         return {m.key: self._read(m) for m in members}
 
 
-def _validated_lcp(M: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``validate_lcp`` (shapes, finiteness; InputError naming M or q), imported when first needed."""
-    from contactmp.solvers.lcp import validate_lcp
-
-    return validate_lcp(M, q)
-
-
 def _npz_matrix(m: _NpyMember, path: Path) -> int:
     """The order ``n`` of a square matrix member, or InputError naming it."""
     if len(m.shape) != 2 or m.shape[0] != m.shape[1] or m.shape[0] == 0:
@@ -623,7 +616,8 @@ def _read_lcp_npz(path: Path, cap: int) -> tuple[np.ndarray, np.ndarray]:
         n = _npz_matrix(M, path)
         _npz_vector(q, path, n, f"M is {n} x {n}")
         arrays = npz.read((M, q), _Budget(cap))
-    return _validated_lcp(arrays["M"], arrays["q"])
+    from contactmp.validate import validate_lcp  # numba: imported when first needed
+    return validate_lcp(arrays["M"], arrays["q"])
 
 
 # --------------------------------------------------------------------------------------------
@@ -897,7 +891,8 @@ def _read_lcp_dat(path: Path, cap: int) -> tuple[np.ndarray, np.ndarray]:
     # trailing comments/text are what Siconos writers leave: ignored on purpose
     if rest and _is_number(rest[0]):
         raise InputError("q", f"{path} has more numbers after q (n = {n}, next {rest[0]!r}): wrong size line?")
-    return _validated_lcp(M, q)
+    from contactmp.validate import validate_lcp  # numba: imported when first needed
+    return validate_lcp(M, q)
 
 
 #: LCP formats, tried in order on the file's first bytes
@@ -964,13 +959,6 @@ def _is_siconos_fc3d_dat(head: bytes) -> bool:
 Fc3dArrays = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-def _validated_fc3d(W: np.ndarray, q: np.ndarray, mu: np.ndarray) -> Fc3dArrays:
-    """``validate_fc3d`` (shapes, finiteness, mu >= 0; InputError naming W, q or mu)."""
-    from contactmp.solvers.fc3d import validate_fc3d
-
-    return validate_fc3d(W, q, mu)
-
-
 def _read_fc3d_npz(path: Path, cap: int) -> Fc3dArrays:
     """``(W, q, mu)`` from a ``.npz`` archive with arrays ``W``, ``q``, ``mu`` (and optionally ``nc``)."""
     with _Npz(path, cap) as npz:
@@ -986,7 +974,8 @@ def _read_fc3d_npz(path: Path, cap: int) -> Fc3dArrays:
         if len(headers) == 4 and headers[3].count != 1:
             raise InputError("nc", f"array 'nc' in {path} has shape {headers[3].shape}; expected one integer")
         arrays = npz.read(headers, _Budget(cap))
-    W, q, mu = _validated_fc3d(arrays["W"], arrays["q"], arrays["mu"])
+    from contactmp.validate import validate_fc3d  # numba: imported when first needed
+    W, q, mu = validate_fc3d(arrays["W"], arrays["q"], arrays["mu"])
     if "nc" in arrays:
         nc = arrays["nc"].ravel()[0]
         if nc.dtype.kind not in "iu" and not (np.isfinite(nc) and float(nc).is_integer()):
@@ -1015,7 +1004,8 @@ def _read_fc3d_dat(path: Path, cap: int) -> Fc3dArrays:
         rest = rest[1:]
     if rest and _is_number(rest[0]):
         raise InputError("mu", f"{path} has more numbers after mu (nc = {nc}, next {rest[0]!r}): wrong size line?")
-    return _validated_fc3d(W, q, mu)
+    from contactmp.validate import validate_fc3d  # numba: imported when first needed
+    return validate_fc3d(W, q, mu)
 
 
 #: HDF5 filters whose output we trust to be bounded by _MAX_COMPRESSION: deflate, shuffle,
@@ -1227,7 +1217,8 @@ def _read_fclib_hdf5(path: Path, cap: int) -> Fc3dArrays:
         if isinstance(exc, InputError):
             raise
         raise InputError("path", f"{path} cannot be read as an FCLIB file ({exc})") from None
-    return _validated_fc3d(W, q, mu)
+    from contactmp.validate import validate_fc3d  # numba: imported when first needed
+    return validate_fc3d(W, q, mu)
 
 
 #: fc3d formats, tried in order on the file's first bytes

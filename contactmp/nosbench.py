@@ -23,14 +23,14 @@ default cap of :data:`contactmp.io.MAX_PROBLEM_BYTES`; the cap is overridden by
 the file is read: parsed JSON takes up to :data:`~contactmp.io.JSON_EXPANSION` times its text.
 
 CasADi and the Program are imported when a file is loaded, not with this module, so
-:func:`is_nosbench_file` costs nothing.
+:func:`is_nosbench_file` costs nothing. Solving a file (the paper's protocol) is
+:func:`contactmp.solvers.nosbench.solve_nosbench`.
 """
 from __future__ import annotations
 
 import json
 import math
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,7 +48,6 @@ __all__ = [
     "NosbenchProblem",
     "load_nosbench",
     "to_program",
-    "solve_nosbench",
     "nosbench_residuals",
     "is_nosbench_file",
     "FEAS_TOL",
@@ -270,7 +269,7 @@ def is_nosbench_file(path: str | os.PathLike[str]) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------
-# Program and solve
+# Program and the paper's measures
 # ----------------------------------------------------------------------------------------------
 @dataclass
 class NosbenchHandles:
@@ -329,63 +328,12 @@ def nosbench_residuals(problem: NosbenchProblem, w: Any) -> dict[str, float]:
     return {k: (v if np.isfinite(v) else math.inf) for k, v in out.items()}
 
 
-def _json_float(v: float) -> float | str:
-    return float(v) if math.isfinite(v) else str(v)
+def __getattr__(name: str) -> Any:
+    """TEMPORARY forward of ``solve_nosbench``, which moved to :mod:`contactmp.solvers.nosbench`
+    (the core does not import solvers), for ``benchmarks/mpcc_vs_nosnoc.py`` until it imports it
+    from there; to be deleted then."""
+    if name == "solve_nosbench":
+        import importlib
 
-
-def solve_nosbench(
-    path: str | os.PathLike[str] | NosbenchProblem,
-    strategy: str = "scholtes",
-    backend: str = "casadi",
-    time_limit: float = 60.0,
-    **overrides: Any,
-) -> dict[str, Any]:
-    """Solve one NOSBENCH MPCC with the paper's protocol and judge it by the paper's criterion.
-
-    Scholtes: ``G_i H_i <= sigma``, ``sigma = 1, 0.1, ..., 1e-9``, warm-started IPOPT with
-    ``bound_relax_factor = 0`` and ``mu_strategy = adaptive``, stopping at the first NLP whose
-    answer has ``max_i G_i H_i <= 1e-7`` (no ``G, H >= 0`` added). ``overrides`` go to
-    :class:`~contactmp.solvers.nlp.NLPOptions`. The status is ``"solved"`` only when the answer
-    passes :func:`nosbench_residuals` (feasibility <= 1e-6, comp_residual <= 1e-7), whatever the
-    solver claimed. Returns a JSON-ready dict: ``status``, ``strategy``, ``objective``, ``w``,
-    ``comp_residual``, ``feasibility``, ``time_s`` and details.
-    """
-    from contactmp.result import Status
-    from contactmp.solvers.nlp import solve_program
-
-    t0 = time.perf_counter()
-    problem = path if isinstance(path, NosbenchProblem) else load_nosbench(path)
-    prog, handles = to_program(problem)
-    opts: dict[str, Any] = dict(sign_constraints=False, sigma0=1.0, sigma_factor=0.1, sigma_min=1e-9,
-                                comp_tol=COMP_TOL, feas_tol=FEAS_TOL, time_limit=float(time_limit))
-    opts.update(overrides)
-    res = solve_program(prog, backend=backend, strategy=strategy, **opts)
-    w = res.value(handles.w)
-    r = nosbench_residuals(problem, w)
-    status = res.status
-    message = res.message
-    paper_ok = r["feasibility"] <= FEAS_TOL and r["comp_residual"] <= COMP_TOL
-    if status is Status.SOLVED and not paper_ok:
-        status = Status.NOT_SOLVED
-        message += (f"; downgraded: feasibility {r['feasibility']:.2e} (tol {FEAS_TOL:.0e}), "
-                    f"comp_residual {r['comp_residual']:.2e} (tol {COMP_TOL:.0e})")
-    return {
-        "problem": problem.name,
-        "status": status.value,
-        "strategy": strategy,
-        "backend": backend,
-        "objective": _json_float(r["objective"]),
-        "w": [float(v) for v in w],
-        "comp_residual": _json_float(r["comp_residual"]),
-        "feasibility": _json_float(r["feasibility"]),
-        # the paper's criterion alone (a point IPOPT did not certify stationary may still meet it)
-        "paper_criterion": bool(paper_ok),
-        "time_s": time.perf_counter() - t0,
-        "solve_time_s": res.time_s,
-        "iterations": res.iterations,
-        "nlps": len(res.extras.get("homotopy", [])),
-        "n_w": problem.n_w,
-        "n_g": problem.n_g,
-        "n_comp": problem.n_comp,
-        "message": message,
-    }
+        return importlib.import_module("contactmp.solvers.nosbench").solve_nosbench
+    raise AttributeError(f"module 'contactmp.nosbench' has no attribute {name!r}")

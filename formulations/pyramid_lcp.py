@@ -30,21 +30,29 @@ computed from those physical quantities. For a solution built by ``solution()`` 
 hold by construction (the accelerations are computed from the forces with the same equations); they
 are there to judge forces and accelerations that come from elsewhere. (9), (11), (12) and (16)-(18)
 are the real test of an LCP answer.
+
+Also here: :func:`random_pyramid_lcp` (the pyramid LCP of a random problem of section 6, of a given
+size) and :func:`proposition3_mu_bound` (Proposition 3's friction bound for a model, a
+:class:`FrictionBound` certificate with a :class:`~contactmp.solvers.certificates.Verdict`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactmp.errors import InputError
+from contactmp.errors import InputError, check_number
+from contactmp.friction_polygon import facet_generators, facet_normals
 from contactmp.models.contact_model import ContactModel
+from contactmp.models.random_problems import SceneStyle, random_problem
 
 if TYPE_CHECKING:  # pragma: no cover
     from contactmp.program import Program
     from contactmp.result import Result
+    from contactmp.solvers.certificates import Verdict
 
 
 @dataclass
@@ -80,20 +88,6 @@ class PyramidSolution:
     def a(self) -> np.ndarray:
         """``(a_n, a_t, a_o)`` stacked."""
         return np.concatenate([self.a_n, self.a_t, self.a_o])
-
-
-def facet_generators(k: int) -> np.ndarray:
-    """The ``k`` generators ``D_i`` (rows, in the ``(t, o)`` plane) at angles ``(2i+1) pi / k`` with
-    length ``1 / cos(pi / k)``; ``mu c_n D_i`` are the vertices of the friction polygon."""
-    ang = (2 * np.arange(k) + 1) * np.pi / k
-    return np.column_stack([np.cos(ang), np.sin(ang)]) / np.cos(np.pi / k)
-
-
-def facet_normals(k: int) -> np.ndarray:
-    """Unit outward normals (rows) of the ``k`` edges of the friction polygon (angles ``2 i pi / k``);
-    ``c_T`` lies in the polygon iff ``e_i . c_T <= mu c_n`` for all ``i``."""
-    ang = 2 * np.arange(k) * np.pi / k
-    return np.column_stack([np.cos(ang), np.sin(ang)])
 
 
 class PyramidLCP:
@@ -403,3 +397,206 @@ class PyramidLCP:
             out["(17)"] = 0.0
             out["(18)"] = 0.0
         return out
+
+
+def random_pyramid_lcp(size: int, seed: int, mu: float = 0.5, *,
+                       style: str | SceneStyle = "classic") -> tuple[np.ndarray, np.ndarray]:
+    """``(M, q)`` of the pyramid LCP (37) of a random problem whose LCP has exactly ``size`` rows.
+
+    ``n_R`` is drawn in ``[ceil(0.6 size / 5), floor(size / 5)]``, ``n_S = size - 5 n_R``, and the
+    number of boxes between 1 and ``1 + n_c / 6``; the scene is furnished in ``style``.
+    """
+    if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 1:
+        raise InputError("size", f"must be an int >= 1, got {size!r}")
+    rng = np.random.default_rng([int(seed), int(size)])
+    hi = size // 5
+    lo = min(hi, int(np.ceil(0.6 * size / 5)))
+    n_R = int(rng.integers(lo, hi + 1))
+    n_S = size - 5 * n_R
+    n_c = n_S + n_R
+    nb = int(rng.integers(1, max(1, min(n_c, 1 + n_c // 6)) + 1))
+    model = random_problem(int(rng.integers(2**31)), nb, n_S, n_R, mu=mu, style=style)
+    form = PyramidLCP(model)
+    assert form.size == size
+    return form.M, form.q
+
+
+# ----------------------------------------------------------------------------------------------
+# Proposition 3: the friction bound
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FrictionBound:
+    """Proposition 3 of Trinkle et al. (1995) and its extension to uniqueness, for one contact model.
+
+    Notation (Appendix A.3): ``~B`` (44) is the principal submatrix of ``A`` on the rows/columns
+    ``(Sn, Rn, Rt, Ro)``; ``C_t = [(Ant)SS; (Ant)RS; (Att)RS; (Aot)RS]`` and ``C_o`` (the same with
+    ``o``) are the ``A`` columns of the sliding tangential forces on those rows, so that (45)-(46)
+    ``~A = ~B - E_t - E_o`` with ``E_t = [C_t V_St, 0, 0, 0]``, ``E_o = [C_o V_So, 0, 0, 0]``,
+    ``V_St = diag(mu_j v_jt / |v_jT|)``, ``V_So = diag(mu_j v_jo / |v_jT|)``, ``j in S``.
+
+    Attributes
+    ----------
+    sigma_min : float
+        Smallest eigenvalue of the symmetric ``~B``.
+    delta_t, delta_o : float
+        ``||C_t||_2``, ``||C_o||_2``.
+    mu_bar : float
+        Proposition 3: ``sigma_min / (delta_t + delta_o)``; ``mu_j < mu_bar`` for all ``j in S``
+        makes ``~A`` positive definite (``x^T ~A x >= (sigma_min - mu_S (delta_t + delta_o)) |x|^2``
+        since ``||V_St||, ||V_So|| <= mu_S``). ``inf`` without sliding contacts, 0 if
+        ``sigma_min <= 0``.
+    gamma_t, gamma_o : float
+        ``||~B[:, Rt]||_2``, ``||~B[:, Ro]||_2`` (the columns of ``~B`` of the rolling tangential forces).
+    rho_t, rho_o : float
+        Bounds on ``|c_jt| / (mu_j c_jn)``, ``|c_jo| / (mu_j c_jn)`` at a rolling contact: 1 for the cone
+        and the square pyramid; ``max_i |D_i,t|``, ``max_i |D_i,o|`` for the ``k``-facet generators.
+    mu_bar_unique : float
+        ``sigma_min / (delta_t + delta_o + rho_t gamma_t + rho_o gamma_o)``: with ``mu_j`` below it at
+        every contact, the matrix (50) ``~A [I 0 0 0; 0 I 0 0; 0 D_t I 0; 0 D_o 0 I]`` is positive
+        definite for every diagonal ``|D_t| <= rho_t mu_R``, ``|D_o| <= rho_o mu_R`` (it equals
+        ``~B - E_t - E_o + ~B N`` with ``~B N = [0, ~B_Rt D_t + ~B_Ro D_o, 0, 0]``, because ``E N = 0``),
+        and the argument of Appendix A.5 then shows that the contact forces ``c`` (hence ``a`` and the
+        accelerations) are unique.
+    mu_pd_exact : float
+        The largest uniform sliding ``mu`` for which the symmetric part of ``~A`` stays positive
+        definite (``1 / lambda_max(sym(E_t + E_o)|_{mu=1}, ~B)``): what Proposition 3 estimates.
+    full_rank : bool
+        Theorem 1's hypothesis: the system Jacobian ``[W; J^T]`` has full column rank.
+    mu_S, mu_R : float
+        The model's largest sliding and rolling friction coefficients.
+    A_tilde_min_eig : float
+        ``lambda_min(sym(~A))`` at the model's own ``mu``.
+    verdict : Verdict
+        For the model's own ``mu``: ``EXISTENCE_AND_UNIQUENESS`` (full rank, ``mu_S < mu_bar`` and
+        the uniqueness margin ``sigma_min - mu_S (delta_t + delta_o) - mu_R (rho_t gamma_t + rho_o
+        gamma_o) > 0``), ``UNIQUENESS`` (margin > 0 but ``J_sys`` rank deficient: at most one
+        solution), ``EXISTENCE`` (Theorem 1(a) only) or ``NOT_GUARANTEED``.
+    margin : float
+        The uniqueness margin above.
+    extras : dict
+        ``"B_tilde"`` (44), ``"A_tilde"`` (46) at the model's ``mu``, ``"rows"`` (their indices into
+        the ``3 n_c`` ordering of ``A``).
+    """
+
+    sigma_min: float
+    delta_t: float
+    delta_o: float
+    mu_bar: float
+    gamma_t: float
+    gamma_o: float
+    rho_t: float
+    rho_o: float
+    mu_bar_unique: float
+    mu_pd_exact: float
+    full_rank: bool
+    mu_S: float
+    mu_R: float
+    A_tilde_min_eig: float
+    margin: float
+    verdict: Verdict
+    message: str = ""
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def proposition3_mu_bound(model: ContactModel | PyramidLCP, *, pd_rtol: float = 1e-10) -> FrictionBound:
+    """Proposition 3's friction bound (and its uniqueness extension) for a ContactModel or PyramidLCP.
+
+    Reconstructed from the paper (the printed equations are garbled):
+    ``~B`` = (44) = ``A`` on ``(Sn, Rn, Rt, Ro)``; ``E_t``, ``E_o`` = (45) (first block column
+    ``C_t V_St``, ``C_o V_So``; the rest zero); ``~A = ~B - E_t - E_o`` (46), which matches (27)-(28)
+    and the sliding-friction substitution ``c_St = -V_St c_Sn`` of :class:`PyramidLCP`.
+    Proposition 3: if ``~B`` is positive definite with smallest eigenvalue ``sigma_min > 0`` and
+    ``delta_t``, ``delta_o`` are the spectral norms of ``C_t``, ``C_o``, then
+    ``mu_bar = sigma_min / (delta_t + delta_o)`` and ``mu_j in [0, mu_bar)`` for ``j in S`` makes
+    ``~A`` positive definite (hence P; with Theorem 1's full-rank hypothesis a solution exists).
+
+    The paper states Proposition 3 for the sliding friction only; Theorem 1(b) (uniqueness)
+    needs all friction coefficients small. Following the proof in Appendix A.5 (matrix (50)), the
+    same Cauchy-Schwarz estimate gives ``mu_bar_unique`` (see :class:`FrictionBound`).
+
+    A :class:`PyramidLCP` contributes its facet count (``rho``);
+    a ContactModel is taken with the cone / square pyramid (``rho = 1``). ``~B`` counts as positive
+    definite only if ``sigma_min > pd_rtol * lambda_max(~B)``; otherwise ``sigma_min`` is reported as
+    ``<= 0`` and both bounds are 0 (nothing is guaranteed).
+    """
+    from scipy.linalg import eigh
+
+    from contactmp.solvers.certificates import Verdict  # scipy.optimize: imported when needed
+
+    pd_rtol = check_number("pd_rtol", pd_rtol, positive=True)
+    facets = None
+    if isinstance(model, ContactModel):
+        m = model
+    elif isinstance(model, PyramidLCP):
+        m, facets = model.model, int(model.facets)
+    else:
+        raise InputError("model", f"must be a ContactModel or a PyramidLCP, got {type(model).__name__}")
+    nc = m.n_c
+    if nc == 0:
+        raise InputError("model", "has no contacts")
+    S = np.asarray(m.sliding, dtype=np.int64)
+    R = np.asarray(m.rolling, dtype=np.int64)
+    A = m.A
+    rows = np.concatenate([S, R, nc + R, 2 * nc + R])
+    Bt = A[np.ix_(rows, rows)]
+    eig_B = np.linalg.eigvalsh(Bt)
+    sigma_min = float(eig_B.min())
+    if sigma_min <= pd_rtol * max(float(np.abs(eig_B).max()), 1e-300):
+        sigma_min = min(sigma_min, 0.0)  # singular to working precision: not positive definite
+    Ct = A[np.ix_(rows, nc + S)]
+    Co = A[np.ix_(rows, 2 * nc + S)]
+    delta_t = float(np.linalg.norm(Ct, 2)) if S.size else 0.0
+    delta_o = float(np.linalg.norm(Co, 2)) if S.size else 0.0
+    nS, nR = S.size, R.size
+    Gt = Bt[:, nS + nR: nS + 2 * nR]
+    Go = Bt[:, nS + 2 * nR:]
+    gamma_t = float(np.linalg.norm(Gt, 2)) if nR else 0.0
+    gamma_o = float(np.linalg.norm(Go, 2)) if nR else 0.0
+    if facets is None or facets == 4:
+        rho_t = rho_o = 1.0
+    else:
+        D = facet_generators(facets)
+        rho_t, rho_o = float(np.abs(D[:, 0]).max()), float(np.abs(D[:, 1]).max())
+
+    def ratio(den: float) -> float:
+        if sigma_min <= 0:
+            return 0.0
+        return math.inf if den == 0 else sigma_min / den
+
+    mu_bar = ratio(delta_t + delta_o)
+    mu_bar_unique = ratio(delta_t + delta_o + rho_t * gamma_t + rho_o * gamma_o)
+    # exact: sym(~A(mu)) = ~B - mu sym(E1), E1 = E_t + E_o at mu = 1
+    vT = np.hypot(m.v_t[S], m.v_o[S])
+    E1 = np.zeros_like(Bt)
+    if nS:
+        E1[:, :nS] = Ct * (m.v_t[S] / vT)[None, :] + Co * (m.v_o[S] / vT)[None, :]
+    G = 0.5 * (E1 + E1.T)
+    if sigma_min > 0 and nS:
+        try:
+            lam = float(eigh(G, Bt, eigvals_only=True).max())
+            mu_pd_exact = 1.0 / lam if lam > 0 else math.inf
+        except np.linalg.LinAlgError:
+            mu_pd_exact = math.nan
+    else:
+        mu_pd_exact = math.inf if (sigma_min > 0) else 0.0
+    mu = np.asarray(m.mu, dtype=float)
+    mu_S = float(mu[S].max()) if nS else 0.0
+    mu_R = float(mu[R].max()) if nR else 0.0
+    E = np.zeros_like(Bt)
+    if nS:
+        E[:, :nS] = E1[:, :nS] * mu[S][None, :]
+    At = Bt - E
+    A_min = float(np.linalg.eigvalsh(0.5 * (At + At.T)).min())
+    Js = m.J_sys
+    full_rank = bool(np.linalg.matrix_rank(Js) == Js.shape[1])
+    margin = sigma_min - mu_S * (delta_t + delta_o) - mu_R * (rho_t * gamma_t + rho_o * gamma_o)
+    exists = full_rank and sigma_min > 0 and mu_S < mu_bar
+    unique = sigma_min > 0 and margin > 0
+    verdict = (Verdict.EXISTENCE_AND_UNIQUENESS if exists and unique else Verdict.UNIQUENESS if unique
+               else Verdict.EXISTENCE if exists else Verdict.NOT_GUARANTEED)
+    msg = (f"sigma_min(~B) = {sigma_min:.3e}, delta_t = {delta_t:.3e}, delta_o = {delta_o:.3e}: "
+           f"Prop. 3 mu_bar = {mu_bar:.3e}; uniqueness bound {mu_bar_unique:.3e}; "
+           f"exact PD limit of sym(~A) {mu_pd_exact:.3e}; J_sys {'full' if full_rank else 'deficient'} rank")
+    extras = {"B_tilde": Bt, "A_tilde": At, "rows": rows}
+    return FrictionBound(sigma_min, delta_t, delta_o, mu_bar, gamma_t, gamma_o, rho_t, rho_o, mu_bar_unique,
+                         mu_pd_exact, full_rank, mu_S, mu_R, A_min, margin, verdict, msg, extras)

@@ -10,7 +10,6 @@ from contactmp.models.random_problems import (
     SceneStyle,
     problem_seed,
     random_problem,
-    random_pyramid_lcp,
     trinkle_dataset,
 )
 from contactmp.models.scenes import block_between_jaws, box_on_plane, two_stacks
@@ -45,7 +44,7 @@ __all__ = [
     "quaternion_to_rotation",
     "STYLES", "SceneStyle", "block_between_jaws", "BodyRef", "Contact", "ContactModel", "DataSet", "GRAVITY", "GROUND", "Manipulator", "RigidBody",
     "TRINKLE_MUS", "TRINKLE_PROBLEMS", "box_inertia", "contact_graph", "link", "obj", "problem_seed",
-    "random_problem", "random_pyramid_lcp", "rotation_about", "contact_islands", "split_islands", "trinkle_dataset",
+    "random_problem", "rotation_about", "contact_islands", "split_islands", "trinkle_dataset",
     "box_on_plane", "two_stacks", "RodState", "lotstedt_rod", "painleve_rod",
     "example_robot_names", "example_robot_urdf", "solo12", "solo12_standing", "urdf_system",
     "elastic_foundation", "hertz_gains", "hertz_point_contact", "range_of_motion_limit",

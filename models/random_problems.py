@@ -686,30 +686,6 @@ def trinkle_dataset(seed: int = 0) -> list[DataSet]:
     return out
 
 
-def random_pyramid_lcp(size: int, seed: int, mu: float = 0.5, *,
-                       style: str | SceneStyle = "classic") -> tuple[np.ndarray, np.ndarray]:
-    """``(M, q)`` of the pyramid LCP (37) of a random problem whose LCP has exactly ``size`` rows.
-
-    ``n_R`` is drawn in ``[ceil(0.6 size / 5), floor(size / 5)]``, ``n_S = size - 5 n_R``, and the
-    number of boxes between 1 and ``1 + n_c / 6``; the scene is furnished in ``style``.
-    """
-    if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 1:
-        raise InputError("size", f"must be an int >= 1, got {size!r}")
-    from contactmp.formulations.pyramid_lcp import PyramidLCP
-
-    rng = np.random.default_rng([int(seed), int(size)])
-    hi = size // 5
-    lo = min(hi, int(np.ceil(0.6 * size / 5)))
-    n_R = int(rng.integers(lo, hi + 1))
-    n_S = size - 5 * n_R
-    n_c = n_S + n_R
-    nb = int(rng.integers(1, max(1, min(n_c, 1 + n_c // 6)) + 1))
-    model = random_problem(int(rng.integers(2**31)), nb, n_S, n_R, mu=mu, style=style)
-    form = PyramidLCP(model)
-    assert form.size == size
-    return form.M, form.q
-
-
 def generation_time(n: int = 20, seed: int = 0) -> float:
     """Mean seconds to build one problem of :data:`TRINKLE_PROBLEMS` (a quick benchmark)."""
     t0 = time.perf_counter()

@@ -29,7 +29,7 @@ from typing import Literal, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactmp.errors import InputError
+from contactmp.errors import InputError, check_spd
 
 #: standard gravity [m/s^2]
 GRAVITY = 9.81
@@ -88,19 +88,6 @@ def as_array(value: ArrayLike, shape: tuple[int, ...], field_name: str) -> np.nd
     if not np.isfinite(arr).all():
         raise InputError(field_name, "contains NaN or inf")
     return arr
-
-
-def check_spd(mat: np.ndarray, field_name: str) -> None:
-    """Raise :class:`InputError` unless ``mat`` is symmetric positive definite."""
-    scale = max(1.0, float(np.abs(mat).max(initial=0.0)))
-    if np.abs(mat - mat.T).max(initial=0.0) > 1e-10 * scale:
-        raise InputError(field_name, "is not symmetric")
-    if mat.size == 0:
-        return
-    try:
-        np.linalg.cholesky(mat)
-    except np.linalg.LinAlgError:
-        raise InputError(field_name, "is not positive definite") from None
 
 
 def check_rotation(R: np.ndarray, field_name: str) -> None:
@@ -205,7 +192,7 @@ class RigidBody:
             raise InputError(prefix + "mass", f"must be finite and > 0, got {self.mass!r}")
         self.mass = m
         self.inertia = as_array(self.inertia, (3, 3), prefix + "inertia")
-        check_spd(self.inertia, prefix + "inertia")
+        check_spd(self.inertia, prefix + "inertia", "the inertia matrix")
         self.position = as_array(self.position, (3,), prefix + "position")
         self.rotation = as_array(self.rotation, (3, 3), prefix + "rotation")
         check_rotation(self.rotation, prefix + "rotation")
@@ -333,7 +320,8 @@ class Manipulator:
         self.joint_velocities = as_array(self.joint_velocities, (n,), prefix + "joint_velocities")
         self.efforts = as_array(self.efforts, (n,), prefix + "efforts")
         self.mass_matrix = as_array(self.mass_matrix, (n, n), prefix + "mass_matrix")
-        check_spd(self.mass_matrix, prefix + "mass_matrix")
+        if n:
+            check_spd(self.mass_matrix, prefix + "mass_matrix", "the joint-space mass matrix")
         self.g_man = as_array(self.g_man, (n,), prefix + "g_man")
         self.h_man = as_array(self.h_man, (n,), prefix + "h_man")
         if self.joint_positions is None:
@@ -455,7 +443,7 @@ class Manipulator:
         g = np.zeros(n)
         grav = np.array([0.0, 0.0, -gravity])
         for L in range(n):
-            check_spd(inertias[L], f"link_inertias[{L}]")
+            check_spd(inertias[L], f"link_inertias[{L}]", "the inertia matrix")
             Jv = tmp.point_jacobian(L, centers[L])
             Jw = tmp.angular_jacobian(L)
             IL = inertias[L]

@@ -29,10 +29,7 @@ import casadi as ca
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactmp.errors import InputError
-
-#: relative tolerance for symmetry of M and for Jn against d phi/dq (d qdot / d v)
-_SYM_TOL = 1e-9
+from contactmp.errors import InputError, check_spd
 
 
 def _is_symbol_vector(x: object) -> bool:
@@ -282,18 +279,7 @@ class ContactSystem:
         """Check the system at configuration ``q``: ``M(q)`` symmetric positive definite and
         ``Jn(q) = d phi/dq (d qdot/d v)``. Raises InputError naming ``M`` (or ``Jn``) otherwise."""
         qq = self._q(q)
-        Mq = self.eval_M(qq)
-        scale = max(1.0, float(np.max(np.abs(Mq))))
-        if not np.all(np.isfinite(Mq)):
-            raise InputError("M", f"not finite at {field_name} = {qq}")
-        if np.max(np.abs(Mq - Mq.T)) > _SYM_TOL * scale:
-            raise InputError("M", f"not symmetric at {field_name} = {qq}")
-        try:
-            np.linalg.cholesky(0.5 * (Mq + Mq.T))
-        except np.linalg.LinAlgError:
-            w = np.linalg.eigvalsh(0.5 * (Mq + Mq.T))
-            raise InputError("M", f"not positive definite at {field_name} = {qq} "
-                                  f"(min eigenvalue {w.min():.3g})") from None
+        check_spd(self.eval_M(qq), "M", f"M at {field_name} = {qq}")
         if self.n_c:
             Jn = self.eval_J(qq)[0]
             Jphi = np.array(self.functions["Jn_from_phi"](qq), dtype=float).reshape(Jn.shape)

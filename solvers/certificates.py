@@ -3,8 +3,9 @@ matrix classes and friction bound of Trinkle, Pang, Sudarsky and Lo (1995), Theo
 Proposition 3.
 
 LCP(q, M) (the paper's LCP(r, M) with r = q): find ``z >= 0`` with ``w = M z + q >= 0`` and
-``z^T w = 0``. Every answer here is a dataclass with a ``verdict``; nothing raises on "cannot
-decide" (the verdict is then ``"undecided"``), and malformed input raises
+``z^T w = 0``. Every answer here is a frozen certificate (a proof object, not a solve's
+:class:`~contactmp.result.Result`) with a :class:`Verdict`; nothing raises on "cannot decide"
+(the verdict is then ``Verdict.UNDECIDED``), and malformed input raises
 :class:`~contactmp.errors.InputError` naming the field. A solution is only reported after the
 independent check ``||min(z, M z + q)||_inf <= tol`` (:func:`~contactmp.solvers.lcp.lcp_residual`).
 
@@ -19,9 +20,10 @@ Contents
   SVD where singular), singular bases analysed (empty / one point / a continuum of solutions).
 * :func:`is_p_matrix`, :func:`is_copositive`, :func:`is_strictly_copositive` -- the matrix classes
   of Appendix A (all principal minors > 0; ``x^T M x >= 0`` (``> 0``) on the nonnegative orthant).
-* :func:`proposition3_mu_bound` -- Proposition 3's bound on the sliding friction for which ``~A`` is
-  positive definite, and its extension (from the proof of Theorem 1(b), Appendix A.5) to all
-  contacts, under which the solution is unique.
+
+Proposition 3's friction bound takes a contact model, so it is a formulation:
+:func:`contactmp.formulations.pyramid_lcp.proposition3_mu_bound`. Its verdict is a
+:class:`Verdict` too.
 
 The scaled MILP (derivation)
 ----------------------------
@@ -56,26 +58,51 @@ verdict then covers the norm bound ``1 / floor`` only, and says so (``z_bound``,
 """
 from __future__ import annotations
 
+import enum
 import itertools
 import math
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 import numpy as np
-from scipy.linalg import eigh
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
-from contactmp.errors import InputError
+from contactmp.errors import InputError, check_number
 from contactmp.solvers.lcp import lcp_residual, polish_lcp, validate_lcp
 
 __all__ = [
-    "MilpCertificate", "lcp_existence_milp", "lcp_second_solution_milp",
-    "Continuum", "EnumerationResult", "enumerate_lcp_solutions",
+    "Verdict", "MilpCertificate", "lcp_existence_milp", "lcp_second_solution_milp",
+    "Continuum", "Enumeration", "enumerate_lcp_solutions",
     "MatrixCertificate", "is_p_matrix", "is_copositive", "is_strictly_copositive",
-    "FrictionBound", "proposition3_mu_bound",
 ]
+
+
+class Verdict(str, enum.Enum):
+    """What a certificate proved; ``str()`` (and JSON) give the value, e.g. ``"unique"``."""
+
+    SOLUTION = "solution"  #: existence: a verified solution
+    NO_SOLUTION = "no_solution"  #: existence (MILP) or enumeration: proven none
+    SECOND_SOLUTION = "second_solution"  #: a verified second solution at distance >= delta
+    UNIQUE_UP_TO_DELTA = "unique_up_to_delta"  #: proven: no second solution at distance >= delta
+    UNIQUE = "unique"  #: enumeration: exactly one solution
+    FINITE = "finite"  #: enumeration: two or more isolated solutions
+    CONTINUUM = "continuum"  #: enumeration: infinitely many solutions
+    P = "P"
+    NOT_P = "not_P"
+    COPOSITIVE = "copositive"
+    NOT_COPOSITIVE = "not_copositive"
+    STRICTLY_COPOSITIVE = "strictly_copositive"
+    NOT_STRICTLY_COPOSITIVE = "not_strictly_copositive"
+    EXISTENCE_AND_UNIQUENESS = "existence_and_uniqueness"  #: friction bound: Theorem 1 (a) and (b)
+    UNIQUENESS = "uniqueness"  #: friction bound: at most one solution
+    EXISTENCE = "existence"  #: friction bound: Theorem 1(a) only
+    NOT_GUARANTEED = "not_guaranteed"  #: friction bound: nothing guaranteed
+    UNDECIDED = "undecided"  #: could not decide (time, size or a numerical edge)
+
+    def __str__(self) -> str:
+        return self.value
 
 #: combinations per batch in the principal-submatrix loops (bounds memory: batch * k^2 floats)
 _BATCH = 16384
@@ -84,15 +111,6 @@ _BATCH = 16384
 # =================================================================================================
 # argument checks
 # =================================================================================================
-def _positive(name: str, value: Any, *, allow_inf: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise InputError(name, f"must be a positive number, got {value!r}")
-    v = float(value)
-    if not (v > 0) or (math.isinf(v) and not allow_inf) or math.isnan(v):
-        raise InputError(name, f"must be a positive{'' if allow_inf else ' finite'} number, got {value!r}")
-    return v
-
-
 def _count(name: str, value: Any, minimum: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise InputError(name, f"must be an int >= {minimum}, got {value!r}")
@@ -130,16 +148,16 @@ def _principal(M: np.ndarray, idx: np.ndarray) -> np.ndarray:
 # =================================================================================================
 # 1-2. MILP certificates
 # =================================================================================================
-@dataclass
+@dataclass(frozen=True)
 class MilpCertificate:
     """The answer of :func:`lcp_existence_milp` or :func:`lcp_second_solution_milp`.
 
     Attributes
     ----------
-    verdict : str
-        Existence: ``"solution"`` (``z`` verified), ``"no_solution"`` (proof, see ``z_bound``) or
-        ``"undecided"``. Second solution: ``"second_solution"`` (``z`` is a verified ``z2`` with
-        ``||z2 - z1||_inf >= delta``), ``"unique_up_to_delta"`` (proof) or ``"undecided"``.
+    verdict : Verdict
+        Existence: ``SOLUTION`` (``z`` verified), ``NO_SOLUTION`` (proof, see ``z_bound``) or
+        ``UNDECIDED``. Second solution: ``SECOND_SOLUTION`` (``z`` is a verified ``z2`` with
+        ``||z2 - z1||_inf >= delta``), ``UNIQUE_UP_TO_DELTA`` (proof) or ``UNDECIDED``.
     z : ndarray or None
         The verified solution (``None`` unless one was found).
     residual : float
@@ -172,7 +190,7 @@ class MilpCertificate:
         What was proven and how.
     """
 
-    verdict: str
+    verdict: Verdict
     z: np.ndarray | None
     residual: float
     tol: float
@@ -191,8 +209,8 @@ class MilpCertificate:
 
     @property
     def decided(self) -> bool:
-        """True unless the verdict is ``"undecided"``."""
-        return self.verdict != "undecided"
+        """True unless the verdict is ``UNDECIDED``."""
+        return self.verdict is not Verdict.UNDECIDED
 
 
 @dataclass
@@ -350,12 +368,12 @@ def _milp_certificate(
 ) -> MilpCertificate:
     t0 = time.perf_counter()
     M, q = validate_lcp(M, q)
-    time_limit = _positive("time_limit", time_limit, allow_inf=True)
-    tol = _positive("tol", tol)
-    alpha_tol = _positive("alpha_tol", alpha_tol)
+    time_limit = check_number("time_limit", time_limit, positive=True, allow_inf=True)
+    tol = check_number("tol", tol, positive=True)
+    alpha_tol = check_number("alpha_tol", alpha_tol, positive=True)
     max_rounds = _count("max_rounds", max_rounds, 1)
     spurious_before_floor = _count("spurious_before_floor", spurious_before_floor, 1)
-    feas_tol = _positive("feas_tol", feas_tol)
+    feas_tol = check_number("feas_tol", feas_tol, positive=True)
     if isinstance(mip_rel_gap, bool) or not isinstance(mip_rel_gap, (int, float)) or not 0 <= mip_rel_gap < 1:
         raise InputError("mip_rel_gap", f"must be a number in [0, 1), got {mip_rel_gap!r}")
     n = q.shape[0]
@@ -388,11 +406,12 @@ def _milp_certificate(
     floor = 0.0  # lower bound imposed on alpha after spurious patterns (see below)
     spurious_alpha = 0.0
     last_res = math.inf
-    yes, no = ("second_solution", "unique_up_to_delta") if second else ("solution", "no_solution")
+    yes, no = ((Verdict.SECOND_SOLUTION, Verdict.UNIQUE_UP_TO_DELTA) if second
+               else (Verdict.SOLUTION, Verdict.NO_SOLUTION))
     dlt = float(delta) if second else math.nan
     what = "second solution at distance >= delta" if second else "solution"
 
-    def done(verdict: str, z: np.ndarray | None, res: float, msg: str,
+    def done(verdict: Verdict, z: np.ndarray | None, res: float, msg: str,
              alpha_bound: float | None = None) -> MilpCertificate:
         dist = float(np.abs(z - z1).max()) if (second and z is not None) else math.nan
         zb, wb = s.bounds(alpha_bound) if alpha_bound is not None else (math.nan, math.nan)
@@ -401,7 +420,7 @@ def _milp_certificate(
 
     def proof(alpha_bound: float, how: str) -> MilpCertificate:
         if suspect:
-            return done("undecided", None, last_res, f"{how}, but a cut-off pattern had an LP point that "
+            return done(Verdict.UNDECIDED, None, last_res, f"{how}, but a cut-off pattern had an LP point that "
                         "failed the residual check", alpha_bound)
         zb, wb = s.bounds(alpha_bound)
         bound = "at all" if math.isinf(zb) else f"with ||z||_inf < {zb:.3e} and ||Mz+q||_inf < {wb:.3e}"
@@ -411,7 +430,7 @@ def _milp_certificate(
     while rounds < max_rounds:
         remaining = time_limit - (time.perf_counter() - t0)
         if remaining <= 0:
-            return done("undecided", None, last_res, "time limit reached before (P) was settled")
+            return done(Verdict.UNDECIDED, None, last_res, "time limit reached before (P) was settled")
         opts: dict[str, Any] = {"presolve": True, "mip_rel_gap": float(mip_rel_gap),
                                 "primal_feasibility_tolerance": feas_tol,
                                 "mip_feasibility_tolerance": feas_tol}
@@ -463,15 +482,15 @@ def _milp_certificate(
                 # proof "no solution at all" for "no solution within the norm bound 1 / floor".
                 floor = 2.0 * spurious_alpha
                 if floor >= 1.0:
-                    return done("undecided", None, last_res, f"spurious MILP points up to alpha = "
+                    return done(Verdict.UNDECIDED, None, last_res, f"spurious MILP points up to alpha = "
                                 f"{spurious_alpha:.2e}: the tolerances leave nothing to prove")
             continue
         if res.status == 0 and floor == 0.0 and alpha_ub <= alpha_tol:
             return proof(max(alpha_ub, 0.0), f"(P) optimal with dual bound alpha* <= {max(alpha_ub, 0.0):.2e}")
         why = {0: f"(P) optimal but alpha_upper {alpha_ub:.2e} > alpha_tol {alpha_tol:.1e}",
                1: "time or node limit before (P) was settled"}.get(res.status, f"HiGHS: {res.message}")
-        return done("undecided", None, last_res, why)
-    return done("undecided", None, last_res, f"{max_rounds} rounds of no-good cuts did not settle (P)")
+        return done(Verdict.UNDECIDED, None, last_res, why)
+    return done(Verdict.UNDECIDED, None, last_res, f"{max_rounds} rounds of no-good cuts did not settle (P)")
 
 
 def lcp_existence_milp(
@@ -540,7 +559,7 @@ def lcp_second_solution_milp(
         raise InputError("z1", "contains NaN or inf")
     if (z1a < 0).any():
         raise InputError("z1", "must be nonnegative (an LCP point)")
-    delta = _positive("delta", delta)
+    delta = check_number("delta", delta, positive=True)
     return _milp_certificate(M, q, z1a, delta, time_limit=time_limit, tol=tol, alpha_tol=alpha_tol,
                              scale=scale, max_rounds=max_rounds, mip_rel_gap=mip_rel_gap,
                              spurious_before_floor=spurious_before_floor, feas_tol=feas_tol)
@@ -549,7 +568,7 @@ def lcp_second_solution_milp(
 # =================================================================================================
 # 3. complete enumeration of complementary bases
 # =================================================================================================
-@dataclass
+@dataclass(frozen=True)
 class Continuum:
     """A piece of the solution set with positive dimension, found on a singular basis.
 
@@ -567,16 +586,16 @@ class Continuum:
     bounded: bool
 
 
-@dataclass
-class EnumerationResult:
-    """The answer of :func:`enumerate_lcp_solutions`.
+@dataclass(frozen=True)
+class Enumeration:
+    """The certificate of :func:`enumerate_lcp_solutions`: the whole solution set.
 
     Attributes
     ----------
-    verdict : str
-        ``"no_solution"``, ``"unique"``, ``"finite"`` (two or more isolated solutions),
-        ``"continuum"`` (some singular basis carries a segment, ray or polytope of solutions) or
-        ``"undecided"`` (``n > max_n``: nothing enumerated).
+    verdict : Verdict
+        ``NO_SOLUTION``, ``UNIQUE``, ``FINITE`` (two or more isolated solutions), ``CONTINUUM``
+        (some singular basis carries a segment, ray or polytope of solutions) or ``UNDECIDED``
+        (``n > max_n``: nothing enumerated).
     solutions : ndarray (k, n)
         Distinct verified solutions: every nonsingular basis's solution and every one-point piece of
         a singular basis (with a continuum these are only representatives of the infinite set).
@@ -596,7 +615,7 @@ class EnumerationResult:
     message : str
     """
 
-    verdict: str
+    verdict: Verdict
     solutions: np.ndarray
     bases: list[tuple[int, ...]]
     residuals: np.ndarray
@@ -616,7 +635,7 @@ class EnumerationResult:
     @property
     def count(self) -> float:
         """Number of distinct solutions (``inf`` with a continuum, ``nan`` if undecided)."""
-        if self.verdict == "undecided":
+        if self.verdict is Verdict.UNDECIDED:
             return math.nan
         return math.inf if self.continua else float(len(self.solutions))
 
@@ -825,7 +844,7 @@ def _enumerate_batch(
 def enumerate_lcp_solutions(
     M: Any, q: Any, *, max_n: int = 16, tol: float = 1e-8, dedup_tol: float = 1e-7,
     rank_rtol: float = 1e-10,
-) -> EnumerationResult:
+) -> Enumeration:
     """All solutions of LCP(q, M) by complete enumeration of the ``2^n`` complementary bases.
 
     A basis ``B`` fixes ``z_N = 0`` and ``w_B = 0``; its solutions are
@@ -842,7 +861,7 @@ def enumerate_lcp_solutions(
 
     Every point is clipped to ``z >= 0`` and verified (residual ``<= tol``); distinct solutions are
     kept when ``||z - s||_inf > dedup_tol (1 + max(||z||_inf, ||s||_inf))``. For ``n > max_n``
-    nothing is enumerated and the verdict is ``"undecided"``.
+    nothing is enumerated and the verdict is ``UNDECIDED``.
 
     Measured (2 cores, best of 3): ``n = 10``: 3 ms (dense Gaussian ``M``) to 20 ms (a pyramid LCP,
     700 singular bases); ``n = 14``: 0.24-0.47 s; ``n = 16``: 1.1 s (dense) to 2.6 s (pyramid LCP:
@@ -851,12 +870,12 @@ def enumerate_lcp_solutions(
     t0 = time.perf_counter()
     M, q = validate_lcp(M, q)
     max_n = _count("max_n", max_n, 1)
-    tol = _positive("tol", tol)
-    dedup_tol = _positive("dedup_tol", dedup_tol)
-    rank_rtol = _positive("rank_rtol", rank_rtol)
+    tol = check_number("tol", tol, positive=True)
+    dedup_tol = check_number("dedup_tol", dedup_tol, positive=True)
+    rank_rtol = check_number("rank_rtol", rank_rtol, positive=True)
     n = q.shape[0]
     if n > max_n:
-        return EnumerationResult("undecided", np.zeros((0, n)), [], np.zeros(0), [], n, 0, 0, 0, 0, 0,
+        return Enumeration(Verdict.UNDECIDED, np.zeros((0, n)), [], np.zeros(0), [], n, 0, 0, 0, 0, 0,
                                  [f"n = {n} > max_n = {max_n}"], tol, dedup_tol,
                                  time.perf_counter() - t0, f"not enumerated: n = {n} > max_n = {max_n}")
     col = _Collector(M, q, tol, dedup_tol)
@@ -876,31 +895,31 @@ def enumerate_lcp_solutions(
         flags.append(f"{col.rejected} basis points passed the screen (tol {tol:.1e}) but failed the "
                      "residual check: the answer sits on a numerical edge")
     if continua:
-        verdict = "continuum"
+        verdict = Verdict.CONTINUUM
     elif len(sols) == 0:
-        verdict = "no_solution"
+        verdict = Verdict.NO_SOLUTION
     elif len(sols) == 1:
-        verdict = "unique"
+        verdict = Verdict.UNIQUE
     else:
-        verdict = "finite"
+        verdict = Verdict.FINITE
     msg = (f"{2 ** n} bases ({n_sing} singular, {n_cons} of them consistent): {len(sols)} distinct "
            f"basic solutions, {len(continua)} continuum pieces")
-    return EnumerationResult(verdict, sols, col.bases, np.asarray(col.res), continua, n, 2 ** n, n_sing,
+    return Enumeration(verdict, sols, col.bases, np.asarray(col.res), continua, n, 2 ** n, n_sing,
                              n_cons, n_lp, col.rejected, flags, tol, dedup_tol, time.perf_counter() - t0, msg)
 
 
 # =================================================================================================
 # 4. matrix classes: P, copositive, strictly copositive
 # =================================================================================================
-@dataclass
+@dataclass(frozen=True)
 class MatrixCertificate:
     """The answer of :func:`is_p_matrix`, :func:`is_copositive` or :func:`is_strictly_copositive`.
 
     Attributes
     ----------
-    verdict : str
-        ``"P"`` / ``"not_P"``, ``"copositive"`` / ``"not_copositive"``, ``"strictly_copositive"`` /
-        ``"not_strictly_copositive"``, or ``"undecided"``.
+    verdict : Verdict
+        ``P`` / ``NOT_P``, ``COPOSITIVE`` / ``NOT_COPOSITIVE``, ``STRICTLY_COPOSITIVE`` /
+        ``NOT_STRICTLY_COPOSITIVE``, or ``UNDECIDED``.
     holds : bool or None
         ``True``/``False`` as the verdict says, ``None`` when undecided.
     method : str
@@ -919,7 +938,7 @@ class MatrixCertificate:
     message : str
     """
 
-    verdict: str
+    verdict: Verdict
     holds: bool | None
     method: str
     witness_subset: tuple[int, ...] | None
@@ -951,29 +970,29 @@ def is_p_matrix(M: Any, *, max_n: int = 20, tol: float = 1e-10) -> MatrixCertifi
     t0 = time.perf_counter()
     M = _square(M)
     max_n = _count("max_n", max_n, 1)
-    tol = _positive("tol", tol)
+    tol = check_number("tol", tol, positive=True)
     n = M.shape[0]
     scale = float(np.abs(M).max()) or 1.0
 
-    def out(verdict: str, method: str, J: tuple[int, ...] | None, value: float, checked: int,
+    def out(verdict: Verdict, method: str, J: tuple[int, ...] | None, value: float, checked: int,
             msg: str) -> MatrixCertificate:
-        holds = {"P": True, "not_P": False}.get(verdict)
+        holds = {Verdict.P: True, Verdict.NOT_P: False}.get(verdict)
         return MatrixCertificate(verdict, holds, method, J, None, value, checked, time.perf_counter() - t0, msg)
 
     d = np.diag(M)
     if (d <= 0).any():
         i = int(np.argmin(d))
-        return out("not_P", "diagonal", (i,), float(np.sign(d[i])), n, f"M[{i},{i}] = {d[i]:.3e} <= 0")
+        return out(Verdict.NOT_P, "diagonal", (i,), float(np.sign(d[i])), n, f"M[{i},{i}] = {d[i]:.3e} <= 0")
     lam = float(np.linalg.eigvalsh(0.5 * (M + M.T)).min())
     if lam > tol * scale:
-        return out("P", "symmetric part positive definite", None, math.nan, 0,
+        return out(Verdict.P, "symmetric part positive definite", None, math.nan, 0,
                    f"lambda_min((M + M^T)/2) = {lam:.3e} > 0")
     if n > 1:
         J = np.abs(M) / d[:, None]
         np.fill_diagonal(J, 0.0)
         rho = float(np.abs(np.linalg.eigvals(J)).max())
         if rho < 1.0 - tol:
-            return out("P", "H-matrix with positive diagonal", None, math.nan, 0,
+            return out(Verdict.P, "H-matrix with positive diagonal", None, math.nan, 0,
                        f"spectral radius of the Jacobi matrix of |M| is {rho:.3e} < 1")
     kmax = n if n <= max_n else min(2, n)
     worst, worst_J, checked = math.inf, None, 0
@@ -989,17 +1008,17 @@ def is_p_matrix(M: Any, *, max_n: int = 20, tol: float = 1e-10) -> MatrixCertifi
             if val[j] < worst:
                 worst, worst_J = float(val[j]), tuple(idx[j].tolist())
             if worst <= -tol:
-                return out("not_P", "principal minor", worst_J, worst, checked,
+                return out(Verdict.NOT_P, "principal minor", worst_J, worst, checked,
                            f"det M_JJ < 0 for J = {worst_J} (normalized {worst:.3e})")
             if borderline is None and val[j] <= tol:
                 borderline = tuple(idx[j].tolist())
     if n > max_n:
-        return out("undecided", "minors of order <= 2", None, worst, checked,
+        return out(Verdict.UNDECIDED, "minors of order <= 2", None, worst, checked,
                    f"n = {n} > max_n = {max_n}: no failing minor of order <= 2, no sufficient test passed")
     if borderline is not None:
-        return out("undecided", "principal minors", borderline, worst, checked,
+        return out(Verdict.UNDECIDED, "principal minors", borderline, worst, checked,
                    f"a principal minor is zero to working precision (normalized {worst:.3e}, J = {borderline})")
-    return out("P", "all principal minors", None, worst, checked,
+    return out(Verdict.P, "all principal minors", None, worst, checked,
                f"all {checked} principal minors positive (smallest normalized {worst:.3e})")
 
 
@@ -1008,13 +1027,14 @@ def _copositivity(M: Any, strict: bool, max_n: int, tol: float) -> MatrixCertifi
     t0 = time.perf_counter()
     M = _square(M)
     max_n = _count("max_n", max_n, 1)
-    tol = _positive("tol", tol)
+    tol = check_number("tol", tol, positive=True)
     n = M.shape[0]
     S = 0.5 * (M + M.T)
     scale = float(np.abs(S).max())
-    yes, no = ("strictly_copositive", "not_strictly_copositive") if strict else ("copositive", "not_copositive")
+    yes, no = ((Verdict.STRICTLY_COPOSITIVE, Verdict.NOT_STRICTLY_COPOSITIVE) if strict
+               else (Verdict.COPOSITIVE, Verdict.NOT_COPOSITIVE))
 
-    def out(verdict: str, method: str, J: tuple[int, ...] | None, x: np.ndarray | None, checked: int,
+    def out(verdict: Verdict, method: str, J: tuple[int, ...] | None, x: np.ndarray | None, checked: int,
             msg: str) -> MatrixCertificate:
         holds = {yes: True, no: False}.get(verdict)
         val = float(x @ S @ x / (x @ x)) if x is not None else math.nan
@@ -1074,7 +1094,7 @@ def _copositivity(M: Any, strict: bool, max_n: int, tol: float) -> MatrixCertifi
                                x, checked, f"x >= 0 supported on J = {tuple(idx[c].tolist())} has "
                                f"x^T M x = {val:.3e}")
     if n > max_n:
-        return out("undecided", "submatrices of order <= 3", None, None, checked,
+        return out(Verdict.UNDECIDED, "submatrices of order <= 3", None, None, checked,
                    f"n = {n} > max_n = {max_n}: no witness of order <= 3, no sufficient test passed")
     return out(yes, "all principal submatrices", None, None, checked,
                f"no principal submatrix of the {checked} has a {'nonpositive' if strict else 'negative'} "
@@ -1119,184 +1139,3 @@ def is_strictly_copositive(M: Any, *, max_n: int = 18, tol: float = 1e-10) -> Ma
     positive definite (``lambda_min > tol``), decide at once.
     """
     return _copositivity(M, True, max_n, tol)
-
-
-# =================================================================================================
-# 4b. Proposition 3: the friction bound
-# =================================================================================================
-@dataclass
-class FrictionBound:
-    """Proposition 3 of Trinkle et al. (1995) and its extension to uniqueness, for one contact model.
-
-    Notation (Appendix A.3): ``~B`` (44) is the principal submatrix of ``A`` on the rows/columns
-    ``(Sn, Rn, Rt, Ro)``; ``C_t = [(Ant)SS; (Ant)RS; (Att)RS; (Aot)RS]`` and ``C_o`` (the same with
-    ``o``) are the ``A`` columns of the sliding tangential forces on those rows, so that (45)-(46)
-    ``~A = ~B - E_t - E_o`` with ``E_t = [C_t V_St, 0, 0, 0]``, ``E_o = [C_o V_So, 0, 0, 0]``,
-    ``V_St = diag(mu_j v_jt / |v_jT|)``, ``V_So = diag(mu_j v_jo / |v_jT|)``, ``j in S``.
-
-    Attributes
-    ----------
-    sigma_min : float
-        Smallest eigenvalue of the symmetric ``~B``.
-    delta_t, delta_o : float
-        ``||C_t||_2``, ``||C_o||_2``.
-    mu_bar : float
-        Proposition 3: ``sigma_min / (delta_t + delta_o)``; ``mu_j < mu_bar`` for all ``j in S``
-        makes ``~A`` positive definite (``x^T ~A x >= (sigma_min - mu_S (delta_t + delta_o)) |x|^2``
-        since ``||V_St||, ||V_So|| <= mu_S``). ``inf`` without sliding contacts, 0 if
-        ``sigma_min <= 0``.
-    gamma_t, gamma_o : float
-        ``||~B[:, Rt]||_2``, ``||~B[:, Ro]||_2`` (the columns of ``~B`` of the rolling tangential forces).
-    rho_t, rho_o : float
-        Bounds on ``|c_jt| / (mu_j c_jn)``, ``|c_jo| / (mu_j c_jn)`` at a rolling contact: 1 for the cone
-        and the square pyramid; ``max_i |D_i,t|``, ``max_i |D_i,o|`` for the ``k``-facet generators.
-    mu_bar_unique : float
-        ``sigma_min / (delta_t + delta_o + rho_t gamma_t + rho_o gamma_o)``: with ``mu_j`` below it at
-        every contact, the matrix (50) ``~A [I 0 0 0; 0 I 0 0; 0 D_t I 0; 0 D_o 0 I]`` is positive
-        definite for every diagonal ``|D_t| <= rho_t mu_R``, ``|D_o| <= rho_o mu_R`` (it equals
-        ``~B - E_t - E_o + ~B N`` with ``~B N = [0, ~B_Rt D_t + ~B_Ro D_o, 0, 0]``, because ``E N = 0``),
-        and the argument of Appendix A.5 then shows that the contact forces ``c`` (hence ``a`` and the
-        accelerations) are unique.
-    mu_pd_exact : float
-        The largest uniform sliding ``mu`` for which the symmetric part of ``~A`` stays positive
-        definite (``1 / lambda_max(sym(E_t + E_o)|_{mu=1}, ~B)``): what Proposition 3 estimates.
-    full_rank : bool
-        Theorem 1's hypothesis: the system Jacobian ``[W; J^T]`` has full column rank.
-    mu_S, mu_R : float
-        The model's largest sliding and rolling friction coefficients.
-    A_tilde_min_eig : float
-        ``lambda_min(sym(~A))`` at the model's own ``mu``.
-    verdict : str
-        For the model's own ``mu``: ``"existence_and_uniqueness"`` (full rank, ``mu_S < mu_bar`` and
-        the uniqueness margin ``sigma_min - mu_S (delta_t + delta_o) - mu_R (rho_t gamma_t + rho_o
-        gamma_o) > 0``), ``"uniqueness"`` (margin > 0 but ``J_sys`` rank deficient: at most one
-        solution), ``"existence"`` (Theorem 1(a) only) or ``"not_guaranteed"``.
-    margin : float
-        The uniqueness margin above.
-    extras : dict
-        ``"B_tilde"`` (44), ``"A_tilde"`` (46) at the model's ``mu``, ``"rows"`` (their indices into
-        the ``3 n_c`` ordering of ``A``).
-    """
-
-    sigma_min: float
-    delta_t: float
-    delta_o: float
-    mu_bar: float
-    gamma_t: float
-    gamma_o: float
-    rho_t: float
-    rho_o: float
-    mu_bar_unique: float
-    mu_pd_exact: float
-    full_rank: bool
-    mu_S: float
-    mu_R: float
-    A_tilde_min_eig: float
-    margin: float
-    verdict: str
-    message: str = ""
-    extras: dict[str, Any] = field(default_factory=dict)
-
-
-def proposition3_mu_bound(model: Any, *, pd_rtol: float = 1e-10) -> FrictionBound:
-    """Proposition 3's friction bound (and its uniqueness extension) for a ContactModel or PyramidLCP.
-
-    Reconstructed from the paper (the printed equations are garbled):
-    ``~B`` = (44) = ``A`` on ``(Sn, Rn, Rt, Ro)``; ``E_t``, ``E_o`` = (45) (first block column
-    ``C_t V_St``, ``C_o V_So``; the rest zero); ``~A = ~B - E_t - E_o`` (46), which matches (27)-(28)
-    and the sliding-friction substitution ``c_St = -V_St c_Sn`` of :class:`PyramidLCP`.
-    Proposition 3: if ``~B`` is positive definite with smallest eigenvalue ``sigma_min > 0`` and
-    ``delta_t``, ``delta_o`` are the spectral norms of ``C_t``, ``C_o``, then
-    ``mu_bar = sigma_min / (delta_t + delta_o)`` and ``mu_j in [0, mu_bar)`` for ``j in S`` makes
-    ``~A`` positive definite (hence P; with Theorem 1's full-rank hypothesis a solution exists).
-
-    The paper states Proposition 3 for the sliding friction only; Theorem 1(b) (uniqueness)
-    needs all friction coefficients small. Following the proof in Appendix A.5 (matrix (50)), the
-    same Cauchy-Schwarz estimate gives ``mu_bar_unique`` (see :class:`FrictionBound`).
-
-    A :class:`~contactmp.formulations.pyramid_lcp.PyramidLCP` contributes its facet count (``rho``);
-    a ContactModel is taken with the cone / square pyramid (``rho = 1``). ``~B`` counts as positive
-    definite only if ``sigma_min > pd_rtol * lambda_max(~B)``; otherwise ``sigma_min`` is reported as
-    ``<= 0`` and both bounds are 0 (nothing is guaranteed).
-    """
-    from contactmp.models.contact_model import ContactModel
-
-    pd_rtol = _positive("pd_rtol", pd_rtol)
-    facets = None
-    if isinstance(model, ContactModel):
-        m = model
-    elif isinstance(getattr(model, "model", None), ContactModel) and hasattr(model, "facets"):
-        m, facets = model.model, int(model.facets)
-    else:
-        raise InputError("model", f"must be a ContactModel or a PyramidLCP, got {type(model).__name__}")
-    nc = m.n_c
-    if nc == 0:
-        raise InputError("model", "has no contacts")
-    S = np.asarray(m.sliding, dtype=np.int64)
-    R = np.asarray(m.rolling, dtype=np.int64)
-    A = m.A
-    rows = np.concatenate([S, R, nc + R, 2 * nc + R])
-    Bt = A[np.ix_(rows, rows)]
-    eig_B = np.linalg.eigvalsh(Bt)
-    sigma_min = float(eig_B.min())
-    if sigma_min <= pd_rtol * max(float(np.abs(eig_B).max()), 1e-300):
-        sigma_min = min(sigma_min, 0.0)  # singular to working precision: not positive definite
-    Ct = A[np.ix_(rows, nc + S)]
-    Co = A[np.ix_(rows, 2 * nc + S)]
-    delta_t = float(np.linalg.norm(Ct, 2)) if S.size else 0.0
-    delta_o = float(np.linalg.norm(Co, 2)) if S.size else 0.0
-    nS, nR = S.size, R.size
-    Gt = Bt[:, nS + nR: nS + 2 * nR]
-    Go = Bt[:, nS + 2 * nR:]
-    gamma_t = float(np.linalg.norm(Gt, 2)) if nR else 0.0
-    gamma_o = float(np.linalg.norm(Go, 2)) if nR else 0.0
-    if facets is None or facets == 4:
-        rho_t = rho_o = 1.0
-    else:
-        from contactmp.formulations.pyramid_lcp import facet_generators
-
-        D = facet_generators(facets)
-        rho_t, rho_o = float(np.abs(D[:, 0]).max()), float(np.abs(D[:, 1]).max())
-
-    def ratio(den: float) -> float:
-        if sigma_min <= 0:
-            return 0.0
-        return math.inf if den == 0 else sigma_min / den
-
-    mu_bar = ratio(delta_t + delta_o)
-    mu_bar_unique = ratio(delta_t + delta_o + rho_t * gamma_t + rho_o * gamma_o)
-    # exact: sym(~A(mu)) = ~B - mu sym(E1), E1 = E_t + E_o at mu = 1
-    vT = np.hypot(m.v_t[S], m.v_o[S])
-    E1 = np.zeros_like(Bt)
-    if nS:
-        E1[:, :nS] = Ct * (m.v_t[S] / vT)[None, :] + Co * (m.v_o[S] / vT)[None, :]
-    G = 0.5 * (E1 + E1.T)
-    if sigma_min > 0 and nS:
-        try:
-            lam = float(eigh(G, Bt, eigvals_only=True).max())
-            mu_pd_exact = 1.0 / lam if lam > 0 else math.inf
-        except np.linalg.LinAlgError:
-            mu_pd_exact = math.nan
-    else:
-        mu_pd_exact = math.inf if (sigma_min > 0) else 0.0
-    mu = np.asarray(m.mu, dtype=float)
-    mu_S = float(mu[S].max()) if nS else 0.0
-    mu_R = float(mu[R].max()) if nR else 0.0
-    E = np.zeros_like(Bt)
-    if nS:
-        E[:, :nS] = E1[:, :nS] * mu[S][None, :]
-    At = Bt - E
-    A_min = float(np.linalg.eigvalsh(0.5 * (At + At.T)).min())
-    Js = m.J_sys
-    full_rank = bool(np.linalg.matrix_rank(Js) == Js.shape[1])
-    margin = sigma_min - mu_S * (delta_t + delta_o) - mu_R * (rho_t * gamma_t + rho_o * gamma_o)
-    exists = full_rank and sigma_min > 0 and mu_S < mu_bar
-    unique = sigma_min > 0 and margin > 0
-    verdict = ("existence_and_uniqueness" if exists and unique else "uniqueness" if unique
-               else "existence" if exists else "not_guaranteed")
-    msg = (f"sigma_min(~B) = {sigma_min:.3e}, delta_t = {delta_t:.3e}, delta_o = {delta_o:.3e}: "
-           f"Prop. 3 mu_bar = {mu_bar:.3e}; uniqueness bound {mu_bar_unique:.3e}; "
-           f"exact PD limit of sym(~A) {mu_pd_exact:.3e}; J_sys {'full' if full_rank else 'deficient'} rank")
-    extras = {"B_tilde": Bt, "A_tilde": At, "rows": rows}
-    return FrictionBound(sigma_min, delta_t, delta_o, mu_bar, gamma_t, gamma_o, rho_t, rho_o, mu_bar_unique,
-                         mu_pd_exact, full_rank, mu_S, mu_R, A_min, margin, verdict, msg, extras)

@@ -22,65 +22,10 @@ from typing import Any
 import numba
 import numpy as np
 
-from contactmp.errors import InputError
 from contactmp.progress import Reporter, Watch, watch_for
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import judge_claim
-
-
-def validate_fc3d(W: Any, q: Any, mu: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return ``(W, q, mu)`` as float64 arrays or raise :class:`InputError` naming the field.
-
-    ``W`` is ``3 nc x 3 nc``, ``q`` has ``3 nc`` entries and ``mu`` has ``nc`` (a scalar is
-    broadcast), all finite, ``mu >= 0``.
-    """
-    try:
-        W = np.ascontiguousarray(W, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError("W", f"cannot be read as a float matrix ({exc})") from None
-    try:
-        q = np.ascontiguousarray(q, dtype=np.float64).ravel()
-    except (TypeError, ValueError) as exc:
-        raise InputError("q", f"cannot be read as a float vector ({exc})") from None
-    if W.ndim != 2 or W.shape[0] != W.shape[1]:
-        raise InputError("W", f"must be a square matrix, got shape {W.shape}")
-    m = W.shape[0]
-    if m == 0 or m % 3:
-        raise InputError("W", f"must be 3 nc x 3 nc (nc >= 1 contacts), got {m} x {m}")
-    if q.shape[0] != m:
-        raise InputError("q", f"has length {q.shape[0]} but W is {m} x {m}")
-    nc = m // 3
-    try:
-        mu_arr = np.asarray(mu, dtype=np.float64)
-        mu_arr = np.ascontiguousarray(np.broadcast_to(mu_arr, (nc,)) if mu_arr.ndim == 0 else mu_arr.ravel())
-    except (TypeError, ValueError) as exc:
-        raise InputError("mu", f"cannot be read as friction coefficients ({exc})") from None
-    if mu_arr.shape[0] != nc:
-        raise InputError("mu", f"has {mu_arr.shape[0]} entries but W has {nc} contacts")
-    bad = _first_bad(W, q, mu_arr)
-    if bad == 1:
-        raise InputError("W", "contains NaN or inf")
-    if bad == 2:
-        raise InputError("q", "contains NaN or inf")
-    if bad == 3:
-        raise InputError("mu", "friction coefficients must be finite and >= 0")
-    return W, q, mu_arr
-
-
-@numba.njit(cache=True)
-def _first_bad(W: np.ndarray, q: np.ndarray, mu: np.ndarray) -> int:
-    """0 when W and q are finite and mu finite and >= 0; else 1 (W), 2 (q) or 3 (mu)."""
-    for i in range(W.shape[0]):
-        for k in range(W.shape[1]):
-            if not np.isfinite(W[i, k]):
-                return 1
-    for i in range(q.shape[0]):
-        if not np.isfinite(q[i]):
-            return 2
-    for j in range(mu.shape[0]):
-        if not (np.isfinite(mu[j]) and mu[j] >= 0.0):
-            return 3
-    return 0
+from contactmp.validate import validate_fc3d  # noqa: F401 (re-exported: the solvers import it from here)
 
 
 _OPTIONS_CACHE: dict[tuple[Any, ...], Any] = {}
@@ -114,22 +59,23 @@ def build_options(cls: Any, options: Any, overrides: dict[str, Any]) -> Any:
 
 
 @numba.njit(cache=True)
+def _project_one(n: float, t1: float, t2: float, m: float) -> tuple[float, float, float]:
+    """Euclidean projection of ``(n, t1, t2)`` onto the cone ``{||t|| <= m n}``."""
+    s = math.sqrt(t1 * t1 + t2 * t2)
+    if s <= m * n:  # inside
+        return n, t1, t2
+    if m * s <= -n:  # inside the polar cone
+        return 0.0, 0.0, 0.0
+    a = (n + m * s) / (1.0 + m * m)  # onto the boundary ray in the plane of (n, t)
+    return a, m * a * t1 / s, m * a * t2 / s
+
+
+@numba.njit(cache=True)
 def project_cone(x: np.ndarray, mu: np.ndarray) -> np.ndarray:
     """Euclidean projection of ``x`` (3 nc) onto the product of Coulomb cones ``K_mu``."""
     out = np.empty_like(x)
     for j in range(mu.shape[0]):
-        n, t1, t2 = x[3 * j], x[3 * j + 1], x[3 * j + 2]
-        m = mu[j]
-        s = math.sqrt(t1 * t1 + t2 * t2)
-        if s <= m * n:  # inside
-            out[3 * j], out[3 * j + 1], out[3 * j + 2] = n, t1, t2
-        elif m * s <= -n:  # inside the polar cone
-            out[3 * j] = out[3 * j + 1] = out[3 * j + 2] = 0.0
-        else:  # onto the boundary ray in the plane of (n, t)
-            a = (n + m * s) / (1.0 + m * m)
-            out[3 * j] = a
-            out[3 * j + 1] = m * a * t1 / s
-            out[3 * j + 2] = m * a * t2 / s
+        out[3 * j], out[3 * j + 1], out[3 * j + 2] = _project_one(x[3 * j], x[3 * j + 1], x[3 * j + 2], mu[j])
     return out
 
 
@@ -148,11 +94,38 @@ def _power_of_two_scale(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
 
 
 @numba.njit(cache=True)
-def _residual_kernel(W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: np.ndarray, u: np.ndarray) -> float:
-    """u <- W r + q; return the normalized natural-map residual (inf on non-finite data).
+def natural_map_residual(q: np.ndarray, mu: np.ndarray, r: np.ndarray, u: np.ndarray) -> float:
+    """The normalized natural-map residual ``||r - P_K(r - u_hat)|| / max(||q||, ||r||, ||u||)`` of
+    ``r`` given ``u = W r + q`` (however ``W r`` was formed: dense here, CSR in NSGS); inf when
+    ``r`` or ``u`` is not finite. The one fc3d residual of contactmp.
 
     Computed on ``(q, r, u)`` times an exact power-of-two scale (:func:`_power_of_two_scale`), so
-    that data near the float limits is judged as faithfully as data near 1."""
+    that data near the float limits is judged as faithfully as data near 1; no temporaries."""
+    m = q.shape[0]
+    for i in range(m):
+        if not (np.isfinite(r[i]) and np.isfinite(u[i])):
+            return np.inf
+    c = _power_of_two_scale(q, r, u)
+    err = nq = nr = nu = 0.0
+    for j in range(mu.shape[0]):
+        rn, r1, r2 = r[3 * j] * c, r[3 * j + 1] * c, r[3 * j + 2] * c
+        un, u1, u2 = u[3 * j] * c, u[3 * j + 1] * c, u[3 * j + 2] * c
+        p0, p1, p2 = _project_one(rn - (un + mu[j] * math.sqrt(u1 * u1 + u2 * u2)), r1 - u1, r2 - u2, mu[j])
+        err += (rn - p0) ** 2 + (r1 - p1) ** 2 + (r2 - p2) ** 2
+        nr += rn * rn + r1 * r1 + r2 * r2
+        nu += un * un + u1 * u1 + u2 * u2
+    for i in range(m):
+        nq += (q[i] * c) ** 2
+    err = math.sqrt(err)
+    scale = max(math.sqrt(nq), math.sqrt(nr), math.sqrt(nu))
+    if not np.isfinite(err):
+        return np.inf
+    return err / scale if scale > 0.0 else err
+
+
+@numba.njit(cache=True)
+def _residual_kernel(W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: np.ndarray, u: np.ndarray) -> float:
+    """u <- W r + q (dense); return :func:`natural_map_residual` (inf on non-finite data)."""
     m = q.shape[0]
     for i in range(m):
         if not np.isfinite(r[i]):
@@ -164,28 +137,7 @@ def _residual_kernel(W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: np.ndarray
         if not np.isfinite(s):  # W r + q overflowed: nothing can be verified
             return np.inf
         u[i] = s
-    c = _power_of_two_scale(q, r, u)
-    rs, us = r * c, u * c
-    v = np.empty(m)
-    for j in range(mu.shape[0]):
-        ut = math.sqrt(us[3 * j + 1] ** 2 + us[3 * j + 2] ** 2)
-        v[3 * j] = rs[3 * j] - (us[3 * j] + mu[j] * ut)
-        v[3 * j + 1] = rs[3 * j + 1] - us[3 * j + 1]
-        v[3 * j + 2] = rs[3 * j + 2] - us[3 * j + 2]
-    p = project_cone(v, mu)
-    err = 0.0
-    nq = nr = nu = 0.0
-    for i in range(m):
-        d = rs[i] - p[i]
-        err += d * d
-        nq += (q[i] * c) ** 2
-        nr += rs[i] * rs[i]
-        nu += us[i] * us[i]
-    err = math.sqrt(err)
-    scale = max(math.sqrt(nq), math.sqrt(nr), math.sqrt(nu))
-    if not np.isfinite(err):
-        return np.inf
-    return err / scale if scale > 0.0 else err
+    return natural_map_residual(q, mu, r, u)
 
 
 @numba.njit(cache=True)

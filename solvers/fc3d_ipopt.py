@@ -1,7 +1,8 @@
 """fc3d(W, q, mu) as an MPCC solved by IPOPT (registry name ``"ipopt"``).
 
-The problem is declared once, as the smooth complementarity block of
-:func:`contactmp.formulations.cone_ncp.add_fc3d_block` (variables ``r``, ``u``, friction
+The problem is declared once, as the smooth complementarity block of :func:`add_fc3d_block`
+(defined here, since this solver needs it; :mod:`contactmp.formulations.cone_ncp` derives the
+forms and uses the same block and cone law) (variables ``r``, ``u``, friction
 directions ``w``, sliding speeds ``gamma``; ``u = W r + q``, ``0 <= r_n _|_ u_n >= 0``,
 ``r_T = mu r_n w``, ``u_T + gamma w = 0``, ``0 <= 1 - |w|^2 _|_ gamma >= 0``; option
 ``form="quadratic"`` for the literal form of (10), (13)), and solved by
@@ -28,20 +29,24 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from contactmp.errors import OptionError, did_you_mean
+from contactmp.errors import InputError, OptionError, did_you_mean
 from contactmp.progress import Reporter, check_progress
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import fc3d_residual, validate_fc3d, verified_fc3d_result
 from contactmp.solvers.lcp import SolverOptions
 from contactmp.solvers.nlp import STRATEGIES, solve_program
 
+if TYPE_CHECKING:  # pragma: no cover
+    from contactmp.program import Complementarity, Constraint, Program, Variables
+
 NAME = "ipopt"
 
-__all__ = ["NAME", "Options", "solve", "polish_fc3d", "fc3d_program"]
+__all__ = ["NAME", "Options", "solve", "polish_fc3d", "fc3d_program", "FORMS", "FC3DBlock", "add_fc3d_block"]
 
 
 @dataclass
@@ -52,7 +57,7 @@ class Options(SolverOptions):
     ----------
     tol : accepted natural-map residual (Siconos' normalization).
     form : the smooth form of the block, ``"disk"`` or ``"quadratic"``
-        (:data:`contactmp.formulations.cone_ncp.FORMS`).
+        (:data:`FORMS`).
     strategies : MPCC strategies of :data:`contactmp.solvers.nlp.STRATEGIES`, tried in turn until
         an answer is verified (each from ``r = 0``).
     scale : solve the scaled problem ``(W / d, q / ||q||_inf)`` (see the module docstring).
@@ -87,8 +92,6 @@ class Options(SolverOptions):
                 hint = did_you_mean(s, STRATEGIES)
                 raise OptionError(f"unknown MPCC strategy '{s}' (known: {', '.join(STRATEGIES)}){hint}")
         self.strategies = tuple(self.strategies)
-        from contactmp.formulations.cone_ncp import FORMS
-
         if self.form not in FORMS:
             raise OptionError(f"form must be one of {', '.join(FORMS)}, got {self.form!r}")
         for name in ("scale", "polish"):
@@ -100,6 +103,192 @@ class Options(SolverOptions):
                 raise OptionError(f"{name} must be a nonnegative integer, got {v!r}")
         if not isinstance(self.ipopt, dict):
             raise OptionError(f"ipopt must be a dict of IPOPT options, got {type(self.ipopt).__name__}")
+
+
+# ----------------------------------------------------------------------------------------------
+# The fc3d block and the smooth cone law (shared with the instantaneous ConeNCP and the velocity steps)
+# ----------------------------------------------------------------------------------------------
+#: the smooth forms of Coulomb's law (see :mod:`contactmp.formulations.cone_ncp`)
+FORMS: dict[str, str] = {
+    "disk": "r_T = mu r_n w, u_T + gamma w = 0, 0 <= 1 - |w|^2 _|_ gamma >= 0",
+    "quadratic": "mu r_n u_T + gamma r_T = 0, 0 <= mu^2 r_n^2 - |r_T|^2 _|_ gamma >= 0",
+}
+
+
+@dataclass
+class _Law:
+    """Handles of the friction law rows of one block."""
+
+    direction: "Constraint"
+    slack: "Complementarity"
+    friction: "Constraint | None"
+
+
+def _check_form(form: Any) -> str:
+    if form not in FORMS:
+        raise InputError("form", f"must be one of {', '.join(map(repr, FORMS))}, got {form!r}")
+    return str(form)
+
+
+def _cone_law(
+    prog: "Program", prefix: str, block: str, form: str, r_n: Any, r_t: Any, r_o: Any, u_t: Any,
+    u_o: Any, gamma: Any, w: "Variables | None", mu: Any,
+) -> _Law:
+    """Add the friction law of ``form`` at ``n`` contacts (``w`` holds ``(w_t..., w_o...)``)."""
+    import casadi as ca
+
+    if form == "disk":
+        assert w is not None
+        n = r_n.shape[0]
+        wt, wo = w.sym[:n], w.sym[n:]
+        mr = mu * r_n
+        friction = prog.add_constraint(ca.vertcat(r_t - mr * wt, r_o - mr * wo), 0.0, 0.0,
+                                       name=f"{prefix}/friction", block=block)
+        direction = prog.add_constraint(ca.vertcat(u_t + gamma * wt, u_o + gamma * wo), 0.0, 0.0,
+                                        name=f"{prefix}/direction", block=block)
+        slack = prog.add_complementarity(1.0 - wt * wt - wo * wo, gamma, name=f"{prefix}/disk_perp_gamma",
+                                         block=block)
+        return _Law(direction, slack, friction)
+    mr = mu * r_n
+    direction = prog.add_constraint(ca.vertcat(mr * u_t + gamma * r_t, mr * u_o + gamma * r_o), 0.0, 0.0,
+                                    name=f"{prefix}/direction", block=block)
+    slack = prog.add_complementarity(mr * mr - r_t * r_t - r_o * r_o, gamma, name=f"{prefix}/cone_perp_gamma",
+                                     block=block)
+    return _Law(direction, slack, None)
+
+
+@dataclass
+class FC3DBlock:
+    """Handles of an fc3d block (query a solve with ``result.value(handle)``).
+
+    ``r`` and ``u`` are ``3 nc`` in the fc3d order (per contact ``n, t, o``); ``gamma`` (``nc``) is
+    the sliding speed ``||u_T||`` (undetermined at a contact with ``r = 0`` in the quadratic form);
+    ``w`` (disk form, ``2 nc``: ``w_t`` of all contacts, then ``w_o``) the friction direction with
+    ``r_T = mu r_n w``. Rows of the constraints ``friction``, ``direction`` and pairs ``slack``:
+    the ``t`` rows of all contacts, then the ``o`` rows.
+    """
+
+    r: "Variables"
+    u: "Variables"
+    gamma: "Variables"
+    w: "Variables | None"
+    velocity: "Constraint"  #: u - W r - q = 0
+    friction: "Constraint | None"  #: r_T - mu r_n w = 0 (disk form)
+    direction: "Constraint"  #: u_T + gamma w = 0 (disk) or mu r_n u_T + gamma r_T = 0 (quadratic)
+    normal: "Complementarity"  #: 0 <= r_n _|_ u_n >= 0
+    slack: "Complementarity"  #: 0 <= 1 - |w|^2 (disk) or mu^2 r_n^2 - |r_T|^2 (quadratic) _|_ gamma >= 0
+    nc: int
+    form: str
+
+
+def _sx_or_array(value: Any, shape: tuple[int, ...], field: str) -> Any:
+    """A CasADi SX/DM of ``shape`` (checked) or a finite float array of ``shape``."""
+    import casadi as ca
+
+    if isinstance(value, ca.MX):
+        raise InputError(field, "is a CasADi MX expression; the Program takes SX")
+    if isinstance(value, (ca.SX, ca.DM)):
+        want = shape if len(shape) == 2 else (shape[0], 1)
+        got = value.shape
+        if got != want and not (len(shape) == 1 and got == (1, shape[0])):
+            raise InputError(field, f"must have shape {shape}, got {got}")
+        if len(shape) == 1 and got == (1, shape[0]):
+            value = value.T
+        return ca.SX(value) if isinstance(value, ca.DM) else value
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(field, f"cannot be read as float numbers ({exc})") from None
+    if len(shape) == 1 and arr.ndim == 0:
+        arr = np.full(shape, float(arr))
+    arr = arr.reshape(-1) if len(shape) == 1 and arr.ndim == 2 and 1 in arr.shape else arr
+    if arr.shape != shape:
+        raise InputError(field, f"must have shape {shape}, got {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise InputError(field, "contains NaN or inf")
+    return arr
+
+
+def add_fc3d_block(
+    prog: "Program",
+    W: Any,
+    q: Any,
+    mu: Any,
+    prefix: str = "fc3d",
+    *,
+    form: str = "disk",
+    r_init: ArrayLike | None = None,
+) -> FC3DBlock:
+    """Add fc3d(W, q, mu) to ``prog`` as block ``prefix`` (smooth form, see
+    :mod:`contactmp.formulations.cone_ncp`).
+
+    Finds ``r`` (``3 nc``, per contact ``(n, t, o)``) and ``u = W r + q`` with ``r in K_mu``,
+    ``u_hat = u + mu ||u_T|| e_n in K_mu^*``, ``r . u_hat = 0``, written (``form="disk"``) as
+
+        u - W r - q = 0,       0 <= r_n _|_ u_n >= 0,
+        r_T = mu r_n w,        u_T + gamma w = 0,       0 <= 1 - |w|^2 _|_ gamma >= 0,
+
+    or (``form="quadratic"``) ``mu r_n u_T + gamma r_T = 0``, ``0 <= mu^2 r_n^2 - |r_T|^2 _|_
+    gamma >= 0``; ``r_n >= 0`` and ``gamma >= 0`` are variable bounds. ``W`` (``3 nc x 3 nc``),
+    ``q`` (``3 nc``) and ``mu`` (``nc``, or a scalar) are numbers or CasADi SX expressions of the
+    program's variables and parameters (a transcription stacks one block per step). ``r_init``
+    starts ``r`` (and ``u = W r_init + q`` when ``W``, ``q`` are numeric); default ``r = 0``.
+    """
+    import casadi as ca
+
+    form = _check_form(form)
+    if isinstance(W, (ca.SX, ca.DM, ca.MX)):
+        shape = tuple(W.shape)
+    else:
+        try:
+            shape = np.shape(np.asarray(W, dtype=np.float64))
+        except (TypeError, ValueError) as exc:
+            raise InputError("W", f"cannot be read as a float matrix ({exc})") from None
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise InputError("W", f"must be a square 3 nc x 3 nc matrix, got shape {shape}")
+    m = int(shape[0])
+    if m == 0 or m % 3:
+        raise InputError("W", f"must be 3 nc x 3 nc (nc >= 1 contacts), got {m} x {m}")
+    nc = m // 3
+    W_ = _sx_or_array(W, (m, m), "W")
+    q_ = _sx_or_array(q, (m,), "q")
+    mu_ = _sx_or_array(mu, (nc,), "mu")
+    if isinstance(mu_, np.ndarray) and (mu_ < 0).any():
+        raise InputError("mu", "friction coefficients must be >= 0")
+
+    r_lb = np.tile([0.0, -np.inf, -np.inf], nc)
+    if r_init is None:
+        r0 = np.zeros(m)
+    else:
+        r0 = _sx_or_array(r_init, (m,), "r_init")
+        if not isinstance(r0, np.ndarray):
+            raise InputError("r_init", "must be numbers")
+        r0 = np.maximum(r0, r_lb)
+    numeric = isinstance(W_, np.ndarray) and isinstance(q_, np.ndarray)
+    u0 = W_ @ r0 + q_ if numeric else np.zeros(m)
+    blk = prefix
+    r = prog.add_variables(f"{prefix}/r", m, lb=r_lb, init=r0, block=blk)
+    u = prog.add_variables(f"{prefix}/u", m, init=u0, block=blk)
+    w = prog.add_variables(f"{prefix}/w", 2 * nc, block=blk) if form == "disk" else None
+    gamma = prog.add_variables(f"{prefix}/gamma", nc, lb=0.0, init=np.hypot(u0[1::3], u0[2::3]), block=blk)
+
+    if isinstance(W_, np.ndarray):  # only the nonzeros of W enter the expression graph
+        import scipy.sparse as sp
+
+        W_e = ca.DM(sp.csc_matrix(W_))
+    else:
+        W_e = W_
+    Wr = ca.mtimes(W_e, r.sym)
+    q_e = ca.DM(q_) if isinstance(q_, np.ndarray) else q_
+    velocity = prog.add_constraint(u.sym - Wr - q_e, 0.0, 0.0, name=f"{prefix}/velocity", block=blk)
+    rs, us = r.sym, u.sym
+    r_n, r_t, r_o = rs[0::3], rs[1::3], rs[2::3]
+    u_n, u_t, u_o = us[0::3], us[1::3], us[2::3]
+    mu_e = ca.DM(mu_) if isinstance(mu_, np.ndarray) else mu_
+    normal = prog.add_complementarity(r_n, u_n, name=f"{prefix}/normal", block=blk)
+    law = _cone_law(prog, prefix, blk, form, r_n, r_t, r_o, u_t, u_o, gamma.sym, w, mu_e)
+    return FC3DBlock(r=r, u=u, gamma=gamma, w=w, velocity=velocity, friction=law.friction,
+                     direction=law.direction, normal=normal, slack=law.slack, nc=nc, form=form)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -199,7 +388,6 @@ def polish_fc3d(
 def fc3d_program(W: np.ndarray, q: np.ndarray, mu: np.ndarray, form: str = "disk",
                  r_init: np.ndarray | None = None) -> tuple[Any, Any]:
     """``(Program, FC3DBlock)`` of fc3d(W, q, mu): one block ``"fc3d"``, no objective."""
-    from contactmp.formulations.cone_ncp import add_fc3d_block
     from contactmp.program import Program
 
     prog = Program("fc3d")

@@ -100,6 +100,7 @@ from contactmp.solvers.fc3d import (
     verified_fc3d_result,
 )
 from contactmp.solvers.lcp import SolverOptions
+from contactmp.validate import validate_start
 
 NAME = "newton"
 
@@ -767,7 +768,7 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, progress: Rep
     W, q, mu = validate_fc3d(W, q, mu)
     opts = build_options(Options, options, overrides)
     n, nc = q.shape[0], mu.shape[0]
-    r = _start(opts.r0, n)
+    r = validate_start(opts.r0, n, "r0")
     if opts.rho is None:
         rho = default_rho(W)
     else:
@@ -834,18 +835,3 @@ def _status(reason: str, iterations: int, res: float) -> tuple[Status, str]:
         f"Newton {reason} after {iterations} iterations (best residual {res:.3e}): ||Phi||^2 stopped"
         " decreasing along the Newton, regularized, Levenberg-Marquardt and fixed-point steps"
     )
-
-
-def _start(r0: Any, n: int) -> np.ndarray:
-    """The starting point: ``r0`` checked (InputError naming ``r0``), or zeros."""
-    if r0 is None:
-        return np.zeros(n)
-    try:
-        r = np.array(r0, dtype=np.float64).ravel()
-    except (TypeError, ValueError):
-        raise InputError("r0", "cannot be read as a float vector") from None
-    if r.shape != (n,):
-        raise InputError("r0", f"has length {r.shape[0]} but the problem has {n} unknowns")
-    if not np.isfinite(r).all():
-        raise InputError("r0", "contains NaN or inf")
-    return r

@@ -24,21 +24,22 @@ from typing import Any, Callable
 import numba
 import numpy as np
 
-from contactmp.errors import InputError, OptionError
+from contactmp.errors import OptionError
 from contactmp.progress import CHUNK_SECONDS, Reporter
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import (
     residual_watch,
-    _first_bad,
     _residual_kernel,
     build_options,
     checked_fc3d_result,
     dual_violation,
+    natural_map_residual,
     validate_fc3d,
     verified_fc3d_result,
 )
 from contactmp.solvers.fc3d_local import solve_cone_local
 from contactmp.solvers.lcp import SolverOptions
+from contactmp.validate import _first_bad, validate_start
 
 NAME = "nsgs"
 
@@ -179,28 +180,9 @@ def csr_velocity(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, q: n
 @numba.njit(cache=True)
 def csr_residual(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, q: np.ndarray, mu: np.ndarray,
                  r: np.ndarray, u: np.ndarray) -> float:  # pragma: no cover - compiled
-    """``u <- W r + q`` and the normalized natural-map residual of fc3d (as ``fc3d_residual``)."""
-    scale = csr_velocity(indptr, indices, data, q, r, u)
-    err = 0.0
-    for j in range(mu.shape[0]):
-        m_ = mu[j]
-        ut = math.sqrt(u[3 * j + 1] ** 2 + u[3 * j + 2] ** 2)
-        n = r[3 * j] - (u[3 * j] + m_ * ut)
-        t1 = r[3 * j + 1] - u[3 * j + 1]
-        t2 = r[3 * j + 2] - u[3 * j + 2]
-        s = math.sqrt(t1 * t1 + t2 * t2)
-        if s <= m_ * n:
-            p0, p1, p2 = n, t1, t2
-        elif m_ * s <= -n:
-            p0 = p1 = p2 = 0.0
-        else:
-            a = (n + m_ * s) / (1.0 + m_ * m_)
-            p0, p1, p2 = a, m_ * a * t1 / s, m_ * a * t2 / s
-        err += (r[3 * j] - p0) ** 2 + (r[3 * j + 1] - p1) ** 2 + (r[3 * j + 2] - p2) ** 2
-    err = math.sqrt(err)
-    if not np.isfinite(err):
-        return np.inf
-    return err / scale if scale > 0.0 else err
+    """``u <- W r + q`` (W in CSR) and :func:`~contactmp.solvers.fc3d.natural_map_residual`."""
+    csr_velocity(indptr, indices, data, q, r, u)
+    return natural_map_residual(q, mu, r, u)
 
 
 @numba.njit(cache=True)
@@ -241,21 +223,6 @@ def _nsgs_sweeps(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, diag
                     if not rate < 1.0 or k + math.log(tol / res) / math.log(rate) > horizon:
                         return done, res, True
     return done, res, False
-
-
-def warm_start(r0: Any, m: int) -> np.ndarray:
-    """``r0`` as a fresh float64 vector of length ``m`` (``InputError`` naming ``r0`` otherwise)."""
-    if r0 is None:
-        return np.zeros(m)
-    try:
-        r = np.array(r0, dtype=np.float64).ravel()
-    except (TypeError, ValueError) as exc:
-        raise InputError("r0", f"cannot be read as a float vector ({exc})") from None
-    if r.shape != (m,):
-        raise InputError("r0", f"has length {r.size} but the problem has 3 nc = {m} unknowns")
-    if not np.isfinite(r).all():
-        raise InputError("r0", "contains NaN or inf")
-    return r
 
 
 def bad_diagonal(diag: np.ndarray) -> int:
@@ -384,7 +351,7 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, progress: Rep
     W, q, mu = validate_fc3d(W, q, mu)
     opts = build_options(Options, options, overrides)
     m = q.shape[0]
-    r = warm_start(opts.r0, m)
+    r = validate_start(opts.r0, m, "r0")
     indptr, indices, data, diag = block_data(W)
     j = bad_diagonal(diag)
     if j >= 0:

@@ -2,7 +2,7 @@
 Proposition 1), at the velocity level.
 
 Each Coulomb cone is replaced by the pyramid over a ``k``-gon circumscribing Coulomb's disk: with
-the generators ``D_i`` of :func:`contactmp.formulations.pyramid_lcp.facet_generators` (angles
+the generators ``D_i`` of :func:`contactmp.friction_polygon.facet_generators` (angles
 ``(2i+1) pi / k``, length ``1 / cos(pi / k)``) the friction force is ``r_jT = sum_i D_i beta_ji``,
 and the contact conditions are the LCP
 
@@ -37,8 +37,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from contactmp.errors import OptionError
+from contactmp.friction_polygon import facet_generators
 from contactmp.progress import Reporter, check_progress
-from contactmp.formulations.pyramid_lcp import facet_generators
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import fc3d_residual, validate_fc3d, verified_fc3d_result
 from contactmp.solvers.lcp import SolverOptions

@@ -52,9 +52,10 @@ from contactmp.solvers.fc3d import build_options, residual_watch, validate_fc3d,
 from contactmp.solvers.fc3d_local import solve_cylinder_local
 from contactmp.solvers.fc3d_nsgs import (
     _positive_int, bad_diagonal, block_data, csr_residual, csr_velocity, local_q,
-    relaxed_update, run_batches, warm_start,
+    relaxed_update, run_batches,
 )
 from contactmp.solvers.lcp import SolverOptions
+from contactmp.validate import validate_start
 
 NAME = "qvi"
 
@@ -175,7 +176,7 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, progress: Rep
     W, q, mu = validate_fc3d(W, q, mu)
     opts = build_options(Options, options, overrides)
     m = q.shape[0]
-    r = warm_start(opts.r0, m)
+    r = validate_start(opts.r0, m, "r0")
     indptr, indices, data, diag = block_data(W)
     j = bad_diagonal(diag)
     if j >= 0:

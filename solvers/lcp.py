@@ -12,64 +12,10 @@ from typing import Any
 import numba
 import numpy as np
 
-from contactmp.errors import InputError, OptionError, did_you_mean
+from contactmp.errors import OptionError, did_you_mean
 from contactmp.progress import check_time_limit
 from contactmp.result import Result, Status
-
-
-def validate_lcp(M: Any, q: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(M, q)`` as contiguous float64 arrays, or raise :class:`InputError` naming the field.
-
-    ``M`` must be a finite square ``n x n`` matrix and ``q`` a finite vector of length ``n``.
-    """
-    if (
-        type(M) is np.ndarray and type(q) is np.ndarray and M.dtype == np.float64 and q.dtype == np.float64
-        and M.ndim == 2 and q.ndim == 1 and M.shape[0] == M.shape[1] == q.shape[0] > 0
-        and M.flags.c_contiguous and q.flags.c_contiguous
-    ):
-        bad = _first_nonfinite(M, q)
-        if bad == 1:
-            raise InputError("M", "contains NaN or inf")
-        if bad == 2:
-            raise InputError("q", "contains NaN or inf")
-        return M, q
-    try:
-        M = np.ascontiguousarray(M, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError("M", f"cannot be read as a float matrix ({exc})") from None
-    try:
-        q = np.ascontiguousarray(q, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError("q", f"cannot be read as a float vector ({exc})") from None
-    if M.ndim != 2 or M.shape[0] != M.shape[1]:
-        raise InputError("M", f"must be a square 2-D matrix, got shape {M.shape}")
-    if q.ndim == 2 and 1 in q.shape:
-        q = q.ravel()
-    if q.ndim != 1:
-        raise InputError("q", f"must be a 1-D vector, got shape {q.shape}")
-    if q.shape[0] != M.shape[0]:
-        raise InputError("q", f"has length {q.shape[0]} but M is {M.shape[0]} x {M.shape[1]}")
-    if M.shape[0] == 0:
-        raise InputError("M", "is empty (n = 0)")
-    if not np.isfinite(M).all():
-        raise InputError("M", "contains NaN or inf")
-    if not np.isfinite(q).all():
-        raise InputError("q", "contains NaN or inf")
-    return M, q
-
-
-@numba.njit(cache=True)
-def _first_nonfinite(M: np.ndarray, q: np.ndarray) -> int:
-    """0 if every entry is finite, 1 if M has a NaN/inf, 2 if q has one (one pass, no temporaries)."""
-    n = q.shape[0]
-    for i in range(n):
-        for j in range(n):
-            if not np.isfinite(M[i, j]):
-                return 1
-    for i in range(n):
-        if not np.isfinite(q[i]):
-            return 2
-    return 0
+from contactmp.validate import validate_lcp  # noqa: F401 (re-exported: the solvers import it from here)
 
 
 @numba.njit(cache=True)

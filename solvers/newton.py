@@ -100,6 +100,7 @@ from contactmp.solvers.lcp import (
     validate_lcp,
     verified_result,
 )
+from contactmp.validate import validate_start
 
 NAME = "newton"
 
@@ -604,21 +605,6 @@ def _bounds(lb: Any, ub: Any, n: int | None) -> tuple[np.ndarray, np.ndarray]:
     return lb_a, ub_a
 
 
-def _start(z0: Any, n: int, box: _Box) -> np.ndarray:
-    """The starting point: ``z0`` (validated) or 0, projected onto the box."""
-    if z0 is None:
-        return box.project(np.zeros(n))
-    try:
-        z = np.array(z0, dtype=np.float64).ravel()
-    except (TypeError, ValueError) as exc:
-        raise InputError("z0", f"cannot be read as a float vector ({exc})") from None
-    if z.shape != (n,):
-        raise InputError("z0", f"must have length {n}, got shape {np.shape(z0)}")
-    if not np.isfinite(z).all():
-        raise InputError("z0", "contains NaN or inf")
-    return box.project(z)
-
-
 def solve_mcp(
     F: Callable[[np.ndarray], np.ndarray],
     jac: Callable[[np.ndarray], Any],
@@ -654,7 +640,7 @@ def solve_mcp(
     n_hint = None if z0 is None else int(np.size(z0))
     lb_a, ub_a = _bounds(lb, ub, n_hint)
     box = _Box.make(lb_a, ub_a)
-    z_init = _start(z0, lb_a.shape[0], box)
+    z_init = box.project(validate_start(z0, lb_a.shape[0], "z0"))
     watch = watch_for(NAME, opts.time_limit, progress, t_start)
     out = _run(F, jac, box, z_init, opts, opts.max_iter, watch=watch)
     return _mcp_result(out, box, opts, t_start)
@@ -712,7 +698,7 @@ def solve(M: Any, q: Any, options: Options | None = None, progress: Reporter | N
     if opts.z0 is None:
         z_init = np.zeros(n)
     else:
-        z_init = _start(opts.z0, n, _Box.make(np.zeros(n), np.full(n, np.inf)))
+        z_init = _Box.make(np.zeros(n), np.full(n, np.inf)).project(validate_start(opts.z0, n, "z0"))
     runs = _LCP_RUNS if opts.restart else ((False, False, 1.0),)
     # bases already polished (an attempt needs a tenfold drop of the residual, so few are made; a
     # basis not recorded once the table is full is only polished again, to the same candidate)

@@ -20,10 +20,11 @@ from typing import Any
 import numba
 import numpy as np
 
-from contactmp.errors import InputError, OptionError
+from contactmp.errors import OptionError
 from contactmp.progress import Reporter, Watch, check_progress, next_chunk
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import SolverOptions, residual_kernel, validate_lcp, verified_result
+from contactmp.validate import validate_start
 
 NAME = "pgs"
 
@@ -107,18 +108,7 @@ def solve(M: Any, q: Any, options: Options | None = None, progress: Reporter | N
     else:
         opts = Options.build(options, **overrides)
     n = q.shape[0]
-    if opts.z0 is None:
-        z = np.zeros(n)
-    else:
-        try:
-            z = np.array(opts.z0, dtype=np.float64).ravel()
-        except (TypeError, ValueError) as exc:
-            raise InputError("z0", f"cannot be read as a float vector ({exc})") from None
-        if z.shape != (n,):
-            raise InputError("z0", f"has length {z.size} but the LCP has n = {n}")
-        if not np.isfinite(z).all():
-            raise InputError("z0", "contains NaN or inf")
-        np.maximum(z, 0.0, out=z)
+    z = np.maximum(validate_start(opts.z0, n, "z0"), 0.0)
     diag = np.diagonal(M)
     bad = np.flatnonzero(diag <= 0.0)
     if bad.size:

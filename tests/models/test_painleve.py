@@ -9,7 +9,7 @@ import pytest
 
 from contactmp.case_studies.uniqueness_random import physical_solutions
 from contactmp.errors import InputError
-from contactmp.formulations.pyramid_lcp import PyramidLCP
+from contactmp.formulations.pyramid_lcp import PyramidLCP, proposition3_mu_bound
 from contactmp.models.painleve import (
     RodState,
     closed_form_count,
@@ -25,7 +25,7 @@ from contactmp.models.painleve import (
     three_solution_mu,
 )
 from contactmp.models.rigid_bodies import GRAVITY
-from contactmp.solvers.certificates import enumerate_lcp_solutions, proposition3_mu_bound
+from contactmp.solvers.certificates import enumerate_lcp_solutions
 
 PULL = (-1.0, 1.1)  # b_n = 0.1 g, b_t = -g: rho = 10
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from contactmp.errors import InputError
-from contactmp.formulations.pyramid_lcp import PyramidLCP
+from contactmp.formulations.pyramid_lcp import PyramidLCP, random_pyramid_lcp
 from contactmp.models import (
     Contact,
     ContactModel,
@@ -17,7 +17,6 @@ from contactmp.models import (
     link,
     obj,
     random_problem,
-    random_pyramid_lcp,
     split_islands,
     trinkle_dataset,
     two_stacks,

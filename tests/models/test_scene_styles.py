@@ -9,13 +9,12 @@ import pytest
 from scipy.optimize import linprog
 
 from contactmp.errors import InputError
-from contactmp.formulations.pyramid_lcp import PyramidLCP
+from contactmp.formulations.pyramid_lcp import PyramidLCP, random_pyramid_lcp
 from contactmp.models.random_problems import (
     STYLES,
     TRINKLE_PROBLEMS,
     SceneStyle,
     random_problem,
-    random_pyramid_lcp,
     trinkle_dataset,
 )
 from contactmp.models.scenes import block_between_jaws

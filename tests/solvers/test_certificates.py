@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from contactmp.errors import InputError
-from contactmp.formulations.pyramid_lcp import PyramidLCP
+from contactmp.formulations.pyramid_lcp import PyramidLCP, proposition3_mu_bound
 from contactmp.models.random_problems import random_problem
 from contactmp.solvers.certificates import (
     enumerate_lcp_solutions,
@@ -17,7 +17,6 @@ from contactmp.solvers.certificates import (
     is_strictly_copositive,
     lcp_existence_milp,
     lcp_second_solution_milp,
-    proposition3_mu_bound,
 )
 from contactmp.solvers.lcp import lcp_residual
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from contactmp.errors import InputError, OptionError
-from contactmp.formulations.pyramid_lcp import facet_generators
+from contactmp.friction_polygon import facet_generators
 from contactmp.result import Status
 from contactmp.solvers import fc3d_pyramid
 from contactmp.solvers.fc3d import fc3d_residual

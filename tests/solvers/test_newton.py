@@ -430,7 +430,7 @@ def test_compiled_run_on_pyramid_lcps(size: int, seed: int) -> None:
     """Pyramid LCPs (singular Newton matrices, LM steps): the first four steps agree with
     ``_run``. Later the runs may part: on a singular ``H`` round-off (here LAPACK from SciPy's
     build with Cholesky for the LM system, there NumPy's with LU) picks the direction."""
-    from contactmp.models.random_problems import random_pyramid_lcp
+    from contactmp.formulations.pyramid_lcp import random_pyramid_lcp
 
     M, q = random_pyramid_lcp(size, seed, mu=0.5)
     _compare_runs(M, q, False, 4, atol=1e-8)

@@ -150,7 +150,7 @@ def test_chains_and_multistart_name_a_bad_time_limit() -> None:
 # the chunked runs take the same steps as the one-call runs
 # ------------------------------------------------------------------------------------------------
 def _lcps(shared_data: Path) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    from contactmp.models.random_problems import random_pyramid_lcp
+    from contactmp.formulations.pyramid_lcp import random_pyramid_lcp
 
     out = [(p.stem, *(np.load(p, allow_pickle=False)[k] for k in ("M", "q")))
            for p in sorted((shared_data / "lcp").glob("*.npz"))]
@@ -314,7 +314,7 @@ def test_fc3d_chain_shares_one_budget(shared_data: Path) -> None:
 # multistart: a limit for the whole run
 # ------------------------------------------------------------------------------------------------
 def test_multistart_is_cut_short_and_resumes(tmp_path: Path) -> None:
-    from contactmp.models.random_problems import random_pyramid_lcp
+    from contactmp.formulations.pyramid_lcp import random_pyramid_lcp
     from contactmp.solvers.multistart import multistart
 
     M, q = random_pyramid_lcp(90, 1)

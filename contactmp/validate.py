@@ -1,0 +1,143 @@
+"""Input validation of the problem data every reader and solver shares: LCP(q, M) and fc3d(W, q, mu).
+
+Pure checks (shapes, finiteness, signs), raising :class:`~contactmp.errors.InputError` naming the
+field; they live in the core so that :mod:`contactmp.io` can check what it reads without
+importing a solver. ``contactmp.solvers.lcp.validate_lcp`` and
+``contactmp.solvers.fc3d.validate_fc3d`` are the same functions.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+from contactmp.errors import InputError
+
+__all__ = ["validate_lcp", "validate_fc3d", "validate_start"]
+
+
+def validate_lcp(M: Any, q: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(M, q)`` as contiguous float64 arrays, or raise :class:`InputError` naming the field.
+
+    ``M`` must be a finite square ``n x n`` matrix and ``q`` a finite vector of length ``n``.
+    """
+    if (
+        type(M) is np.ndarray and type(q) is np.ndarray and M.dtype == np.float64 and q.dtype == np.float64
+        and M.ndim == 2 and q.ndim == 1 and M.shape[0] == M.shape[1] == q.shape[0] > 0
+        and M.flags.c_contiguous and q.flags.c_contiguous
+    ):
+        bad = _first_nonfinite(M, q)
+        if bad == 1:
+            raise InputError("M", "contains NaN or inf")
+        if bad == 2:
+            raise InputError("q", "contains NaN or inf")
+        return M, q
+    try:
+        M = np.ascontiguousarray(M, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError("M", f"cannot be read as a float matrix ({exc})") from None
+    try:
+        q = np.ascontiguousarray(q, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError("q", f"cannot be read as a float vector ({exc})") from None
+    if M.ndim != 2 or M.shape[0] != M.shape[1]:
+        raise InputError("M", f"must be a square 2-D matrix, got shape {M.shape}")
+    if q.ndim == 2 and 1 in q.shape:
+        q = q.ravel()
+    if q.ndim != 1:
+        raise InputError("q", f"must be a 1-D vector, got shape {q.shape}")
+    if q.shape[0] != M.shape[0]:
+        raise InputError("q", f"has length {q.shape[0]} but M is {M.shape[0]} x {M.shape[1]}")
+    if M.shape[0] == 0:
+        raise InputError("M", "is empty (n = 0)")
+    if not np.isfinite(M).all():
+        raise InputError("M", "contains NaN or inf")
+    if not np.isfinite(q).all():
+        raise InputError("q", "contains NaN or inf")
+    return M, q
+
+
+@numba.njit(cache=True)
+def _first_nonfinite(M: np.ndarray, q: np.ndarray) -> int:
+    """0 if every entry is finite, 1 if M has a NaN/inf, 2 if q has one (one pass, no temporaries)."""
+    n = q.shape[0]
+    for i in range(n):
+        for j in range(n):
+            if not np.isfinite(M[i, j]):
+                return 1
+    for i in range(n):
+        if not np.isfinite(q[i]):
+            return 2
+    return 0
+
+
+def validate_fc3d(W: Any, q: Any, mu: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``(W, q, mu)`` as float64 arrays or raise :class:`InputError` naming the field.
+
+    ``W`` is ``3 nc x 3 nc``, ``q`` has ``3 nc`` entries and ``mu`` has ``nc`` (a scalar is
+    broadcast), all finite, ``mu >= 0``.
+    """
+    try:
+        W = np.ascontiguousarray(W, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError("W", f"cannot be read as a float matrix ({exc})") from None
+    try:
+        q = np.ascontiguousarray(q, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as exc:
+        raise InputError("q", f"cannot be read as a float vector ({exc})") from None
+    if W.ndim != 2 or W.shape[0] != W.shape[1]:
+        raise InputError("W", f"must be a square matrix, got shape {W.shape}")
+    m = W.shape[0]
+    if m == 0 or m % 3:
+        raise InputError("W", f"must be 3 nc x 3 nc (nc >= 1 contacts), got {m} x {m}")
+    if q.shape[0] != m:
+        raise InputError("q", f"has length {q.shape[0]} but W is {m} x {m}")
+    nc = m // 3
+    try:
+        mu_arr = np.asarray(mu, dtype=np.float64)
+        mu_arr = np.ascontiguousarray(np.broadcast_to(mu_arr, (nc,)) if mu_arr.ndim == 0 else mu_arr.ravel())
+    except (TypeError, ValueError) as exc:
+        raise InputError("mu", f"cannot be read as friction coefficients ({exc})") from None
+    if mu_arr.shape[0] != nc:
+        raise InputError("mu", f"has {mu_arr.shape[0]} entries but W has {nc} contacts")
+    bad = _first_bad(W, q, mu_arr)
+    if bad == 1:
+        raise InputError("W", "contains NaN or inf")
+    if bad == 2:
+        raise InputError("q", "contains NaN or inf")
+    if bad == 3:
+        raise InputError("mu", "friction coefficients must be finite and >= 0")
+    return W, q, mu_arr
+
+
+@numba.njit(cache=True)
+def _first_bad(W: np.ndarray, q: np.ndarray, mu: np.ndarray) -> int:
+    """0 when W and q are finite and mu finite and >= 0; else 1 (W), 2 (q) or 3 (mu)."""
+    for i in range(W.shape[0]):
+        for k in range(W.shape[1]):
+            if not np.isfinite(W[i, k]):
+                return 1
+    for i in range(q.shape[0]):
+        if not np.isfinite(q[i]):
+            return 2
+    for j in range(mu.shape[0]):
+        if not (np.isfinite(mu[j]) and mu[j] >= 0.0):
+            return 3
+    return 0
+
+
+def validate_start(x0: Any, n: int, field: str) -> np.ndarray:
+    """A solver's starting point ``x0`` as a fresh float64 vector of length ``n`` (zeros when
+    ``None``), or :class:`InputError` naming ``field`` (unreadable, wrong length, NaN or inf)."""
+    if x0 is None:
+        return np.zeros(n)
+    try:
+        x = np.array(x0, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as exc:
+        raise InputError(field, f"cannot be read as a float vector ({exc})") from None
+    if x.shape != (n,):
+        raise InputError(field, f"has length {x.size} but the problem has n = {n} unknowns")
+    if not np.isfinite(x).all():
+        raise InputError(field, "contains NaN or inf")
+    return x

@@ -1,0 +1,54 @@
+"""The one-way import graph (tools/import_graph.py): no layer imports above itself or sideways, and
+nothing below the formulations branches on a formulation's name."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_tool():
+    spec = importlib.util.spec_from_file_location("import_graph", ROOT / "tools" / "import_graph.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(mod)
+    return mod
+
+
+ig = _load_tool()
+IMPORTS = ig.all_imports(ROOT)
+
+
+def test_the_tool_sees_the_whole_package():
+    layers = {ig.file_layer(ROOT, p) for p in ig.package_files(ROOT)}
+    assert layers == set(ig.LAYERS)
+    assert {(i.source, i.target) for i in IMPORTS} >= {("formulations", "solvers"), ("solvers", "core")}
+
+
+def test_the_tool_resolves_relative_and_function_level_imports(tmp_path):
+    (tmp_path / "contactmp").mkdir()
+    (tmp_path / "solvers").mkdir()
+    (tmp_path / "contactmp" / "io.py").write_text("def f():\n    from .solvers import lcp\n")
+    (tmp_path / "solvers" / "__init__.py").write_text("")
+    (tmp_path / "solvers" / "lcp.py").write_text("from . import registry\nif x == 'pyramid':\n    pass\n")
+    (tmp_path / "solvers" / "registry.py").write_text("")
+    bad = ig.violations(ig.all_imports(tmp_path))
+    assert [(v.file, v.line, v.module) for v in bad] == [("contactmp/io.py", 2, "contactmp.solvers.lcp")]
+    assert [(c.file, c.names) for c in ig.name_comparisons(tmp_path)] == [("solvers/lcp.py", ("pyramid",))]
+    assert "| core |" in ig.markdown(ig.all_imports(tmp_path), [])
+
+
+@pytest.mark.parametrize("layer", ig.LAYERS)
+def test_no_layer_imports_above_itself(layer):
+    bad = [str(v) for v in ig.violations(IMPORTS) if v.source == layer]
+    assert bad == []
+
+
+@pytest.mark.parametrize("layer", ig.NAME_CHECKED_LAYERS)
+def test_no_formulation_name_comparisons_below_the_formulations(layer):
+    found = [str(c) for c in ig.name_comparisons(ROOT, (layer,))]
+    assert found == []

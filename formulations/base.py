@@ -102,6 +102,7 @@ class Step:
     t: float = 0.0
     targets: Targets | None = None
     previous: Result | None = None
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def numeric(self) -> bool:
@@ -114,13 +115,20 @@ class Step:
         return self.system.n_c if self.contacts is None else int(np.asarray(self.contacts).size)
 
     def data(self) -> StepData:
-        """:class:`StepData` at ``(q_k, v_k, u_k)`` for the step's contacts."""
+        """:class:`StepData` at ``(q_k, v_k, u_k)`` for the step's contacts (numbers: evaluated once
+        per step for all contacts, shared by the copies of this step)."""
         s = self.system
         idx = slice(None) if self.contacts is None else np.asarray(self.contacts, dtype=int)
         if self.numeric:
-            Jn, Jt, Jo = s.eval_J(self.q)
-            return StepData(s.eval_M(self.q), s.eval_B(self.q) @ self.u - s.eval_h(self.q, self.v),
-                            Jn[idx], Jt[idx], Jo[idx], s.eval_phi(self.q)[idx], s.mu[idx])
+            full = self._cache.get("data")
+            if full is None:
+                Jn, Jt, Jo = s.eval_J(self.q)
+                full = self._cache["data"] = StepData(
+                    s.eval_M(self.q), s.eval_B(self.q) @ self.u - s.eval_h(self.q, self.v), Jn, Jt, Jo,
+                    s.eval_phi(self.q), s.mu)
+            if self.contacts is None:
+                return full
+            return StepData(full.M, full.f, full.Jn[idx], full.Jt[idx], full.Jo[idx], full.phi[idx], full.mu[idx])
         M, f, Jn, Jt, Jo, phi = _SystemFunctions.of(s).data(self.q, self.v, self.u)
         if self.contacts is not None:
             rows = [int(i) for i in idx]

@@ -310,8 +310,8 @@ class IpoptNLP:
             raise OptionError(f"unknown backend '{backend}' (known: {', '.join(BACKENDS)})"
                               f"{did_you_mean(backend, BACKENDS)}")
         self.backend, self.ipopt, self.deadline = backend, dict(ipopt), deadline
-        x, g = nlp["x"], nlp.get("g", ca.SX(0, 1))
-        p = nlp.get("p", ca.SX(0, 1))
+        x = nlp["x"]
+        g, p = nlp.get("g", type(x)(0, 1)), nlp.get("p", type(x)(0, 1))
         self.nx, self.ng = x.shape[0], g.shape[0]
         self._cb: _Deadline | None = None
         if backend == "casadi":

@@ -20,7 +20,7 @@
   linearized MDP QP baseline and :func:`add_linearized_mdp_step`.
 """
 from contactmp.formulations.compliant_friction import CompliantFriction, compliant_friction_step
-from contactmp.formulations.compliant_qp import CompliantQP, CompliantStepResult, as_program_block, compliant_step
+from contactmp.formulations.compliant_qp import CompliantQP, as_program_block, compliant_step
 from contactmp.formulations.linearized_mdp import LinearizedMDP, add_linearized_mdp_step
 from contactmp.formulations.nmdp import NMDP, NMDPFunctions, add_nmdp_step
 from contactmp.formulations.velocity_compliant import add_velocity_compliant_step
@@ -37,7 +37,7 @@ __all__ = [
     "ConeNCP", "ConeSolution", "FC3DBlock", "add_fc3d_block",
     "PyramidLCP", "PyramidSolution", "VelocityPyramidStep", "add_velocity_pyramid_step",
     "facet_generators", "facet_normals", "pyramid_generators", "VelocityConeStep", "add_velocity_cone_step",
-    "CompliantQP", "CompliantStepResult", "as_program_block", "compliant_step",
+    "CompliantQP", "as_program_block", "compliant_step",
     "CompliantFriction", "compliant_friction_step", "add_velocity_compliant_step",
     "NMDP", "NMDPFunctions", "add_nmdp_step", "LinearizedMDP", "add_linearized_mdp_step",
 ]

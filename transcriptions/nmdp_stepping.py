@@ -174,22 +174,23 @@ class NMDPStepping:
         q_d, qd_d = targets(t + hh)
         if self.kind == "mdp":
             r = self.formulation.step(q, qd, hh, q_d, qd_d, tau_0)
-            return {"status": r.status, "q": r.q_next, "qd": r.qd_next, "w": r.w, "forces": r.forces,
-                    "outer": r.iterations, "proj": 0, "message": r.message}
+            return {"status": r.status, "q": r.x, "qd": r.extras["qd_next"], "w": r.extras["w"],
+                    "forces": r.extras["forces"], "outer": r.iterations, "proj": 0, "message": r.message}
         theta0 = q + hh * qd
         if self.kind == "ipopt":
             r = self.formulation.solve_ipopt(q, qd, hh, q_d, qd_d, tau_0, backend=self.option, theta0=theta0,
                                              w0=w0, **self.solver_options)
-            return {"status": r.status, "q": r.theta, "qd": r.qd_next, "w": r.w, "forces": r.forces,
-                    "outer": r.iterations, "proj": 0, "message": r.message}
+            return {"status": r.status, "q": r.x, "qd": r.extras["qd_next"], "w": r.extras["w"],
+                    "forces": r.extras["forces"], "outer": r.iterations, "proj": 0, "message": r.message}
         from contactmp.solvers.nmdp_pgm import pgm
 
         fns = self.formulation.functions(q, qd, hh, q_d, qd_d, tau_0)
         r = pgm(fns, theta0, w0, zeroth_order=self.option, **self.solver_options)
-        finite = bool(np.all(np.isfinite(r.theta)) and np.all(np.isfinite(r.w)))
-        forces = fns.forces(r.theta, r.w) if finite else np.full((self.n_c, 3), np.nan)
-        return {"status": r.status, "q": r.theta, "qd": fns.qd_next(r.theta), "w": r.w,
-                "forces": forces, "outer": r.outer_iterations, "proj": r.projections,
+        w = r.extras["w"]
+        finite = bool(np.all(np.isfinite(r.x)) and np.all(np.isfinite(w)))
+        forces = fns.forces(r.x, w) if finite else np.full((self.n_c, 3), np.nan)
+        return {"status": r.status, "q": r.x, "qd": fns.qd_next(r.x), "w": w,
+                "forces": forces, "outer": r.iterations, "proj": r.extras["projections"],
                 "message": r.message}
 
     # ------------------------------------------------------------------------------ one frame
@@ -227,7 +228,7 @@ class NMDPStepping:
             return (r["q"], r["qd"], tt + hh, r["w"]), True
 
         ad = adaptive_step(step_fn, self.h, (q, qd, t, w_start), h_min=self.h_min)
-        qq, vv, tt, ww = ad.state
+        qq, vv, tt, ww = ad.extras["state"]
         status, msg = Status.SOLVED, ad.message
         if not ad.success:  # finish the frame with one unverified substep over the remaining time
             rest = t + self.h - tt
@@ -239,7 +240,7 @@ class NMDPStepping:
             status = Status.NUMERICAL_ERROR
             msg = f"adaptive step gave up ({ad.message}); last substep unverified: {r['message']}"
         return StepRecord(t + self.h, np.asarray(qq, dtype=float), np.asarray(vv, dtype=float), status,
-                          acc["outer"], acc["proj"], list(ad.substeps), ad.h_smallest,
+                          acc["outer"], acc["proj"], list(ad.extras["substeps"]), ad.extras["h_smallest"],
                           time.perf_counter() - t0, acc["impulse"] / self.h, np.asarray(ww, dtype=float),
                           msg)
 

@@ -404,12 +404,12 @@ class TimeStepping:
                                  self.tangential_damping[idx], self.h)
         r = prob.solve(self.solver or "ipopt", tol=self.tol)
         d = prob.d
-        lam = r.lam
+        lam = r.x
         p_o = np.zeros(idx.size) if planar else self.h * lam[2::d]
         res = Result(status=r.status, x=lam, solver=r.solver, residual=r.residual, tol=r.tol,
                      iterations=r.iterations, time_s=r.time_s, message=r.message,
-                     extras={"lam": lam, "modes": r.extras.get("modes"), "kkt": r.kkt})
-        return r.v1, self.h * lam[0::d], self.h * lam[1::d], p_o, res
+                     extras={"lam": lam, "modes": r.extras.get("modes"), "kkt": r.residuals})
+        return r.extras["v1"], self.h * lam[0::d], self.h * lam[1::d], p_o, res
 
     # -------------------------------------------------------------------------- trajectories
     def simulate(self, q0: ArrayLike, v0: ArrayLike, u: Control = None, n_steps: int = 100

@@ -59,7 +59,7 @@ import _common as common  # noqa: E402
 
 import pyomo.environ as pyo  # noqa: E402
 
-import contactmp.pyomo_ipopt  # noqa: E402,F401  (registers SolverFactory("contactmp_ipopt"))
+import contactmp.solvers.pyomo_ipopt  # noqa: E402,F401  (registers SolverFactory("contactmp_ipopt"))
 from contactmp.models.systems import hopper_2d, point_mass_2d  # noqa: E402
 from contactmp.pyomo_bridge import program_x, set_program_x  # noqa: E402
 from contactmp.result import Status  # noqa: E402

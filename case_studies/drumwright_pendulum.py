@@ -102,11 +102,11 @@ def simulate(K: float, h: float, T: float = DURATION, B: float = DAMPING, solver
         used[step.solver] = used.get(step.solver, 0) + 1
         failed += not step.success
         res_max = max(res_max, step.residual)
-        lam_max = max(lam_max, float(np.max(np.abs(step.lam))))
-        v = step.v1
+        lam_max = max(lam_max, float(np.max(np.abs(step.x))))
+        v = step.extras["v1"]
         q = q + h * v
         dev[k] = float(np.max(np.abs(pin_phi(q))))
-        dE[k + 1] = energy(q, v) + 0.5 * float(step.lam @ step.lam) / K - E0
+        dE[k + 1] = energy(q, v) + 0.5 * float(step.x @ step.x) / K - E0
     idx = np.unique(np.linspace(0, n, min(samples, n + 1)).round().astype(int))
     return {
         "steps": n, "max_dev": float(dev.max()), "final_dev": float(dev[-1]), "compliance": lam_max / K,

@@ -174,12 +174,12 @@ def compliant_run(box: Box, y0: np.ndarray, h: float, T: float, t_eval: np.ndarr
         phi, G = box.rows(p, R)
         step = CompliantQP(box.mass_matrix(R), box.free_force(R, tw[3:]), tw, G, phi, box.found.k, box.found.b,
                            h, kind="unilateral").solve(solver, active=prev)
-        prev = step.active if warm_start and step.success else None
+        prev = step.extras["active"] if warm_start and step.success else None
         solvers[step.solver] = solvers.get(step.solver, 0) + 1
         failed += not step.success
         res_max = max(res_max, step.residual)
-        max_active = max(max_active, int(step.active.sum()))
-        tw = step.v1
+        max_active = max(max_active, int(step.extras["active"].sum()))
+        tw = step.extras["v1"]
         p = p + h * tw[:3]
         Q = Q + h * quat_rate(Q, tw[3:])
         Q = Q / np.linalg.norm(Q)

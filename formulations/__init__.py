@@ -36,7 +36,7 @@ from contactmp.formulations.base import (
     registered,
 )
 from contactmp.formulations.compliant_friction import CompliantFriction, compliant_friction_step
-from contactmp.formulations.compliant_qp import CompliantQP, CompliantStepResult, as_program_block, compliant_step
+from contactmp.formulations.compliant_qp import CompliantQP, as_program_block, compliant_step
 from contactmp.formulations.linearized_mdp import LinearizedMDP, MDPFormulation, add_linearized_mdp_step
 from contactmp.formulations.nmdp import NMDP, NMDPFormulation, NMDPFunctions, add_nmdp_step
 from contactmp.formulations.velocity_compliant import Compliant, add_velocity_compliant_step
@@ -56,7 +56,7 @@ __all__ = [
     "ConeNCP", "ConeSolution", "FC3DBlock", "add_fc3d_block",
     "PyramidLCP", "PyramidSolution", "VelocityPyramidStep", "add_velocity_pyramid_step",
     "facet_generators", "facet_normals", "pyramid_generators", "VelocityConeStep", "add_velocity_cone_step",
-    "CompliantQP", "CompliantStepResult", "as_program_block", "compliant_step",
+    "CompliantQP", "as_program_block", "compliant_step",
     "CompliantFriction", "compliant_friction_step", "add_velocity_compliant_step",
     "NMDP", "NMDPFunctions", "add_nmdp_step", "LinearizedMDP", "add_linearized_mdp_step",
 ]

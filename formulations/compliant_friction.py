@@ -56,109 +56,26 @@ Alternative backend ``solve("superscs")``: the true second-order cones through `
 SuperSCS plugin, each cone as the psd Schur block ``soc(lambda_T, mu lambda_n)`` (CasADi hands these
 to SCS as SOC constraints). The quadratic objective goes in as an epigraph cone
 ``||(L^T x, t - 1/2)|| <= t + 1/2`` with an LP objective, because the plugin's own quadratic term
-(``h``) gives wrong minimizers in CasADi 3.8.2 (see :func:`_superscs`). SCS's answer (relative residual
+(``h``) gives wrong minimizers in CasADi 3.8.2 (see :func:`contactmp.solvers.qp._superscs`). SCS's answer (relative residual
 ~1e-11) gets the same polish and the same residual check.
 """
 from __future__ import annotations
 
-import functools
 import time
 from typing import Any
 
-import casadi as ca
 import numpy as np
 
 from contactmp.errors import InputError, OptionError
-from contactmp.formulations.compliant_qp import CompliantStepResult, _vec
-from contactmp.result import Status
+from contactmp.formulations.compliant_qp import _vec
+from contactmp.result import Result, Status
+from contactmp.solvers.fc3d import project_cone
+from contactmp.solvers.qp import CONE_QP_SOLVERS, natural_map_newton, solve_cone_qp
 
-__all__ = ["CompliantFriction", "compliant_friction_step", "project_cone", "CONE_SOLVERS"]
+__all__ = ["CompliantFriction", "compliant_friction_step", "CONE_SOLVERS"]
 
-
-def project_cone(z: np.ndarray, mu: float) -> np.ndarray:
-    """Euclidean projection of ``z = (z_n, z_T)`` onto ``K_mu = {||z_T|| <= mu z_n}``."""
-    zn, zt = float(z[0]), np.asarray(z[1:], dtype=float)
-    r = float(np.linalg.norm(zt))
-    if r <= mu * zn:
-        return np.array(z, dtype=float)
-    if mu * r <= -zn:
-        return np.zeros_like(np.asarray(z, dtype=float))
-    pn = (zn + mu * r) / (1.0 + mu * mu)
-    return np.concatenate([[pn], mu * pn * zt / r])
-
-
-@functools.lru_cache(maxsize=32)
-def _ipopt(nc: int, d: int) -> ca.Function:
-    """IPOPT on ``min 1/2 x^T A x + c^T x`` s.t. ``mu_i^2 x_n^2 - |x_T|^2 >= 0`` (A, c, mu parameters)."""
-    m = nc * d
-    x = ca.SX.sym("x", m)
-    A = ca.SX.sym("A", m, m)
-    c = ca.SX.sym("c", m)
-    mu = ca.SX.sym("mu", nc)
-    f = 0.5 * ca.dot(x, ca.mtimes(A, x)) + ca.dot(c, x)
-    g = ca.vertcat(*[mu[i] ** 2 * x[i * d] ** 2 - ca.sumsqr(x[i * d + 1:(i + 1) * d]) for i in range(nc)])
-    opts = {"print_time": False, "error_on_fail": False,
-            "ipopt": {"print_level": 0, "sb": "yes", "tol": 1e-14, "acceptable_iter": 0,
-                      "constr_viol_tol": 1e-14, "bound_relax_factor": 0.0, "max_iter": 500,
-                      "mu_strategy": "adaptive"}}
-    return ca.nlpsol(f"compliant_cone_{nc}_{d}", "ipopt",
-                     {"x": x, "p": ca.vertcat(ca.vec(A), c, mu), "f": f, "g": g}, opts)
-
-
-#: backends of :meth:`CompliantFriction.solve`
-CONE_SOLVERS = ("ipopt", "superscs")
-#: SuperSCS options: tight tolerances (its ADMM answer is then polished and verified by the residual)
-SUPERSCS_OPTIONS: dict[str, Any] = {"eps": 1e-12, "max_iters": 20000, "verbose": 0}
-
-
-@functools.lru_cache(maxsize=32)
-def _superscs(nc: int, d: int) -> tuple[ca.Function, ca.Function]:
-    """SuperSCS (``casadi.conic``, LP objective + psd constraints) on the epigraph form of the cone QP::
-
-        min g^T x + t   s.t.  ||(L^T x, t - 1/2)|| <= t + 1/2    (i.e. 1/2 x^T H x <= t,  H = L L^T)
-                              ||x_T,i|| <= mu_i x_n,i           per contact
-
-    each cone given as the psd Schur block ``soc(y, z) = [z I y; y^T z]`` (CasADi passes those to SCS as
-    second-order cones). The quadratic objective is NOT passed as ``h``: CasADi 3.8.2's superscs plugin
-    returns a wrong minimizer for ``h != 0`` (for ``H = diag(1.30, 1.91, 1.25)``, ``g = (-1, .1, .1)``, no
-    constraints, it returned 1.6 times the exact minimizer ``-H^-1 g``). Returns the solver and the map
-    ``(L, mu) -> (Q, P)`` of the constraint data."""
-    m = nc * d
-    z = ca.SX.sym("z", m + 1)
-    x, t = z[:m], z[m]
-    L = ca.SX.sym("L", ca.Sparsity.lower(m))
-    mu = ca.SX.sym("mu", nc)
-    blocks = [ca.soc(ca.vertcat(ca.mtimes(L.T, x), t - 0.5), t + 0.5)]
-    blocks += [ca.soc(x[i * d + 1:(i + 1) * d], mu[i] * x[i * d]) for i in range(nc)]
-    S = ca.diagcat(*blocks)
-    Q = ca.jacobian(ca.vec(S), z)
-    P = ca.substitute(S, z, ca.SX.zeros(m + 1))
-    qp_map = ca.Function("compliant_soc_data", [L, mu], [Q, P])
-    solver = ca.conic(f"compliant_superscs_{nc}_{d}", "superscs",
-                      {"a": ca.Sparsity(0, m + 1), "q": Q.sparsity(), "p": P.sparsity()},
-                      {"superscs": dict(SUPERSCS_OPTIONS), "error_on_fail": False})
-    return solver, qp_map
-
-
-def _superscs_solve(H: np.ndarray, g: np.ndarray, mu: np.ndarray, lbx: np.ndarray, ubx: np.ndarray,
-                    d: int) -> tuple[np.ndarray, dict[str, Any], str]:
-    """One SuperSCS solve of the scaled cone QP: ``(x, stats, backend status)`` (x NaN on an exception)."""
-    nc = mu.size
-    m = nc * d
-    solver, qp_map = _superscs(nc, d)
-    try:
-        L = np.linalg.cholesky(0.5 * (H + H.T))
-    except np.linalg.LinAlgError as exc:
-        return np.full(m, np.nan), {}, f"Cholesky of H failed: {exc}"
-    Q, P = qp_map(ca.tril(ca.DM(L)), ca.DM(mu))
-    try:
-        out = solver(g=ca.DM(np.append(g, 1.0)), lbx=ca.DM(np.append(lbx, -np.inf)),
-                     ubx=ca.DM(np.append(ubx, np.inf)), q=Q, p=P, lba=ca.DM(0, 1), uba=ca.DM(0, 1))
-    except RuntimeError as exc:
-        return np.full(m, np.nan), {}, f"exception: {exc}"
-    st = solver.stats()
-    return np.asarray(out["x"], dtype=float).ravel()[:m], st, str(st.get("unified_return_status",
-                                                                         st.get("return_status", "")))
+#: backends of :meth:`CompliantFriction.solve` (:data:`contactmp.solvers.qp.CONE_QP_SOLVERS`)
+CONE_SOLVERS = tuple(CONE_QP_SOLVERS)
 
 
 class CompliantFriction:
@@ -246,10 +163,11 @@ class CompliantFriction:
             return inf, {"natural_map": inf, "primal": inf, "dual": inf, "complementarity": inf}
         w = self.slack(lam)
         d = self.d
+        F = self._natural_map(lam)
         nat = prim = dual = comp = 0.0
         for i in range(self.nc):
             li, wi, mu = lam[i * d:(i + 1) * d], w[i * d:(i + 1) * d], self.mu[i]
-            nat = max(nat, float(np.linalg.norm(li - project_cone(li - wi / self.alpha[i], mu))))
+            nat = max(nat, float(np.linalg.norm(F[i * d:(i + 1) * d])))
             prim = max(prim, float(np.linalg.norm(li[1:]) - mu * li[0]), float(-li[0]))
             dual = max(dual, float(mu * np.linalg.norm(wi[1:]) - wi[0]) / self.alpha[i] if mu > 0
                        else float(-wi[0]) / self.alpha[i])
@@ -260,7 +178,7 @@ class CompliantFriction:
 
     # ------------------------------------------------------------------------------- solving
     def solve(self, solver: str = "ipopt", *, tol: float = 1e-10, polish: bool = True,
-              polish_iters: int = 8) -> CompliantStepResult:
+              polish_iters: int = 8) -> Result:
         """The cone QP by ``solver``, polished on its active set; never raises on failure.
 
         ``solver``: ``"ipopt"`` (``casadi.nlpsol`` on the squared cone ``mu^2 x_n^2 - |x_T|^2 >= 0``,
@@ -268,7 +186,10 @@ class CompliantFriction:
         cones given as ``soc(x_T, mu x_n)`` psd constraints, which CasADi hands to SCS as SOC blocks).
         ``status`` is ``SOLVED`` only if :meth:`residual` ``<= tol``. The result's ``solver`` is the
         backend name, with ``"+active-set"`` / ``"+newton"`` appended when the polish produced the
-        answer; ``extras["modes"]`` lists ``"separated" | "stick" | "slide"`` per contact.
+        answer. Returns a :class:`~contactmp.result.Result` with ``x = lambda`` (per contact
+        ``(n, t[, o])`` [N]), ``residuals`` the conic KKT measures of :meth:`residual`, ``extras``:
+        ``v1``, ``active`` (``lambda_n > 0``), ``modes`` (``"separated" | "stick" | "slide"`` per
+        contact), ``backend_status``, ``backend_residual``.
         """
         if solver not in CONE_SOLVERS:
             raise OptionError(f"unknown cone solver {solver!r}; choose from {CONE_SOLVERS}")
@@ -287,21 +208,11 @@ class CompliantFriction:
         for i in np.flatnonzero(self.mu == 0):
             lbx[i * d + 1:(i + 1) * d] = 0.0
             ubx[i * d + 1:(i + 1) * d] = 0.0
-        if solver == "ipopt":
-            x0 = np.zeros(nc * d)
-            x0[0::d] = 1.0
-            fun = _ipopt(nc, d)
-            out = fun(x0=x0, p=np.concatenate([As.ravel(order="F"), cs, self.mu]), lbx=lbx, ubx=ubx,
-                      lbg=0.0, ubg=np.inf)
-            st = fun.stats()
-            backend = str(st.get("return_status", ""))
-            x = np.asarray(out["x"], dtype=float).ravel()
-        else:
-            x, st, backend = _superscs_solve(As, cs, self.mu, lbx, ubx, d)
+        ans = solve_cone_qp(solver, As, cs, self.mu, lbx, ubx, d)
+        x, backend, iters = ans.x, ans.status, ans.iterations
         lam = sigma * x / al
         ip_res, _ = self.residual(lam)
         best, name, msg = lam, solver, f"{solver}: {backend}"
-        iters = int(st.get("iter_count", 0) or 0)
         modes = self._modes(lam)
         if polish and not ip_res <= 1e-3 * tol:
             pol, pol_modes, k = self._polish(lam, polish_iters)
@@ -309,7 +220,7 @@ class CompliantFriction:
                 best, name, modes = pol, solver + "+active-set", pol_modes
                 msg += f"; polished on its active set ({k} solve(s))"
         if polish and not self.residual(best)[0] <= 1e-3 * tol:
-            nw, k = self._newton(best, 30)
+            nw, k = natural_map_newton(self._natural_map, best, 30)
             if self.residual(nw)[0] < self.residual(best)[0]:
                 best, name, modes = nw, name + "+newton", self._modes(nw)
                 msg += f"; {k} semismooth Newton step(s) on the natural map"
@@ -319,11 +230,9 @@ class CompliantFriction:
         status = Status.SOLVED if r <= tol else Status.NOT_SOLVED
         if status is not Status.SOLVED:
             msg += f"; residual {r:.3g} > tol {tol:.3g}"
-        return CompliantStepResult(status, best, self.velocity(best), name, r, tol, kkt, best[0::d] > 0, iters,
-                                   time.perf_counter() - t0, msg,
-                                   {"modes": modes, "backend_residual": ip_res, "backend_status": backend,
-                                    "ipopt_residual": ip_res if solver == "ipopt" else None,
-                                    "ipopt_status": backend if solver == "ipopt" else None})
+        return Result(status, best, name, r, tol, iters, time.perf_counter() - t0, msg, residuals=kkt,
+                      extras={"v1": self.velocity(best), "active": best[0::d] > 0, "modes": modes,
+                              "backend_residual": ip_res, "backend_status": backend})
 
     def _modes(self, lam: np.ndarray) -> list[str]:
         d, out = self.d, []
@@ -341,43 +250,14 @@ class CompliantFriction:
         return out
 
     def _natural_map(self, lam: np.ndarray) -> np.ndarray:
-        """``F(lambda) = lambda - P_K(lambda - w / alpha)`` stacked over contacts (0 at a solution)."""
-        d, w = self.d, self.slack(lam)
-        out = np.empty_like(lam)
-        for i in range(self.nc):
-            sl = slice(i * d, (i + 1) * d)
-            out[sl] = lam[sl] - project_cone(lam[sl] - w[sl] / self.alpha[i], self.mu[i])
-        return out
-
-    def _newton(self, lam: np.ndarray, iters: int) -> tuple[np.ndarray, int]:
-        """Newton's method on the natural map (forward-difference Jacobian, backtracking on ||F||)."""
-        x = lam.copy()
-        Fx = self._natural_map(x)
-        for k in range(1, iters + 1):
-            nF = float(np.linalg.norm(Fx))
-            if nF == 0.0:
-                return x, k - 1
-            eps = 1e-8 * max(1.0, float(np.max(np.abs(x))))
-            J = np.empty((x.size, x.size))
-            for j in range(x.size):
-                xp = x.copy()
-                xp[j] += eps
-                J[:, j] = (self._natural_map(xp) - Fx) / eps
-            try:
-                dx = np.linalg.lstsq(J, -Fx, rcond=None)[0]
-            except np.linalg.LinAlgError:
-                return x, k
-            t = 1.0
-            while t > 1e-6:
-                xn = x + t * dx
-                Fn = self._natural_map(xn)
-                if np.linalg.norm(Fn) < (1 - 1e-4 * t) * nF:
-                    break
-                t *= 0.5
-            else:
-                return x, k
-            x, Fx = xn, Fn
-        return x, iters
+        """``F(lambda) = lambda - P_K(lambda - w / alpha)`` stacked over contacts (0 at a solution);
+        ``P_K`` is :func:`contactmp.solvers.fc3d.project_cone` (planar contacts padded with ``o = 0``)."""
+        d, nc = self.d, self.nc
+        z = np.zeros(3 * nc)
+        y = lam - self.slack(lam) / np.repeat(self.alpha, d)
+        for k in range(d):
+            z[k::3] = y[k::d]
+        return lam - project_cone(z, self.mu).reshape(nc, 3)[:, :d].ravel()
 
     def _polish(self, lam: np.ndarray, iters: int) -> tuple[np.ndarray | None, list[str], int]:
         """Active-set solve ``T^T A T z = -T^T c`` on IPOPT's modes, re-estimating slide directions."""
@@ -423,6 +303,6 @@ class CompliantFriction:
 
 
 def compliant_friction_step(M: Any, f: Any, v0: Any, Jn: Any, Jt: Any, Jo: Any, phi0: Any, mu: Any, K: Any,
-                            B: Any, Bt: Any, h: float, **options: Any) -> CompliantStepResult:
+                            B: Any, Bt: Any, h: float, **options: Any) -> Result:
     """``CompliantFriction(M, f, v0, Jn, Jt, Jo, phi0, mu, K, B, Bt, h).solve(**options)``."""
     return CompliantFriction(M, f, v0, Jn, Jt, Jo, phi0, mu, K, B, Bt, h).solve(**options)

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import casadi as ca
@@ -61,41 +61,15 @@ from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
 from contactmp.errors import InputError, OptionError, check_spd, did_you_mean
 from contactmp.program import Complementarity, Constraint, Program, Variables
-from contactmp.result import Status, jsonable
+from contactmp.result import Result, Status
+from contactmp.solvers.qp import QP_SOLVERS, available_qp_solvers, solve_qp
 
-__all__ = [
-    "CompliantQP", "CompliantStepResult", "CompliantBlock", "compliant_step", "as_program_block",
-    "CONIC_PLUGINS", "available_conic_plugins", "LOWRANK_RATIO",
-]
+__all__ = ["CompliantQP", "CompliantBlock", "compliant_step", "as_program_block", "LOWRANK_RATIO"]
 
-#: CasADi conic plugins this module drives, with options that make them solve to ~1e-12.
-CONIC_PLUGINS: dict[str, dict[str, Any]] = {
-    "qpoases": {"printLevel": "none"},
-    "osqp": {"osqp": {"verbose": False, "eps_abs": 1e-12, "eps_rel": 1e-12, "polish": True,
-                      "max_iter": 200000}},
-    "highs": {"highs": {"output_flag": False, "primal_feasibility_tolerance": 1e-10,
-                        "dual_feasibility_tolerance": 1e-10, "optimality_tolerance": 1e-10}},
-    "daqp": {},
-    "proxqp": {"proxqp": {"eps_abs": 1e-12, "max_iter": 100000}},
-    "qrqp": {"print_iter": False, "print_header": False, "print_info": False},
-}
 DIRECT_SOLVERS = ("cholesky", "lu-Y", "active-set", "lowrank")
 #: ``solver="auto"`` uses the Woodbury (``"lowrank"``) path when the loaded rows exceed this many times n
 LOWRANK_RATIO = 4
 KINDS = ("bilateral", "unilateral")
-
-
-def available_conic_plugins() -> tuple[str, ...]:
-    """The plugins of :data:`CONIC_PLUGINS` that this CasADi build can load (``casadi.has_conic``)."""
-    return tuple(p for p in CONIC_PLUGINS if ca.has_conic(p))
-
-
-@functools.lru_cache(maxsize=64)
-def _conic(plugin: str, m: int) -> ca.Function:
-    """A dense m-variable, bound-constrained conic solver (built once per plugin and size)."""
-    opts = {**CONIC_PLUGINS[plugin], "error_on_fail": False}
-    return ca.conic(f"compliant_{plugin}_{m}", plugin,
-                    {"h": ca.Sparsity.dense(m, m), "a": ca.Sparsity(0, m)}, opts)
 
 
 # ------------------------------------------------------------------------------------ validation
@@ -124,52 +98,6 @@ def _kinds(kind: str | Sequence[str], m: int) -> np.ndarray:
     if len(ks) != m or any(k not in KINDS for k in ks):
         raise InputError("kind", f"must be one of {KINDS} or a sequence of {m} of them, got {kind!r}")
     return np.array([k == "unilateral" for k in ks], dtype=bool)
-
-
-# -------------------------------------------------------------------------------------- results
-@dataclass
-class CompliantStepResult:
-    """One compliant step: the constraint forces ``lam`` [N] and the velocity ``v1`` they give.
-
-    ``status`` is ``SOLVED`` only when the independent residual ``residual`` (see
-    :meth:`CompliantQP.residual`) is ``<= tol`` (relative to the force scale). ``solver`` names what
-    produced ``lam``: ``"cholesky"`` / ``"lu-Y"`` (bilateral linear solve), ``"active-set"`` (dense
-    solve on a guessed active set, verified), a conic plugin name, or ``"<plugin>+active-set"`` when
-    the plugin's answer was polished by the dense solve on its active set. ``kkt`` holds the
-    separate checks (``natural_map``, ``sign``, ``dynamics``), ``extras`` the attempts.
-    """
-
-    status: Status
-    lam: np.ndarray
-    v1: np.ndarray
-    solver: str
-    residual: float
-    tol: float
-    kkt: dict[str, float]
-    active: np.ndarray
-    iterations: int = 0
-    time_s: float = 0.0
-    message: str = ""
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def success(self) -> bool:
-        """True exactly when ``status`` is ``SOLVED``."""
-        return self.status is Status.SOLVED
-
-    def q1(self, q0: Any, h: float, N: Any = None) -> np.ndarray:
-        """The semi-explicit configuration update (36): ``q1 = q0 + h N v1`` (``N = I`` by default)."""
-        q0 = np.asarray(q0, dtype=float)
-        return q0 + h * (self.v1 if N is None else np.asarray(N, dtype=float) @ self.v1)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return jsonable({
-            "status": self.status, "lam": self.lam, "v1": self.v1, "solver": self.solver,
-            "residual": self.residual, "tol": self.tol, "kkt": self.kkt, "active": self.active,
-            "iterations": self.iterations, "time_s": self.time_s, "message": self.message,
-            "extras": self.extras,
-        })
 
 
 # -------------------------------------------------------------------------------------- problem
@@ -322,7 +250,7 @@ class CompliantQP:
 
     # -- solving -----------------------------------------------------------------------------
     def solve(self, solver: str = "auto", *, active: Any = None, tol: float = 1e-10, polish: bool = True,
-              max_pivots: int = 20) -> CompliantStepResult:
+              max_pivots: int = 20) -> Result:
         """Compute ``lambda`` (and ``v1``) of this step; never raises on failure (see ``status``).
 
         ``solver``: ``"auto"`` (``"lowrank"`` when the loaded rows outnumber ``LOWRANK_RATIO * n``,
@@ -334,14 +262,22 @@ class CompliantQP:
         block principal pivoting for at most ``max_pivots`` solves, verified against the KKT
         conditions), ``"lowrank"`` (the same pivoting, each solve ``A_SS lambda_S = -c_S`` by the
         Woodbury identity on ``A = D + h U U^T``, ``U = G L^-T``: O(|S| n^2) per solve, no m x m
-        matrix formed; bilateral-only steps are one such solve), or one of :data:`CONIC_PLUGINS`
+        matrix formed; bilateral-only steps are one such solve), or one of :data:`contactmp.solvers.qp.QP_SOLVERS`
         (``casadi.conic`` on the QP; with ``polish`` an answer that fails the check is re-solved
         densely on its active set and kept if that verifies). ``tol`` bounds :meth:`residual`.
+
+        Returns a :class:`~contactmp.result.Result`: ``x = lambda`` [N]; ``SOLVED`` only when
+        :meth:`residual` ``<= tol``; ``solver`` names what produced ``lambda`` (``"cholesky"``,
+        ``"lu-Y"``, ``"active-set"``, ``"lowrank"``, a QP solver, or ``"<qp solver>+active-set"``
+        when the dense solve on its active set polished the answer); ``residuals`` the separate
+        checks (``natural_map``, ``sign``, ``dynamics``); ``extras``: ``v1`` (the velocity
+        ``v0 + h M^-1 (f + G^T lambda)``), ``active`` (unilateral rows with ``lambda > 0``),
+        ``backend_status``, ``attempts``, ``raw_lam``, ``raw_residual``.
         """
         t0 = time.perf_counter()
         if not isinstance(solver, str):
             raise OptionError(f"solver must be a string, got {type(solver).__name__}")
-        names = ("auto",) + DIRECT_SOLVERS + tuple(CONIC_PLUGINS)
+        names = ("auto",) + DIRECT_SOLVERS + tuple(QP_SOLVERS)
         if solver not in names:
             raise OptionError(f"unknown solver {solver!r} (known: {', '.join(names)}){did_you_mean(solver, names)}")
         if not (isinstance(tol, (int, float)) and tol > 0):
@@ -358,14 +294,14 @@ class CompliantQP:
             if not res.success and (has_uni or solver == "lowrank"):
                 first = res
                 res = self._dispatch("qpoases" if has_uni else "cholesky", None, tol, polish, max_pivots)
-                res.extras["attempts"] = [first.solver + ": " + first.message, res.solver + ": " + res.message]
+                res = res.replace(extras={**res.extras, "attempts": [first.solver + ": " + first.message,
+                                                                      res.solver + ": " + res.message]})
         else:
             res = self._dispatch(solver, active, tol, polish, max_pivots)
-        res.time_s = time.perf_counter() - t0
-        return res
+        return res.replace(time_s=time.perf_counter() - t0)
 
     def _finish(self, lam: np.ndarray, solver: str, tol: float, iterations: int, message: str,
-                claimed: Status = Status.SOLVED, **extras: Any) -> CompliantStepResult:
+                claimed: Status = Status.SOLVED, **extras: Any) -> Result:
         r, kkt = self.residual(lam)
         ok = r <= tol
         status = Status.SOLVED if ok else (claimed if claimed is not Status.SOLVED else Status.NOT_SOLVED)
@@ -373,10 +309,10 @@ class CompliantQP:
             message = (message + "; " if message else "") + f"claimed solved but residual {r:.3g} > tol {tol:.3g}"
         active = (lam > 0) & self.unilateral if np.isfinite(lam).all() else np.zeros(self.m, bool)
         v1 = self.velocity(lam) if np.isfinite(lam).all() else np.full(self.n, np.nan)
-        return CompliantStepResult(status, lam, v1, solver, r, tol, kkt, active, iterations,
-                                   message=message, extras=extras)
+        return Result(status, lam, solver, r, tol, iterations, message=message, residuals=kkt,
+                      extras={"v1": v1, "active": active, **extras})
 
-    def _dispatch(self, solver: str, active: Any, tol: float, polish: bool, max_pivots: int) -> CompliantStepResult:
+    def _dispatch(self, solver: str, active: Any, tol: float, polish: bool, max_pivots: int) -> Result:
         if solver == "cholesky":
             lam = np.zeros(self.m)
             if self._idx.size:
@@ -430,7 +366,7 @@ class CompliantQP:
         out[on] = x
         return out
 
-    def _active_set(self, active: Any, tol: float, max_pivots: int, lowrank: bool = False) -> CompliantStepResult:
+    def _active_set(self, active: Any, tol: float, max_pivots: int, lowrank: bool = False) -> Result:
         """Block principal pivoting on the SPD LCP (bilateral rows always in the basis); each basis
         solve dense (:meth:`_chol_solve`) or by Woodbury (:meth:`_woodbury_solve`, ``lowrank``)."""
         name = "lowrank" if lowrank else "active-set"
@@ -471,47 +407,35 @@ class CompliantQP:
         return self._finish(lam, name, tol, max_pivots, f"no verified active set in {max_pivots} solves",
                             Status.MAX_ITER)
 
-    def _conic(self, plugin: str, tol: float, polish: bool, max_pivots: int) -> CompliantStepResult:
-        """``min 1/2 mu^T A' mu + c'^T mu`` with the symmetric diagonal scaling ``mu = sqrt(A_ii) lambda``."""
-        if not ca.has_conic(plugin):
-            raise OptionError(f"conic plugin {plugin!r} cannot be loaded by this CasADi build; "
-                              f"available: {available_conic_plugins()}")
+    def _conic(self, plugin: str, tol: float, polish: bool, max_pivots: int) -> Result:
+        """``min 1/2 mu^T A' mu + c'^T mu`` by :func:`~contactmp.solvers.qp.solve_qp`, with the
+        symmetric diagonal scaling ``mu = sqrt(A_ii) lambda``."""
         k = self._idx.size
         lam = np.zeros(self.m)
         if k == 0:
+            if plugin not in available_qp_solvers():
+                solve_qp(plugin, np.zeros((0, 0)), np.zeros(0))  # raises the OptionError
             return self._finish(lam, plugin, tol, 0, "no loaded rows")
         d = np.sqrt(np.diag(self.A))
         As = self.A / d[:, None] / d[None, :]
-        As = 0.5 * (As + As.T)
-        cs = self.c / d
         uni = self.unilateral[self._idx]
-        lbx = np.where(uni, 0.0, -np.inf)
-        try:
-            fun = _conic(plugin, k)
-            out = fun(h=ca.DM(As), g=ca.DM(cs), lbx=ca.DM(lbx), ubx=ca.DM(np.full(k, np.inf)),
-                      lba=ca.DM(0, 1), uba=ca.DM(0, 1))
-            stats = fun.stats()
-        except RuntimeError as exc:
-            return self._finish(np.full(self.m, np.nan), plugin, tol, 0, f"{plugin} failed: {exc}",
-                                Status.NUMERICAL_ERROR)
-        mu = np.asarray(out["x"], dtype=float).ravel()
-        lam[self._idx] = mu / d
-        backend = str(stats.get("return_status", ""))
-        claimed = Status.SOLVED if stats.get("success", False) else Status.NOT_SOLVED
-        iters = int(stats.get("iter_count", 0) or 0)
-        raw = self._finish(lam, plugin, tol, iters, f"{plugin}: {backend}", claimed,
-                           backend_status=backend)
-        raw.extras["raw_residual"] = raw.residual
+        ans = solve_qp(plugin, 0.5 * (As + As.T), self.c / d, np.where(uni, 0.0, -np.inf), np.inf)
+        if not np.isfinite(ans.x).all() and ans.status.startswith(f"{plugin} failed"):
+            return self._finish(np.full(self.m, np.nan), plugin, tol, 0, ans.status, Status.NUMERICAL_ERROR)
+        lam[self._idx] = ans.x / d
+        backend, iters = ans.status, ans.iterations
+        raw = self._finish(lam, plugin, tol, iters, f"{plugin}: {backend}",
+                           Status.SOLVED if ans.success else Status.NOT_SOLVED, backend_status=backend)
+        raw = raw.replace(extras={**raw.extras, "raw_residual": raw.residual})
         if not polish or raw.success or not np.isfinite(lam).all():
             return raw
         guess = lam > np.abs(self._scaled_w(lam))  # lambda_i > s_i: the row carries force
         pol = self._active_set(guess & self.unilateral, tol, max_pivots)
         if pol.success and pol.residual < raw.residual:
-            pol.solver = f"{plugin}+active-set"
-            pol.iterations += iters
-            pol.message = f"{plugin}: {backend}; polished on its active set ({pol.message})"
-            pol.extras.update(backend_status=backend, raw_lam=lam, raw_residual=raw.residual)
-            return pol
+            return pol.replace(solver=f"{plugin}+active-set", iterations=pol.iterations + iters,
+                               message=f"{plugin}: {backend}; polished on its active set ({pol.message})",
+                               extras={**pol.extras, "backend_status": backend, "raw_lam": lam,
+                                       "raw_residual": raw.residual})
         return raw
 
     def _scaled_w(self, lam: np.ndarray) -> np.ndarray:
@@ -528,7 +452,7 @@ class CompliantQP:
 
 def compliant_step(M: Any, f: Any, v0: Any, G: Any, phi0: Any, K: Any, B: Any, h: float,
                    kind: str | Sequence[str] = "bilateral", solver: str = "auto",
-                   **options: Any) -> CompliantStepResult:
+                   **options: Any) -> Result:
     """One compliant step: ``CompliantQP(M, f, v0, G, phi0, K, B, h, kind).solve(solver, **options)``."""
     return CompliantQP(M, f, v0, G, phi0, K, B, h, kind).solve(solver, **options)
 

@@ -33,13 +33,9 @@ LCP form for contact-implicit trajectory optimization.
 """
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import casadi as ca
@@ -52,31 +48,13 @@ from contactmp.formulations.nmdp import (OBJECTIVES, PolytopeFormulation, Polyto
                                         polytope_columns, selection_matrix, vertex_coefficients)
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, Constraint, Program, Variables
-from contactmp.result import Status
+from contactmp.result import Result, Status
+from contactmp.solvers.qp import solve_qp
 
-__all__ = ["LinearizedMDP", "LinearizedMDPResult", "LinearizedMDPBlock", "add_linearized_mdp_step",
+__all__ = ["LinearizedMDP", "LinearizedMDPBlock", "add_linearized_mdp_step",
            "project_capped_simplices"]
 
 PD_MODES = ("stable", "explicit")
-
-
-@contextlib.contextmanager
-def _quiet_stdout() -> Iterator[None]:
-    """Silence C-level stdout (qpOASES prints its license banner when a solver is created)."""
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):  # captured stdout without a descriptor
-        yield
-        return
-    sys.stdout.flush()
-    saved = os.dup(fd)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), fd)
-            yield
-    finally:
-        os.dup2(saved, fd)
-        os.close(saved)
 
 
 def project_capped_simplices(y: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
@@ -94,43 +72,6 @@ def project_capped_simplices(y: np.ndarray, groups: list[np.ndarray]) -> np.ndar
         rho = np.nonzero(u - css / k > 0)[0][-1]
         out[g] = np.maximum(y[g] - css[rho] / (rho + 1), 0.0)
     return out
-
-
-@dataclass
-class LinearizedMDPResult:
-    """One linearized-MDP step. ``status`` is ``solved`` only when the natural-map residual
-    ``residual <= tol`` (checked here, independently of qpOASES). ``forces`` ``(n_c, 3)`` are the
-    contact-frame forces ``s_i(q_n) sum_j w_ij b_j`` [N]; ``extras``: ``Q``, ``c``, ``kkt`` (the
-    KKT residual with qpOASES's multipliers), ``lam_w``, ``lam_s``, ``pd``."""
-
-    status: Status
-    q_next: np.ndarray
-    qd_next: np.ndarray
-    w: np.ndarray
-    forces: np.ndarray
-    kinetic_energy: float
-    iterations: int
-    time_s: float
-    solver: str
-    residual: float
-    tol: float
-    message: str = ""
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def success(self) -> bool:
-        """True exactly when ``status`` is ``SOLVED``."""
-        return self.status is Status.SOLVED
-
-    @property
-    def normal(self) -> np.ndarray:
-        """Normal contact forces ``(n_c,)`` [N]."""
-        return self.forces[:, 0]
-
-    @property
-    def tangential(self) -> np.ndarray:
-        """Tangential contact forces ``(n_c, 2)`` along (t, o) [N]."""
-        return self.forces[:, 1:]
 
 
 class LinearizedMDP:
@@ -164,18 +105,6 @@ class LinearizedMDP:
         q, v = system.q, system.v
         W, mags = polytope_columns(system, q, self.coeffs, self.stiffness, self.relax, self.radius)
         self._data = ca.Function("lmdp_data", [q, v], [system.M, system.h, W, mags])
-        self._qp: dict[int, ca.Function] = {}
-
-    def _solver(self, m: int) -> ca.Function:
-        """qpOASES for ``m`` weights (dense Hessian, one row of 1s per contact), built once."""
-        if m not in self._qp:
-            n_g = m // self.vertices
-            with _quiet_stdout():
-                self._qp[m] = ca.conic("lmdp", "qpoases", {"h": ca.Sparsity.dense(m, m),
-                                                           "a": ca.Sparsity.dense(n_g, m)},
-                                       {"printLevel": "none", "error_on_fail": False,
-                                        "hessian_type": "semidef", "enableRegularisation": True})
-        return self._qp[m]
 
     def qp(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
            qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> dict[str, np.ndarray]:
@@ -209,10 +138,15 @@ class LinearizedMDP:
 
     def step(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
              qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None, *,
-             tol: float = 1e-8) -> LinearizedMDPResult:
-        """One step: solve the QP (qpOASES), verify it, and return ``q_{n+1}, qd_{n+1}``, ``w``
-        and the contact forces. Contacts whose polytope is ``{0}`` (``s_i(q_n) = 0``) get
-        ``w_i = 0`` and leave the QP. Never raises on non-convergence."""
+             tol: float = 1e-8) -> Result:
+        """One step: solve the QP (qpOASES through :func:`contactmp.solvers.qp.solve_qp`), verify it,
+        and return a :class:`~contactmp.result.Result` with ``x = q_{n+1}``; ``SOLVED`` only when the
+        natural-map residual ``residual <= tol`` (checked here, independently of qpOASES);
+        ``extras``: ``qd_next``, ``w``, ``forces`` ``(n_c, 3)`` (contact-frame forces ``s_i(q_n)
+        sum_j w_ij b_j`` [N]), ``kinetic_energy``, ``Q``, ``c``, ``kkt`` (the KKT residual with
+        qpOASES's multipliers), ``lam_w``, ``lam_s``, ``pd``, ``backend_status``. Contacts whose
+        polytope is ``{0}`` (``s_i(q_n) = 0``) get ``w_i = 0`` and leave the QP. Never raises on
+        non-convergence."""
         tol = check_number("tol", tol, positive=True)
         d = self.qp(q_n, qd_n, h, q_d, qd_d, tau_0)
         Q, c, mags = d["Q"], d["c"], d["magnitudes"]
@@ -225,13 +159,12 @@ class LinearizedMDP:
         if idx.size:
             m, V = idx.size, self.vertices
             E = np.kron(np.eye(len(live)), np.ones((1, V)))
-            sol_fn = self._solver(m)
-            sol = sol_fn(h=Q[np.ix_(idx, idx)], g=c[idx], a=E, lba=-np.inf, uba=1.0, lbx=0.0, ubx=np.inf)
-            st = sol_fn.stats()
-            iters, text = int(st.get("iter_count", 0) or 0), str(st.get("return_status", ""))
-            w[idx] = sol["x"].full().ravel()
-            lam_w[idx] = -sol["lam_x"].full().ravel()   # casadi: L = f + lam_x^T x + lam_a^T (E w)
-            lam_s[live] = sol["lam_a"].full().ravel()
+            sol = solve_qp("qpoases", Q[np.ix_(idx, idx)], c[idx], 0.0, np.inf, E, -np.inf, 1.0,
+                           options={"hessian_type": "semidef", "enableRegularisation": True})
+            iters, text = sol.iterations, sol.status
+            w[idx] = sol.x
+            lam_w[idx] = -sol.lam_x   # casadi: L = f + lam_x^T x + lam_a^T (E w)
+            lam_s[live] = sol.lam_a
         dt = time.perf_counter() - t0
         res = self.natural_residual(Q, c, w)
         kkt = float(np.max(np.abs(Q @ w + c - lam_w + np.kron(np.eye(self.system.n_c),
@@ -246,13 +179,13 @@ class LinearizedMDP:
         mu = self.system.mu
         forces = mags[:, None] * np.column_stack([Wr.sum(axis=1), mu * (Wr @ self.coeffs[:, 0]),
                                                   mu * (Wr @ self.coeffs[:, 1])])
-        return LinearizedMDPResult(
-            status=status, q_next=q_next, qd_next=qd_next, w=w, forces=forces,
-            kinetic_energy=float(0.5 * qd_next @ d["M"] @ qd_next), iterations=iters, time_s=dt,
-            solver="qpoases", residual=res, tol=tol,
+        return Result(
+            status=status, x=q_next, solver="qpoases", residual=res, tol=tol, iterations=iters, time_s=dt,
             message="" if status is Status.SOLVED else f"qpOASES: {text}; natural residual {res:.3g}",
-            extras={"Q": Q, "c": c, "kkt": kkt, "lam_w": lam_w, "lam_s": lam_s, "pd": self.pd,
-                    "backend_status": text})
+            residuals={"natural_map": res, "kkt": kkt},
+            extras={"qd_next": qd_next, "w": w, "forces": forces,
+                    "kinetic_energy": float(0.5 * qd_next @ d["M"] @ qd_next), "Q": Q, "c": c, "kkt": kkt,
+                    "lam_w": lam_w, "lam_s": lam_s, "pd": self.pd, "backend_status": text})
 
     def natural_residual(self, Q: np.ndarray, c: np.ndarray, w: np.ndarray) -> float:
         """``||w - Proj_C(w - (Q w + c) / L)||_inf`` with ``L = max |Q_ij|`` (0 exactly at the
@@ -386,5 +319,5 @@ class MDPFormulation(PolytopeFormulation):
         """One linearized-MDP QP of length ``hh`` from ``(q, qd)``."""
         q_d, qd_d = targets(t + hh)
         r = self.problem(system).step(q, qd, hh, q_d, qd_d, tau_0)
-        return {"status": r.status, "q": r.q_next, "qd": r.qd_next, "w": r.w, "forces": r.forces,
-                "outer": r.iterations, "proj": 0, "message": r.message}
+        return {"status": r.status, "q": r.x, "qd": r.extras["qd_next"], "w": r.extras["w"],
+                "forces": r.extras["forces"], "outer": r.iterations, "proj": 0, "message": r.message}

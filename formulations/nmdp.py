@@ -64,23 +64,14 @@ from contactmp.formulations.base import Formulation, Step, StepBlock, StepOutcom
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, Constraint, Program, Variables
 from contactmp.result import Result, Status
+from contactmp.solvers.ipopt import BACKENDS, IpoptNLP, ipopt_status
 
-__all__ = ["NMDP", "NMDPFunctions", "NMDPStepResult", "NMDPBlock", "add_nmdp_step",
+__all__ = ["NMDP", "NMDPFunctions", "NMDPBlock", "add_nmdp_step",
            "selection_matrix", "vertex_coefficients", "polytope_columns",
            "step_expressions"]
 
-BACKENDS = ("casadi", "cyipopt")
-
 #: the step's objective: the metric of the kinetic energy (see the module docstring)
 OBJECTIVES = ("effective", "kinetic")
-#: IPOPT's return texts that count as a converged answer (still checked independently)
-_IPOPT_OK = ("Solve_Succeeded", "Solved_To_Acceptable_Level")
-_IPOPT_STATUS: dict[str, Status] = {
-    "Maximum_Iterations_Exceeded": Status.MAX_ITER,
-    "Maximum_CpuTime_Exceeded": Status.TIME_LIMIT,
-    "Maximum_WallTime_Exceeded": Status.TIME_LIMIT,
-    "Infeasible_Problem_Detected": Status.INFEASIBLE,
-}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -225,52 +216,6 @@ class NMDPFunctions:
     qd_next: Callable[[np.ndarray], np.ndarray] | None = None
     forces: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
     params: np.ndarray = field(default_factory=lambda: np.zeros(0))
-
-
-@dataclass
-class NMDPStepResult:
-    """One NMDP step. ``status`` is ``solved`` only when ``residual = ||G(theta, w)||_inf <= tol``,
-    ``w >= -tol_w``, ``sum(w_i) <= 1 + tol_w`` (checked here) and IPOPT converged.
-
-    ``forces`` is ``(n_c, 3)``: per contact the normal and the two tangential (t, o) components of
-    ``f_i = s_i sum_j w_ij b_j`` [N]; ``normal``/``tangential`` are views of columns 0 and 1 (2).
-    ``extras``: multipliers ``nu`` (of G = 0), ``lam_w`` (of w >= 0), ``lam_s`` (of 1^T w_i <= 1),
-    IPOPT's text ``backend_status``, ``magnitudes`` s_i.
-    """
-
-    status: Status
-    theta: np.ndarray
-    w: np.ndarray
-    qd_next: np.ndarray
-    forces: np.ndarray
-    kinetic_energy: float
-    iterations: int
-    time_s: float
-    solver: str
-    residual: float
-    tol: float
-    message: str = ""
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def success(self) -> bool:
-        """True exactly when ``status`` is ``SOLVED``."""
-        return self.status is Status.SOLVED
-
-    @property
-    def q_next(self) -> np.ndarray:
-        """``q_{n+1} = theta``."""
-        return self.theta
-
-    @property
-    def normal(self) -> np.ndarray:
-        """Normal contact forces ``(n_c,)`` [N]."""
-        return self.forces[:, 0]
-
-    @property
-    def tangential(self) -> np.ndarray:
-        """Tangential contact forces ``(n_c, 2)`` along (t, o) [N]."""
-        return self.forces[:, 1:]
 
 
 class _Compiled:
@@ -426,29 +371,28 @@ class NMDP:
         return float(np.max(np.abs(G), initial=0.0)) if np.isfinite(G).all() else math.inf, viol
 
     # ------------------------------------------------------------------------- IPOPT
-    def _solver(self, backend: str, ipopt: dict[str, Any]) -> Any:
-        key = (backend, tuple(sorted(ipopt.items())))
-        sol = self._c._solvers.get(key)
-        if sol is None:
-            sol = (_CasadiIpopt if backend == "casadi" else _CyIpopt)(self._c.nlp, ipopt, self.n)
-            self._c._solvers[key] = sol
-        return sol
-
     def solve_ipopt(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
                     qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None, *,
                     backend: str = "casadi", theta0: ArrayLike | None = None, w0: ArrayLike | None = None,
                     tol: float = 1e-6, ipopt_tol: float = 1e-10, max_iter: int = 500,
-                    ipopt_options: dict[str, Any] | None = None) -> NMDPStepResult:
+                    ipopt_options: dict[str, Any] | None = None) -> Result:
         """Solve one step ``min K s.t. G = 0, w >= 0, 1^T w_i <= 1`` with IPOPT.
 
         ``backend``: ``"casadi"`` (``casadi.nlpsol``) or ``"cyipopt"`` (callbacks from the same
         CasADi graph). Start: ``theta0`` (default ``q_n + h qd_n``) and ``w0`` (default 0). The NLP
-        is built once per backend and options. ``solved`` only after the independent check
-        ``||G||_inf <= tol`` and ``w`` feasible to ``tol`` (and IPOPT converged). Never raises on
-        non-convergence.
+        is built once per backend and options (through :class:`~contactmp.solvers.ipopt.IpoptNLP`).
+        Never raises on non-convergence.
+
+        Returns a :class:`~contactmp.result.Result`: ``x = theta = q_{n+1}``; ``status`` ``SOLVED``
+        only when IPOPT converged and the independent check passed: ``residual = ||G(theta, w)||_inf
+        <= tol`` and ``w`` feasible to ``tol`` (``residuals``: ``G``, ``w_violation``);
+        ``objective`` the NLP's objective ``K``; ``extras``: ``w``, ``qd_next``, ``forces`` ``(n_c,
+        3)`` (per contact the normal and the (t, o) components of ``f_i = s_i sum_j w_ij b_j`` [N]),
+        ``kinetic_energy`` ``1/2 qd+^T M qd+``, the multipliers ``nu`` (of G = 0), ``lam_w`` (of w >=
+        0), ``lam_s`` (of 1^T w_i <= 1), ``magnitudes`` s_i and IPOPT's text ``backend_status``.
         """
         if backend not in BACKENDS:
-            raise OptionError(f"backend must be one of {BACKENDS}, got {backend!r}")
+            raise OptionError(f"backend must be one of {tuple(BACKENDS)}, got {backend!r}")
         tol = check_number("tol", tol, positive=True)
         if not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
             raise InputError("max_iter", f"must be an integer >= 1, got {max_iter!r}")
@@ -458,100 +402,31 @@ class NMDP:
         ww0 = np.zeros(self.n_w) if w0 is None else s._vec("w0", w0, self.n_w)
         opts = {"print_level": 0, "sb": "yes", "tol": float(ipopt_tol), "max_iter": int(max_iter),
                 "bound_relax_factor": 0.0, **(ipopt_options or {})}
-        solver = self._solver(backend, opts)
+        key = (backend, tuple(sorted(opts.items())))
+        if key not in self._c._solvers:  # built once per backend and options
+            self._c._solvers[key] = IpoptNLP(self._c.nlp, opts, backend, name="nmdp")
         lbx = np.concatenate([np.full(n, -np.inf), np.zeros(self.n_w)])
-        ubx = np.full(n + self.n_w, np.inf)
         lbg = np.concatenate([np.zeros(n), np.full(s.n_c, -np.inf)])
         ubg = np.concatenate([np.zeros(n), np.ones(s.n_c)])
         t0 = time.perf_counter()
-        x, it, text, lam_g, lam_w = solver.solve(np.concatenate([th0, ww0]), p, lbx, ubx, lbg, ubg)
+        ans = self._c._solvers[key].solve(np.concatenate([th0, ww0]), p, lbx, np.inf, lbg, ubg)
         dt = time.perf_counter() - t0
+        x, text = ans.x, ans.status
         theta, w = x[:n], x[n:]
         res, viol = self.check(p, theta, w)
-        ok = text in _IPOPT_OK
-        if res <= tol and viol <= tol and ok:
-            status = Status.SOLVED
-        elif not np.isfinite(x).all():
-            status = Status.NUMERICAL_ERROR
-        else:
-            status = _IPOPT_STATUS.get(text, Status.NOT_SOLVED if ok else Status.NUMERICAL_ERROR)
-        fr = self._c.forces(theta, w).full().reshape(s.n_c, 3) if np.isfinite(x).all() \
-            else np.full((s.n_c, 3), np.nan)
-        hh = float(p[2 * n])
-        qd = (theta - p[:n]) / hh
         finite = bool(np.isfinite(x).all())
-        K = float(self._c.kinetic(theta, p)) if finite else math.inf
+        status = ipopt_status(text, res <= tol and viol <= tol) if finite else Status.NUMERICAL_ERROR
         msg = "" if status is Status.SOLVED else (
             f"IPOPT: {text}; ||G||_inf = {res:.3g}, w violation = {viol:.3g} (tol {tol:g})")
-        return NMDPStepResult(
-            status=status, theta=theta, w=w, qd_next=qd, forces=fr, kinetic_energy=K, iterations=it,
-            time_s=dt, solver=f"ipopt/{backend}", residual=res, tol=tol, message=msg,
-            extras={"nu": lam_g[:n], "lam_s": lam_g[n:], "lam_w": lam_w, "backend_status": text,
-                    "w_violation": viol, "objective": float(self._c.K(theta, p)) if finite else math.inf,
-                    "magnitudes": self._c.magnitudes(theta).full().ravel() if np.isfinite(x).all() else None})
-
-
-class _CasadiIpopt:
-    """IPOPT through ``casadi.nlpsol``, built once; multipliers in IPOPT's sign convention."""
-
-    def __init__(self, nlp: dict[str, ca.SX], ipopt: dict[str, Any], n_theta: int) -> None:
-        self.n_theta = n_theta
-        try:
-            self.solver = ca.nlpsol("nmdp", "ipopt", nlp, {"ipopt": ipopt, "print_time": False,
-                                                           "error_on_fail": False})
-        except RuntimeError as exc:
-            raise OptionError(f"IPOPT rejected an option: {str(exc).splitlines()[-1]}") from None
-        self.n = nlp["x"].shape[0]
-
-    def solve(self, x0: np.ndarray, p: np.ndarray, lbx: np.ndarray, ubx: np.ndarray, lbg: np.ndarray,
-              ubg: np.ndarray) -> tuple[np.ndarray, int, str, np.ndarray, np.ndarray]:
-        sol = self.solver(x0=x0, p=p, lbx=lbx, ubx=ubx, lbg=lbg, ubg=ubg)
-        st = self.solver.stats()
-        x = sol["x"].full().ravel()
-        lam_x = sol["lam_x"].full().ravel()
-        # casadi: L = f + lam_g^T g + lam_x^T x; a multiplier of w >= 0 is -lam_x
-        return (x, int(st.get("iter_count", 0)), str(st.get("return_status", "unknown")),
-                sol["lam_g"].full().ravel(), -lam_x[self.n_theta:])
-
-
-class _CyIpopt:
-    """IPOPT through cyipopt with callbacks evaluating the same CasADi graph
-    (:class:`~contactmp.solvers.nlp.CyipoptCallbacks`); one ``cyipopt.Problem`` per set of bounds."""
-
-    def __init__(self, nlp: dict[str, ca.SX], ipopt: dict[str, Any], n_theta: int) -> None:
-        import cyipopt
-
-        from contactmp.solvers.nlp import CyipoptCallbacks, IPOPT_RETURN_CODES
-
-        self.n_theta = n_theta
-        self.cb = CyipoptCallbacks(nlp["x"], nlp["p"], nlp["f"], nlp["g"])
-        self.n, self.m = nlp["x"].shape[0], nlp["g"].shape[0]
-        self.ipopt = ipopt
-        self._cyipopt = cyipopt
-        self._codes = IPOPT_RETURN_CODES
-        self._problem: Any = None
-        self._bounds: tuple[bytes, ...] = ()
-
-    def solve(self, x0: np.ndarray, p: np.ndarray, lbx: np.ndarray, ubx: np.ndarray, lbg: np.ndarray,
-              ubg: np.ndarray) -> tuple[np.ndarray, int, str, np.ndarray, np.ndarray]:
-        bounds = tuple(np.asarray(b, dtype=float).tobytes() for b in (lbx, ubx, lbg, ubg))
-        if self._problem is None or bounds != self._bounds:  # built once per set of bounds
-            prob = self._cyipopt.Problem(n=self.n, m=self.m, problem_obj=self.cb, lb=lbx, ub=ubx, cl=lbg,
-                                         cu=ubg)
-            for k, v in self.ipopt.items():
-                try:
-                    prob.add_option(k, v)
-                except TypeError:
-                    raise OptionError(f"IPOPT (cyipopt) rejected the option {k}={v!r}") from None
-            self._problem, self._bounds = prob, bounds
-        self.cb.p = np.asarray(p, dtype=float)
-        self.cb.iterations = 0
-        x, info = self._problem.solve(np.asarray(x0, dtype=float))
-        code = int(info["status"])
-        return (np.asarray(x, dtype=float).ravel(), self.cb.iterations,
-                self._codes.get(code, f"ipopt status {code}"),
-                np.asarray(info["mult_g"], dtype=float).ravel(),
-                np.asarray(info["mult_x_L"], dtype=float).ravel()[self.n_theta:])
+        return Result(
+            status=status, x=theta, solver=f"ipopt/{backend}", residual=res, tol=tol, iterations=ans.iterations,
+            time_s=dt, message=msg, residuals={"G": res, "w_violation": viol},
+            objective=float(self._c.K(theta, p)) if finite else math.inf,
+            extras={"w": w, "qd_next": (theta - p[:n]) / float(p[2 * n]),
+                    "forces": self._c.forces(theta, w).full().reshape(s.n_c, 3) if finite else np.full((s.n_c, 3), np.nan),
+                    "kinetic_energy": float(self._c.kinetic(theta, p)) if finite else math.inf,
+                    "nu": ans.lam_g[:n], "lam_s": ans.lam_g[n:], "lam_w": -ans.lam_x[n:], "backend_status": text,
+                    "w_violation": viol, "magnitudes": self._c.magnitudes(theta).full().ravel() if finite else None})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -783,8 +658,8 @@ class PolytopeFormulation(Formulation):
                 return (r["q"], r["qd"], ts + hh, r["w"]), True
 
             ad = adaptive_step(step_fn, h, (q, qd, t, w0), h_min=self.options.h_min)
-            qq, vv, tt, ww = ad.state
-            substeps, h_smallest, msg = list(ad.substeps), ad.h_smallest, ad.message
+            qq, vv, tt, ww = ad.extras["state"]
+            substeps, h_smallest, msg = list(ad.extras["substeps"]), ad.extras["h_smallest"], ad.message
             if not ad.success:  # finish the frame with one unverified substep over the remaining time
                 rest = t + h - tt
                 r = self._substep(s, method, qq, vv, tt, rest, ww, targets, tau)
@@ -892,13 +767,14 @@ class NMDPFormulation(PolytopeFormulation):
         theta0 = q + hh * qd
         if kind == "ipopt":
             r = prob.solve_ipopt(q, qd, hh, q_d, qd_d, tau_0, backend=option, theta0=theta0, w0=w0, **opts)
-            return {"status": r.status, "q": r.theta, "qd": r.qd_next, "w": r.w, "forces": r.forces,
-                    "outer": r.iterations, "proj": 0, "message": r.message}
+            return {"status": r.status, "q": r.x, "qd": r.extras["qd_next"], "w": r.extras["w"],
+                    "forces": r.extras["forces"], "outer": r.iterations, "proj": 0, "message": r.message}
         from contactmp.solvers.nmdp_pgm import pgm
 
         fns = prob.functions(q, qd, hh, q_d, qd_d, tau_0)
         r = pgm(fns, theta0, w0, zeroth_order=option, **opts)
-        finite = bool(np.all(np.isfinite(r.theta)) and np.all(np.isfinite(r.w)))
-        forces = fns.forces(r.theta, r.w) if finite else np.full((system.n_c, 3), np.nan)
-        return {"status": r.status, "q": r.theta, "qd": fns.qd_next(r.theta), "w": r.w, "forces": forces,
-                "outer": r.outer_iterations, "proj": r.projections, "message": r.message}
+        theta, w = r.x, r.extras["w"]
+        finite = bool(np.all(np.isfinite(theta)) and np.all(np.isfinite(w)))
+        forces = fns.forces(theta, w) if finite else np.full((system.n_c, 3), np.nan)
+        return {"status": r.status, "q": theta, "qd": fns.qd_next(theta), "w": w, "forces": forces,
+                "outer": r.iterations, "proj": r.extras["projections"], "message": r.message}

@@ -38,16 +38,15 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from contactmp.errors import InputError, check_number
-from contactmp.result import Status
+from contactmp.result import Result, Status
 
 __all__ = [
-    "PGMResult", "AdaptiveResult", "project", "pgm", "prox_qp", "qp_kkt_residual",
+    "project", "pgm", "prox_qp", "qp_kkt_residual",
     "project_W", "stationarity", "adaptive_step",
 ]
 
@@ -281,61 +280,6 @@ def project(fns: Any, theta: np.ndarray, w: np.ndarray, *, zeroth_order: bool = 
 # PGM
 
 
-@dataclass
-class PGMResult:
-    """Outcome of :func:`pgm`.
-
-    Attributes
-    ----------
-    status : Status
-        ``SOLVED`` only after the independent check (see the module docstring).
-    theta, w : numpy.ndarray
-        ``q_{n+1}`` and the vertex weights at the last accepted iterate.
-    K : float
-        Kinetic energy ``K(theta)``.
-    residual : float
-        ``||G(theta, w)||_inf`` recomputed at the end.
-    stationarity : float
-        ``||w - P_W(w - g)||_inf`` with the full-derivative gradient ``g``.
-    infeasibility : float
-        Violation of ``w in W``.
-    outer_iterations : int
-        Accepted proximal steps.
-    qp_solves : int
-        Proximal QPs solved (accepted plus rejected candidates).
-    projections : int
-        Newton iterations summed over all projections.
-    beta : float
-        Proximal weight at the end.
-    time_s : float
-        Wall-clock time.
-    message : str
-        Why the loop stopped.
-    K_history : list of float
-        ``K`` after the initial projection and after every accepted step.
-    """
-
-    status: Status
-    theta: np.ndarray
-    w: np.ndarray
-    K: float
-    residual: float
-    stationarity: float
-    infeasibility: float
-    outer_iterations: int
-    qp_solves: int
-    projections: int
-    beta: float
-    time_s: float
-    message: str = ""
-    K_history: list[float] = field(default_factory=list)
-
-    @property
-    def success(self) -> bool:
-        """True exactly when ``status`` is ``SOLVED``."""
-        return self.status is Status.SOLVED
-
-
 def _validate_fns(fns: Any) -> tuple[int, int, list[np.ndarray], np.ndarray]:
     missing = [a for a in _REQUIRED if not hasattr(fns, a)]
     if missing:
@@ -382,7 +326,7 @@ def pgm(fns: Any, theta0: np.ndarray | None = None, w0: np.ndarray | None = None
         zeroth_order: bool = False, beta0: float = 1.0, eta: float = 1.5, beta_min: float = 1e-4,
         beta_max: float = 1e8, tol_d: float = 1e-8, tol_decrease: float = 1e-6,
         max_outer: int = 200, tol: float = 1e-8, tol_stationarity: float = 1e-6,
-        max_newton: int = 50) -> PGMResult:
+        max_newton: int = 50) -> Result:
     """Projected gradient method on ``min K(theta) s.t. G(theta, w) = 0, w in W`` (one NMDP step).
 
     Starts at ``w = w0`` (default 0) and ``theta = project(theta0)`` (default ``q_n``), then takes
@@ -398,6 +342,14 @@ def pgm(fns: Any, theta0: np.ndarray | None = None, w0: np.ndarray | None = None
     current ``theta`` and polished by one extra Newton step. ``tol_stationarity`` is absolute
     (units of ``K`` per unit weight). Never raises on non-convergence; raises
     :class:`InputError` (naming the field) on malformed ``fns``, starts or options.
+
+    Returns a :class:`~contactmp.result.Result`: ``x = theta = q_{n+1}`` at the last accepted
+    iterate, ``SOLVED`` only after the independent check (module docstring); ``residual`` is
+    ``||G(theta, w)||_inf`` recomputed at the end; ``residuals``: ``G``, ``stationarity``
+    (``||w - P_W(w - g)||_inf``, full-derivative gradient), ``infeasibility`` (of ``w in W``);
+    ``objective`` ``K(theta)``; ``iterations`` the accepted proximal steps; ``extras``: ``w``,
+    ``qp_solves`` (accepted plus rejected), ``projections`` (Newton iterations summed over all
+    projections), ``beta`` (proximal weight at the end), ``K_history``.
     """
     t0 = time.perf_counter()
     n, n_w, groups, q_n = _validate_fns(fns)
@@ -493,54 +445,29 @@ def pgm(fns: Any, theta0: np.ndarray | None = None, w0: np.ndarray | None = None
         status = Status.NOT_SOLVED
         msg = (f"stopped: {stop}; check failed: ||G||_inf={res:.3g} (tol {tol:g}), "
                f"infeasibility={infeas:.3g}, stationarity={stat:.3g} (tol {tol_stationarity:g})")
-    return PGMResult(status=status, theta=theta, w=w, K=K if math.isfinite(K) else float("nan"),
-                     residual=res, stationarity=stat, infeasibility=infeas,
-                     outer_iterations=outer, qp_solves=qp_solves, projections=n_newton, beta=beta,
-                     time_s=time.perf_counter() - t0, message=msg, K_history=history)
+    return Result(status=status, x=theta, solver="pgm" + ("/zeroth_order" if zeroth_order else ""),
+                  residual=res, tol=tol, iterations=outer, time_s=time.perf_counter() - t0, message=msg,
+                  residuals={"G": res, "stationarity": stat, "infeasibility": infeas},
+                  objective=K if math.isfinite(K) else float("nan"),
+                  extras={"w": w, "qp_solves": qp_solves, "projections": n_newton, "beta": beta,
+                          "K_history": history})
 
 
 # ----------------------------------------------------------------------------------------------
 # adaptive time step (Algorithm 2)
 
 
-@dataclass
-class AdaptiveResult:
-    """Outcome of :func:`adaptive_step`.
-
-    Attributes
-    ----------
-    status : Status
-        ``SOLVED`` when the whole interval ``h`` was covered, ``NUMERICAL_ERROR`` when a step below
-        ``h_min`` would have been needed.
-    state : Any
-        The state after the last substep actually taken (the input state if none was).
-    substeps : list of float
-        The step sizes actually taken, in order (they sum to ``h`` on success).
-    h_smallest : float
-        The smallest step attempted (``inf`` if none).
-    attempts : int
-        Calls of ``step_fn`` (successful and failed).
-    message : str
-    """
-
-    status: Status
-    state: Any
-    substeps: list[float]
-    h_smallest: float
-    attempts: int
-    message: str = ""
-
-    @property
-    def success(self) -> bool:
-        """True exactly when ``status`` is ``SOLVED``."""
-        return self.status is Status.SOLVED
-
-
 def adaptive_step(step_fn: Callable[[Any, float], tuple[Any, bool]], h: float, state: Any = None,
-                  *, h_min: float = 1e-5) -> AdaptiveResult:
+                  *, h_min: float = 1e-5) -> Result:
     """Advance ``state`` by ``h`` (Algorithm 2): try ``step_fn(state, h)``; if it fails, take two
     steps of ``h / 2`` recursively; give up (``numerical_error``) when a step below ``h_min``
-    would be needed. ``step_fn(state, h) -> (new_state, ok)``."""
+    would be needed. ``step_fn(state, h) -> (new_state, ok)``.
+
+    Returns a :class:`~contactmp.result.Result`: ``SOLVED`` when the whole interval ``h`` was
+    covered (every substep verified by ``step_fn``), ``NUMERICAL_ERROR`` otherwise; ``iterations``
+    counts the calls of ``step_fn``; ``x`` is empty; ``extras``: ``state`` (after the last substep
+    taken; the input state if none was), ``substeps`` (the step sizes taken, in order) and
+    ``h_smallest`` (the smallest step attempted, ``inf`` if none)."""
     h = check_number("h", h, positive=True)
     h_min = check_number("h_min", h_min, positive=True)
     if not callable(step_fn):
@@ -563,9 +490,8 @@ def adaptive_step(step_fn: Callable[[Any, float], tuple[Any, bool]], h: float, s
         return step(s1, 0.5 * hh)
 
     final, ok = step(state, h)
-    if ok:
-        return AdaptiveResult(Status.SOLVED, final, taken, info["smallest"], info["attempts"],
-                              f"{len(taken)} substeps")
-    return AdaptiveResult(Status.NUMERICAL_ERROR, final, taken, info["smallest"],
-                          info["attempts"], f"a step below h_min={h_min:g} was needed; covered "
-                          f"{sum(taken):.6g} of {h:.6g}")
+    msg = f"{len(taken)} substeps" if ok else (f"a step below h_min={h_min:g} was needed; covered "
+                                               f"{sum(taken):.6g} of {h:.6g}")
+    return Result(Status.SOLVED if ok else Status.NUMERICAL_ERROR, np.zeros(0), "adaptive_step",
+                  iterations=info["attempts"], message=msg,
+                  extras={"state": final, "substeps": taken, "h_smallest": info["smallest"]})

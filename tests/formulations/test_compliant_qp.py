@@ -6,16 +6,12 @@ import pytest
 import scipy.linalg
 
 from contactmp.errors import InputError, OptionError
-from contactmp.formulations.compliant_qp import (
-    CompliantQP,
-    as_program_block,
-    available_conic_plugins,
-    compliant_step,
-)
+from contactmp.formulations.compliant_qp import CompliantQP, as_program_block, compliant_step
 from contactmp.program import Program
 from contactmp.result import Status
 from contactmp.solvers import solve_lcp
 from contactmp.solvers.nlp import solve_program
+from contactmp.solvers.qp import available_qp_solvers
 
 g = 9.81
 
@@ -33,9 +29,9 @@ def _simulate_particle(m, K, B, F, h, x0, v0, steps, **kw):
     for _ in range(steps):
         r = compliant_step([[m]], [F], [v], [[1.0]], [x], K, B, h, **kw)
         assert r.success, r.message
-        v = r.v1[0]
-        x = r.q1([x], h)[0]
-        lams.append(r.lam[0])
+        v = r.extras["v1"][0]
+        x = (x + h * r.extras["v1"][0])
+        lams.append(r.x[0])
     return x, v, np.array(lams)
 
 
@@ -159,20 +155,20 @@ def test_Y_nonsingular_for_rank_deficient_G_and_zero_gains():
         # the paper's unsymmetric Y form is badly row-scaled at K = 1e12 (rows times h K + B):
         # LU on it loses digits that the symmetric D-scaled form keeps; what it keeps is LU's
         # backward error, row by row (measured residuals 1e-16 .. 6e-9, bounds 3e-14 .. 4e-7)
-        nat, bound = _natural_map(p, b.lam), _lu_natural_map_bound(p, b.lam)
+        nat, bound = _natural_map(p, b.x), _lu_natural_map_bound(p, b.x)
         assert np.all(nat <= bound), (nat, bound)
         # rows with h K + B = 0 carry no force: exactly 0 from the Cholesky path
-        idx, scale = p._idx, max(1.0, np.abs(a.lam).max())
-        assert np.all(a.lam[~p.loaded] == 0.0)
+        idx, scale = p._idx, max(1.0, np.abs(a.x).max())
+        assert np.all(a.x[~p.loaded] == 0.0)
         if idx.size == 0:
             continue
         # Both answers solve A lam + c = 0 (A SPD, cond(A) up to ~1e12 here: a force split between
         # duplicated rows of G is fixed only by the stiff springs' compliance D). The digits they
         # share follow from the equations, not from a fixed rtol: with the exact solution lam*,
         # |lam - lam*| <= |A^-1| (|A lam + c| + rounding of the residual) for any lam
-        bound_a = _forward_error_bound(p.A, p.c, a.lam[idx])
-        bound_b = _forward_error_bound(p.A, p.c, b.lam[idx])
-        diff = np.abs(a.lam[idx] - b.lam[idx])
+        bound_a = _forward_error_bound(p.A, p.c, a.x[idx])
+        bound_b = _forward_error_bound(p.A, p.c, b.x[idx])
+        diff = np.abs(a.x[idx] - b.x[idx])
         assert np.all(diff <= bound_a + bound_b), (diff, bound_a + bound_b)
         # and Cholesky is backward stable: its error is O(m eps cond(A)) relative to ||lam||
         cond_A = np.linalg.cond(p.A)
@@ -188,27 +184,27 @@ def test_redundant_rows_share_the_load_equally(K, B, split_tol):
     # the split lives on W's null direction, whose eigenvalue is D = 2 / (h K + B): at K = 1e12 an
     # eps-sized error in c moves the split by eps / D ~ 1e-7 N, so it holds to ~1e-9 relative;
     # the total (on range(W)) to 1e-12
-    np.testing.assert_allclose(two.lam, [one.lam[0] / 2] * 2, rtol=split_tol)
-    np.testing.assert_allclose(two.lam.sum(), one.lam[0], rtol=1e-12)
-    np.testing.assert_allclose(two.v1, one.v1, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(two.x, [one.x[0] / 2] * 2, rtol=split_tol)
+    np.testing.assert_allclose(two.x.sum(), one.x[0], rtol=1e-12)
+    np.testing.assert_allclose(two.extras["v1"], one.extras["v1"], rtol=1e-10, atol=1e-12)
     # the same stiffness on each copy: still unique and equal, total from the doubled spring
     dbl = compliant_step([[m]], [-m * g], [v0], [[1.0], [1.0]], [phi0, phi0], K, B, h)
     ref = compliant_step([[m]], [-m * g], [v0], [[1.0]], [phi0], 2 * K, 2 * B, h)
-    np.testing.assert_allclose(dbl.lam, [ref.lam[0] / 2] * 2, rtol=split_tol)
+    np.testing.assert_allclose(dbl.x, [ref.x[0] / 2] * 2, rtol=split_tol)
 
 
 def test_unilateral_separating_and_pressing():
     m, h, K, B = 2.0, 0.01, 1e5, 50.0
     sep = compliant_step([[m]], [-m * g], [1.0], [[1.0]], [0.01], K, B, h, kind="unilateral")
-    assert sep.success and sep.lam[0] == 0.0 and not sep.active[0]
-    np.testing.assert_allclose(sep.v1, [1.0 - g * h], rtol=1e-14)
+    assert sep.success and sep.x[0] == 0.0 and not sep.extras["active"][0]
+    np.testing.assert_allclose(sep.extras["v1"], [1.0 - g * h], rtol=1e-14)
     press = compliant_step([[m]], [-m * g], [-0.3], [[1.0]], [-1e-3], K, B, h, kind="unilateral")
     bil = compliant_step([[m]], [-m * g], [-0.3], [[1.0]], [-1e-3], K, B, h, kind="bilateral")
-    assert press.success and press.active[0] and press.lam[0] > 0
-    np.testing.assert_allclose(press.lam, bil.lam, rtol=1e-12)
+    assert press.success and press.extras["active"][0] and press.x[0] > 0
+    np.testing.assert_allclose(press.x, bil.x, rtol=1e-12)
     # a spring that would pull (phi > 0 after the step) carries no force
     pull = compliant_step([[m]], [0.0], [0.5], [[1.0]], [-1e-4], K, B, h, kind="unilateral")
-    assert pull.lam[0] == 0.0 and pull.success
+    assert pull.x[0] == 0.0 and pull.success
 
 
 def _random_unilateral(seed, n=4, m=7):
@@ -230,17 +226,17 @@ def test_unilateral_qp_equals_spd_lcp(seed):
     assert lcp.success
     res = p.solve()
     assert res.success, res.message
-    np.testing.assert_allclose(res.lam, lcp.x, rtol=0, atol=1e-10 * max(1, np.abs(lcp.x).max()))
-    assert 0 < res.active.sum() < p.m  # both kinds of rows occur
-    for plugin in available_conic_plugins():
+    np.testing.assert_allclose(res.x, lcp.x, rtol=0, atol=1e-10 * max(1, np.abs(lcp.x).max()))
+    assert 0 < res.extras["active"].sum() < p.m  # both kinds of rows occur
+    for plugin in available_qp_solvers():
         r = p.solve(plugin)
         assert r.success, (plugin, r.message)
-        np.testing.assert_allclose(r.lam, lcp.x, rtol=0, atol=1e-10 * max(1, np.abs(lcp.x).max()), err_msg=plugin)
+        np.testing.assert_allclose(r.x, lcp.x, rtol=0, atol=1e-10 * max(1, np.abs(lcp.x).max()), err_msg=plugin)
         assert r.extras["raw_residual"] < 1e-5, (plugin, r.extras["raw_residual"])
 
 
 def test_conic_plugins_of_this_build():
-    assert {"qpoases", "osqp", "highs", "daqp"} <= set(available_conic_plugins())
+    assert {"qpoases", "osqp", "highs", "daqp"} <= set(available_qp_solvers())
 
 
 def test_active_set_from_a_wrong_guess_and_mixed_kinds():
@@ -248,13 +244,13 @@ def test_active_set_from_a_wrong_guess_and_mixed_kinds():
     ref = p.solve("qpoases")
     bad = p.solve("active-set", active=np.arange(p.m))  # everything guessed active
     assert bad.success, bad.message
-    np.testing.assert_allclose(bad.lam, ref.lam, atol=1e-10 * max(1, np.abs(ref.lam).max()))
+    np.testing.assert_allclose(bad.x, ref.x, atol=1e-10 * max(1, np.abs(ref.x).max()))
     kinds = ["bilateral", "unilateral"] * 3 + ["unilateral"]
     q = CompliantQP(p.M, p.f, p.v0, p.G, p.phi0, p.K, p.B, p.h, kinds)
     a, b = q.solve(), q.solve("daqp")
     assert a.success and b.success
-    np.testing.assert_allclose(a.lam, b.lam, atol=1e-10 * max(1, np.abs(a.lam).max()))
-    np.testing.assert_allclose(q.gap_rate(a.lam)[~q.unilateral], 0, atol=1e-10)
+    np.testing.assert_allclose(a.x, b.x, atol=1e-10 * max(1, np.abs(a.x).max()))
+    np.testing.assert_allclose(q.gap_rate(a.x)[~q.unilateral], 0, atol=1e-10)
 
 
 def test_rigid_unilateral_spring_at_large_step_is_stable_and_rests_at_mg():
@@ -264,9 +260,9 @@ def test_rigid_unilateral_spring_at_large_step_is_stable_and_rests_at_mg():
     for _ in range(40):
         r = compliant_step([[m]], [-m * g], [v], [[1.0]], [x], K, B, h, kind="unilateral")
         assert r.success, r.message
-        v, x = r.v1[0], r.q1([x], h)[0]
+        v, x = r.extras["v1"][0], (x + h * r.extras["v1"][0])
         xs.append(x)
-        lams.append(r.lam[0])
+        lams.append(r.x[0])
     assert max(abs(e) for e in xs) <= 0.05 and abs(v) < 1e-9
     np.testing.assert_allclose(lams[-1], m * g, rtol=1e-8)
     np.testing.assert_allclose(x, -m * g / K, rtol=0, atol=1e-15)  # x1 = x0 + h v1 rounds at ~eps * 0.05
@@ -279,19 +275,19 @@ def test_program_block_matches_the_direct_solve(form):
     f, v0 = np.array([1.0, -2.0 * g, 0.0]), np.array([0.5, -0.4, 0.1])
     phi0, K, B, h = np.array([-1e-3, 2e-3, -1e-3]), np.full(3, 1e4), np.full(3, 20.0), 0.01
     direct = compliant_step(M, f, v0, G, phi0, K, B, h, kind="unilateral")
-    assert direct.success and direct.active.sum() >= 1
+    assert direct.success and direct.extras["active"].sum() >= 1
     prog = Program("compliant")
     blk = as_program_block(prog, M=M, f=f, v0=v0, G=G, phi0=phi0, K=K, B=B, h=h, kind="unilateral", form=form)
     red = prog.to_lcp()
     lr = solve_lcp(red.M, red.q, solver="lemke")
     assert lr.success
     x = red.invert(lr.x)
-    np.testing.assert_allclose(prog.value(blk.lam, x), direct.lam, atol=1e-9)
-    np.testing.assert_allclose(prog.value(blk.v1, x), direct.v1, atol=1e-12)
+    np.testing.assert_allclose(prog.value(blk.lam, x), direct.x, atol=1e-9)
+    np.testing.assert_allclose(prog.value(blk.v1, x), direct.extras["v1"], atol=1e-12)
     pr = solve_program(prog)
     assert pr.success, pr.message
-    np.testing.assert_allclose(prog.value(blk.lam, pr.x), direct.lam, atol=1e-6)
-    np.testing.assert_allclose(prog.value(blk.v1, pr.x), direct.v1, atol=1e-7)
+    np.testing.assert_allclose(prog.value(blk.lam, pr.x), direct.x, atol=1e-6)
+    np.testing.assert_allclose(prog.value(blk.v1, pr.x), direct.extras["v1"], atol=1e-7)
 
 
 def test_bilateral_program_block_is_linear_equalities():
@@ -303,7 +299,7 @@ def test_bilateral_program_block_is_linear_equalities():
     direct = compliant_step([[m]], [-m * g], [-0.5], [[1.0]], [0.1], K, B, h)
     pr = solve_program(prog)
     assert pr.success
-    np.testing.assert_allclose(prog.value(blk.lam, pr.x), direct.lam, rtol=1e-8)
+    np.testing.assert_allclose(prog.value(blk.lam, pr.x), direct.x, rtol=1e-8)
 
 
 def test_malformed_input_names_the_field():
@@ -327,7 +323,7 @@ def test_malformed_input_names_the_field():
 def test_unloaded_rows_carry_no_force():
     r = compliant_step([[1.0]], [0.0], [-1.0], [[1.0], [1.0]], [-0.1, -0.1], [0.0, 1e3], [0.0, 1.0], 0.01,
                        kind="unilateral")
-    assert r.success and r.lam[0] == 0.0 and r.lam[1] > 0
+    assert r.success and r.x[0] == 0.0 and r.x[1] > 0
     assert r.status is Status.SOLVED
 
 
@@ -354,12 +350,12 @@ def test_lowrank_equals_dense_solve_for_many_rows(seed, kind):
     assert "A" not in p.__dict__ and "W" not in p.__dict__  # no m x m matrix was formed
     dense = p.solve("active-set" if kind == "unilateral" else "cholesky")
     assert dense.success
-    assert np.max(np.abs(low.lam - dense.lam)) <= 1e-9 * max(1.0, np.abs(dense.lam).max())
+    assert np.max(np.abs(low.x - dense.x)) <= 1e-9 * max(1.0, np.abs(dense.x).max())
     if kind == "unilateral":  # the LCP conditions, checked directly on the dense A
-        w = p.A @ low.lam + p.c
-        scale = np.abs(low.lam).max()
-        assert low.lam.min() >= 0 and w.min() >= -1e-10 * scale / p.A.diagonal().min()
-        assert np.max(np.abs(low.lam * w)) <= 1e-10 * scale * np.abs(w).max()
+        w = p.A @ low.x + p.c
+        scale = np.abs(low.x).max()
+        assert low.x.min() >= 0 and w.min() >= -1e-10 * scale / p.A.diagonal().min()
+        assert np.max(np.abs(low.x * w)) <= 1e-10 * scale * np.abs(w).max()
 
 
 def test_auto_picks_lowrank_when_rows_outnumber_velocities():
@@ -378,4 +374,4 @@ def test_lowrank_stiff_gains_verified_by_residual(K):
     r = p.solve("lowrank")
     assert r.success and r.residual <= 1e-10, r.message
     d = p.solve("active-set")
-    assert np.max(np.abs(r.lam - d.lam)) <= 1e-8 * np.abs(d.lam).max()
+    assert np.max(np.abs(r.x - d.x)) <= 1e-8 * np.abs(d.x).max()

@@ -217,7 +217,7 @@ def test_trinkle_random_problem_ipopt_pyomo_and_newton_agree():
     mpec.simple_nonlinear + IPOPT, and the semismooth Newton method on to_fc3d() agree."""
     import pyomo.environ as pyo
 
-    import contactmp.pyomo_ipopt  # noqa: F401  (registers SolverFactory("contactmp_ipopt"))
+    import contactmp.solvers.pyomo_ipopt  # noqa: F401  (registers SolverFactory("contactmp_ipopt"))
     from contactmp.solvers.registry import FC3D_SOLVERS, solve_fc3d
 
     model = random_problem(4, 1, 0, 3, mu=0.3)
@@ -234,7 +234,7 @@ def test_trinkle_random_problem_ipopt_pyomo_and_newton_agree():
     # 2. the Pyomo model
     m = prog.to_pyomo()
     pyo.TransformationFactory("mpec.simple_nonlinear").apply_to(m)
-    logging.getLogger("contactmp.pyomo_ipopt").setLevel(logging.ERROR)
+    logging.getLogger("contactmp.solvers.pyomo_ipopt").setLevel(logging.ERROR)
     out = pyo.SolverFactory("contactmp_ipopt").solve(m)
     assert str(out.solver.termination_condition) == "optimal", out.solver.message
     x_pyomo = np.concatenate([

@@ -34,19 +34,19 @@ def test_qp_kkt_and_global_minimum(box):
     assert r.residual <= 1e-10 and r.extras["kkt"] <= 1e-8
     lw, ls = r.extras["lam_w"], r.extras["lam_s"]
     assert lw.min() >= -1e-10 and ls.min() >= -1e-10
-    assert np.max(np.abs(lw * r.w)) <= 1e-10
+    assert np.max(np.abs(lw * r.extras["w"])) <= 1e-10
     Q, c = r.extras["Q"], r.extras["c"]
     f = lambda w: 0.5 * w @ Q @ w + c @ w  # noqa: E731
     rng = np.random.default_rng(1)
     for _ in range(200):
         z = rng.uniform(0, 1, 8)
         z = z / np.maximum(1.0, np.add.reduceat(z, [0, 2, 4, 6]).repeat(2))  # feasible
-        assert f(r.w) <= f(z) + 1e-12
+        assert f(r.extras["w"]) <= f(z) + 1e-12
     d = lm.qp(**BOX)
     K0 = 0.5 * d["qd_star"] @ d["M"] @ d["qd_star"]
-    assert r.kinetic_energy == pytest.approx(K0 + f(r.w), rel=1e-10)
-    assert np.allclose(r.forces[1:], 0.0) and r.forces[0, 0] > 0  # only the penetrating corner
-    assert abs(r.forces[0, 1]) <= MU * r.forces[0, 0] + 1e-9
+    assert r.extras["kinetic_energy"] == pytest.approx(K0 + f(r.extras["w"]), rel=1e-10)
+    assert np.allclose(r.extras["forces"][1:], 0.0) and r.extras["forces"][0, 0] > 0  # only the penetrating corner
+    assert abs(r.extras["forces"][0, 1]) <= MU * r.extras["forces"][0, 0] + 1e-9
 
 
 @pytest.mark.parametrize("q0, v0, tau_0", [
@@ -66,9 +66,9 @@ def test_point_mass_linearized_equals_nmdp(q0, v0, tau_0, kp, kd):
     lin = LinearizedMDP(s, **kw).step(*step, **extra)
     nl = NMDP(s, **kw).solve_ipopt(*step, **extra)
     assert lin.success and nl.success, (lin.message, nl.message)
-    np.testing.assert_allclose(lin.q_next, nl.theta, atol=1e-9)
-    np.testing.assert_allclose(lin.forces, nl.forces, atol=1e-5)
-    assert lin.kinetic_energy == pytest.approx(nl.kinetic_energy, rel=1e-6, abs=1e-12)
+    np.testing.assert_allclose(lin.x, nl.x, atol=1e-9)
+    np.testing.assert_allclose(lin.extras["forces"], nl.extras["forces"], atol=1e-5)
+    assert lin.extras["kinetic_energy"] == pytest.approx(nl.extras["kinetic_energy"], rel=1e-6, abs=1e-12)
 
 
 def test_pd_modes_free_flight_closed_form():
@@ -82,11 +82,11 @@ def test_pd_modes_free_flight_closed_form():
     ex = LinearizedMDP(s, kp=kp, kd=kd, pd="explicit").step(qn, qdn, h, qd, qdd, t0)
     st = LinearizedMDP(s, kp=kp, kd=kd, pd="stable").step(qn, qdn, h, qd, qdd, t0)
     tau_ex = -kp * (qn - qd) - kd * (qdn - qdd) + t0
-    np.testing.assert_allclose(ex.qd_next, qdn + h * (tau_ex - ge) / m, rtol=1e-12)
+    np.testing.assert_allclose(ex.extras["qd_next"], qdn + h * (tau_ex - ge) / m, rtol=1e-12)
     v_st = (m * qdn + h * (-kp * (qn - qd) + kd * qdd + t0 - ge)) / (m + h * (h * kp + kd))
-    np.testing.assert_allclose(st.qd_next, v_st, rtol=1e-12)
-    np.testing.assert_allclose(st.q_next, qn + h * v_st, rtol=1e-12)
-    assert ex.success and st.success and np.all(ex.w == 0) and np.all(st.forces == 0)
+    np.testing.assert_allclose(st.extras["qd_next"], v_st, rtol=1e-12)
+    np.testing.assert_allclose(st.x, qn + h * v_st, rtol=1e-12)
+    assert ex.success and st.success and np.all(ex.extras["w"] == 0) and np.all(st.extras["forces"] == 0)
 
 
 def test_block_lcp_equals_qp_step(box):
@@ -102,12 +102,12 @@ def test_block_lcp_equals_qp_step(box):
     res = lcp_solver("lemke")(red.M, red.q)
     assert res.success
     x = red.invert(res.x)
-    np.testing.assert_allclose(prog.value(blk.v_next, x), r.qd_next, atol=1e-9)
+    np.testing.assert_allclose(prog.value(blk.v_next, x), r.extras["qd_next"], atol=1e-9)
     mags = np.array([1e5 * min(p, 0.0) ** 2 for p in box.eval_phi(BOX["q_n"])])
     fn = mags * prog.value(blk.w, x).reshape(-1, 2).sum(axis=1)
-    np.testing.assert_allclose(fn, r.normal, atol=1e-7)
+    np.testing.assert_allclose(fn, r.extras["forces"][:, 0], atol=1e-7)
     x2 = np.zeros(prog.n_x)
-    x2[blk.v_next.index], x2[blk.w.index], x2[blk.sigma.index] = r.qd_next, r.w, r.extras["lam_s"] / h
+    x2[blk.v_next.index], x2[blk.w.index], x2[blk.sigma.index] = r.extras["qd_next"], r.extras["w"], r.extras["lam_s"] / h
     res2 = prog.residuals(x2)
     assert res2["constraint"] <= 1e-9 and res2["comp_min"] <= 1e-9 and res2["bound"] == 0.0, res2
 

@@ -68,12 +68,12 @@ def test_nmdp_equals_pyramid_lcp_when_resting_or_sticking(point_mass, pyramid_nm
     assert lcp.success
     res = pyramid_nmdp.solve_ipopt(q0, v0, h, tau_0=u)  # kp = kd = 0: tau = tau_0 = u
     assert res.status is Status.SOLVED, res.message
-    np.testing.assert_allclose(res.normal, lcp.p_n / h, atol=1e-4)
-    np.testing.assert_allclose(res.tangential[:, 0], lcp.p_t / h, atol=1e-4)
-    np.testing.assert_allclose(res.qd_next, lcp.v, atol=1e-6)
+    np.testing.assert_allclose(res.extras["forces"][:, 0], lcp.p_n / h, atol=1e-4)
+    np.testing.assert_allclose(res.extras["forces"][:, 1:][:, 0], lcp.p_t / h, atol=1e-4)
+    np.testing.assert_allclose(res.extras["qd_next"], lcp.v, atol=1e-6)
     # closed form (v+ = 0): f = -m v0/h + (0, m g) - u, components (t, n) = (x, z)
     f = -np.asarray(v0) / h + np.array([0.0, G0]) - np.asarray(u)
-    np.testing.assert_allclose([res.tangential[0, 0], res.normal[0]], f, atol=1e-4)
+    np.testing.assert_allclose([res.extras["forces"][:, 1:][0, 0], res.extras["forces"][:, 0][0]], f, atol=1e-4)
 
 
 @pytest.mark.parametrize("v0", [[1.0, 0.0], [2.0, -0.05]])
@@ -86,10 +86,10 @@ def test_nmdp_sliding_dissipates_at_least_as_much_as_lcp(point_mass, pyramid_nmd
     res = pyramid_nmdp.solve_ipopt(np.zeros(2), v0, h)
     assert res.status is Status.SOLVED, res.message
     k_lcp = 0.5 * float(lcp.v @ lcp.v)
-    assert res.kinetic_energy <= k_lcp + 1e-9
+    assert res.extras["kinetic_energy"] <= k_lcp + 1e-9
     # forces stay in the polytope: |f_t| <= mu f_n, f_n <= 100
-    assert abs(res.tangential[0, 0]) <= MU * res.normal[0] + 1e-8
-    assert res.normal[0] <= 100.0 + 1e-8
+    assert abs(res.extras["forces"][:, 1:][0, 0]) <= MU * res.extras["forces"][:, 0][0] + 1e-8
+    assert res.extras["forces"][:, 0][0] <= 100.0 + 1e-8
 
 
 def test_backends_agree(box_nmdp):
@@ -99,13 +99,13 @@ def test_backends_agree(box_nmdp):
     b = box_nmdp.solve_ipopt(**BOX_STEP, backend="cyipopt")
     assert a.success and b.success, (a.message, b.message)
     assert (a.solver, b.solver) == ("ipopt/casadi", "ipopt/cyipopt")
-    np.testing.assert_allclose(a.theta, b.theta, atol=1e-9)
-    np.testing.assert_allclose(a.forces, b.forces, atol=1e-6)
+    np.testing.assert_allclose(a.x, b.x, atol=1e-9)
+    np.testing.assert_allclose(a.extras["forces"], b.extras["forces"], atol=1e-6)
     np.testing.assert_allclose(a.extras["nu"], b.extras["nu"], atol=1e-6)
-    assert a.forces[0, 0] > 0 and np.allclose(a.forces[1:], 0.0)  # only the penetrating corner
+    assert a.extras["forces"][0, 0] > 0 and np.allclose(a.extras["forces"][1:], 0.0)  # only the penetrating corner
     # the independent residual
     F = box_nmdp.functions(**BOX_STEP)
-    assert np.max(np.abs(F.G(a.theta, a.w))) <= 1e-6
+    assert np.max(np.abs(F.G(a.x, a.extras["w"]))) <= 1e-6
 
 
 @pytest.mark.parametrize("backend", ["casadi", "cyipopt"])
@@ -121,7 +121,7 @@ def test_kkt_block_vanishes_at_ipopt_solution(box, backend):
     q1, uu = prog.add_variables("q1", 3), prog.add_variables("u", 3)
     blk = add_nmdp_step(prog, box, q0.sym, v0.sym, q1.sym, uu.sym, BOX_STEP["h"], stiffness=1e5)
     x = np.zeros(prog.n_x)
-    for hd, val in ((q0, BOX_STEP["q_n"]), (v0, BOX_STEP["qd_n"]), (q1, a.theta), (uu, u), (blk.w, a.w),
+    for hd, val in ((q0, BOX_STEP["q_n"]), (v0, BOX_STEP["qd_n"]), (q1, a.x), (uu, u), (blk.w, a.extras["w"]),
                     (blk.nu, a.extras["nu"]), (blk.lam_w, a.extras["lam_w"]), (blk.lam_s, a.extras["lam_s"])):
         x[hd.index] = val
     r = prog.residuals(x)
@@ -129,8 +129,8 @@ def test_kkt_block_vanishes_at_ipopt_solution(box, backend):
     # the block's kinetic energy and velocity expressions agree with the step result
     f = ca.Function("f", [prog.x], [blk.kinetic_energy, blk.v_next])
     Ke, vn = f(x)
-    assert float(Ke) == pytest.approx(a.kinetic_energy, rel=1e-10)
-    np.testing.assert_allclose(np.asarray(vn).ravel(), a.qd_next, atol=1e-12)
+    assert float(Ke) == pytest.approx(a.extras["kinetic_energy"], rel=1e-10)
+    np.testing.assert_allclose(np.asarray(vn).ravel(), a.extras["qd_next"], atol=1e-12)
     # a wrong multiplier breaks stationarity: the check is not vacuous
     x[blk.nu.index] += 1.0
     assert prog.residuals(x)["constraint"] > 1e-3
@@ -201,7 +201,7 @@ def test_hopper_step_with_stable_pd_is_solved():
     q = s.q_nominal - np.array([0.0, 0.002, 0.0, 0.0, 0.0])  # 2 mm penetration
     res = nm.solve_ipopt(q, np.zeros(5), 0.02, q_d=nm.S @ s.q_nominal)
     assert res.success, res.message
-    assert res.normal[0] > 0 and abs(res.tangential[0, 0]) <= s.mu[0] * res.normal[0] + 1e-8
+    assert res.extras["forces"][:, 0][0] > 0 and abs(res.extras["forces"][:, 1:][0, 0]) <= s.mu[0] * res.extras["forces"][:, 0][0] + 1e-8
     assert res.residual <= 1e-6 and res.extras["w_violation"] <= 1e-9
 
 
@@ -258,7 +258,7 @@ def test_solo12_sagittal_standing_step():
     for _ in range(5):
         r = nm.solve_ipopt(q, v, h, q_d=nm.S @ s.q_nominal)
         assert r.success, r.message
-        q, v = r.theta, r.qd_next
+        q, v = r.x, r.extras["qd_next"]
     mass = s.eval_M(q)[0, 0]  # x translation of the floating base: the total mass
-    assert np.all(r.normal > 0) and np.all(np.abs(r.tangential[:, 0]) <= s.mu * r.normal + 1e-8)
-    assert r.normal.sum() == pytest.approx(mass * G0, rel=0.05)
+    assert np.all(r.extras["forces"][:, 0] > 0) and np.all(np.abs(r.extras["forces"][:, 1:][:, 0]) <= s.mu * r.extras["forces"][:, 0] + 1e-8)
+    assert r.extras["forces"][:, 0].sum() == pytest.approx(mass * G0, rel=0.05)

@@ -254,8 +254,8 @@ def test_to_pyomo_structure() -> None:
 
 
 def _solve_pyomo(prog: Program):
-    pytest.importorskip("contactmp.pyomo_ipopt")
-    import contactmp.pyomo_ipopt  # noqa: F401  (registers the plugin)
+    pytest.importorskip("contactmp.solvers.pyomo_ipopt")
+    import contactmp.solvers.pyomo_ipopt  # noqa: F401  (registers the plugin)
 
     m = prog.to_pyomo()
     pyo.TransformationFactory("mpec.simple_nonlinear").apply_to(m)

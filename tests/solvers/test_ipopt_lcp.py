@@ -12,7 +12,8 @@ from contactmp.program import Program
 from contactmp.result import Status
 from contactmp.solvers import ipopt_lcp, ipopt_lcp_cy
 from contactmp.solvers.lcp import lcp_residual
-from contactmp.solvers.nlp import NLPOptions, ipopt_option_types, solve_program
+from contactmp.solvers.ipopt import ipopt_option_types
+from contactmp.solvers.nlp import NLPOptions, solve_program
 from contactmp.solvers.registry import lcp_solver
 
 DATA = Path("/work/shared/data/lcp")
@@ -49,7 +50,7 @@ def test_lcp_program_solved_by_every_backend_and_strategy(backend: str, strategy
     np.testing.assert_allclose(zs, Z2, atol=1e-8)
     assert lcp_residual(M2, Q2, zs) <= 1e-8
     assert r.residuals["comp_min"] <= 1e-8 and r.residuals["comp_prod"] <= 1e-8
-    assert r.iterations >= 1 and r.time_s > 0 and r.backend == backend
+    assert r.iterations >= 1 and r.time_s > 0 and r.extras["backend"] == backend
     assert r.backend_status in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
 
 

@@ -77,9 +77,9 @@ def test_resting_and_sticking_closed_form(v_n):
     assert np.all(w_star > 0) and w_star.sum() < 1
     r = pgm(fns, tol_d=1e-10)
     assert r.status is Status.SOLVED, r.message
-    np.testing.assert_allclose(r.theta, fns.q_n, atol=1e-8)
-    np.testing.assert_allclose(r.w, w_star, atol=1e-8)
-    assert r.residual <= 1e-8 and r.stationarity <= 1e-8 and r.K <= 1e-12
+    np.testing.assert_allclose(r.x, fns.q_n, atol=1e-8)
+    np.testing.assert_allclose(r.extras["w"], w_star, atol=1e-8)
+    assert r.residual <= 1e-8 and r.residuals["stationarity"] <= 1e-8 and r.objective <= 1e-12
 
 
 def test_sliding_closed_form():
@@ -94,9 +94,9 @@ def test_sliding_closed_form():
     fns = point_mass([0.0, 0.0], [v_x, 0.0])
     r = pgm(fns, tol_d=1e-10)
     assert r.status is Status.SOLVED, r.message
-    np.testing.assert_allclose(r.w, [0.0, w2], atol=1e-8)
-    np.testing.assert_allclose(r.theta, fns.q_n + H * v_plus, atol=1e-10)
-    assert abs(r.K - 0.5 * M * v_plus @ v_plus) <= 1e-12
+    np.testing.assert_allclose(r.extras["w"], [0.0, w2], atol=1e-8)
+    np.testing.assert_allclose(r.x, fns.q_n + H * v_plus, atol=1e-10)
+    assert abs(r.objective - 0.5 * M * v_plus @ v_plus) <= 1e-12
 
 
 def test_default_options_reach_closed_form():
@@ -104,9 +104,9 @@ def test_default_options_reach_closed_form():
     fns = point_mass([0.0, 0.0], [0.02, 0.0])
     r = pgm(fns)
     assert r.status is Status.SOLVED, r.message
-    np.testing.assert_allclose(r.w, stick_weights([0.02, 0.0], S), atol=2e-8)
-    assert r.outer_iterations <= 30
-    assert r.K_history == sorted(r.K_history, reverse=True)  # monotone: only decreases accepted
+    np.testing.assert_allclose(r.extras["w"], stick_weights([0.02, 0.0], S), atol=2e-8)
+    assert r.iterations <= 30
+    assert r.extras["K_history"] == sorted(r.extras["K_history"], reverse=True)  # monotone: only decreases accepted
 
 
 # ------------------------------------------------------------------------ first vs zeroth order
@@ -118,9 +118,9 @@ def test_first_and_zeroth_order_identical_for_constant_magnitude():
     a = pgm(fns, zeroth_order=False)
     b = pgm(fns, zeroth_order=True)
     assert a.status is Status.SOLVED and b.status is Status.SOLVED
-    np.testing.assert_array_equal(a.w, b.w)
-    np.testing.assert_array_equal(a.theta, b.theta)
-    assert (a.outer_iterations, a.projections) == (b.outer_iterations, b.projections)
+    np.testing.assert_array_equal(a.extras["w"], b.extras["w"])
+    np.testing.assert_array_equal(a.x, b.x)
+    assert (a.iterations, a.extras["projections"]) == (b.iterations, b.extras["projections"])
 
 
 def test_pose_dependent_stop_in_one_step():
@@ -132,9 +132,9 @@ def test_pose_dependent_stop_in_one_step():
     zo = pgm(fns, zeroth_order=True, tol_d=1e-10)
     for r in (fo, zo):
         assert r.status is Status.SOLVED, r.message
-        np.testing.assert_allclose(r.theta, fns.q_n, atol=1e-10)
-        np.testing.assert_allclose(r.w, w_star, atol=1e-8)
-    assert zo.projections > 2 * fo.projections
+        np.testing.assert_allclose(r.x, fns.q_n, atol=1e-10)
+        np.testing.assert_allclose(r.extras["w"], w_star, atol=1e-8)
+    assert zo.extras["projections"] > 2 * fo.extras["projections"]
 
 
 def test_pose_dependent_sliding_vertex():
@@ -149,15 +149,15 @@ def test_pose_dependent_sliding_vertex():
     zo = pgm(fns, zeroth_order=True)
     for r in (fo, zo):
         assert r.status is Status.SOLVED, r.message
-        np.testing.assert_allclose(r.w, [0.0, 1.0], atol=1e-12)
-        np.testing.assert_allclose(r.theta, [x, z], atol=1e-12)
+        np.testing.assert_allclose(r.extras["w"], [0.0, 1.0], atol=1e-12)
+        np.testing.assert_allclose(r.x, [x, z], atol=1e-12)
     # strict complementarity at the vertex: with g = grad K(theta(w)), g + lam_s (1, 1) - lam_0 e_0
     # = 0 gives the multipliers of 1^T w <= 1 and of w_0 >= 0; both are > 0
     from contactmp.solvers.nmdp_pgm import _reduced_derivatives
-    g, _ = _reduced_derivatives(fns, fo.theta, fo.w, False)
+    g, _ = _reduced_derivatives(fns, fo.x, fo.extras["w"], False)
     lam_s = -g[1]
     assert lam_s > 0 and g[0] + lam_s > 0
-    assert fo.outer_iterations == zo.outer_iterations and zo.projections > fo.projections
+    assert fo.iterations == zo.iterations and zo.extras["projections"] > fo.extras["projections"]
 
 
 # --------------------------------------------------------------------------------- projection
@@ -251,9 +251,9 @@ def test_adaptive_step_halves_above_threshold():
 
     r = adaptive_step(step_fn, 0.01, 0.0)
     assert r.status is Status.SOLVED
-    assert r.substeps == [0.0025] * 4 and r.h_smallest == 0.0025
-    assert r.state == pytest.approx(0.01)
-    assert calls == [0.01, 0.005, 0.0025, 0.0025, 0.005, 0.0025, 0.0025] and r.attempts == 7
+    assert r.extras["substeps"] == [0.0025] * 4 and r.extras["h_smallest"] == 0.0025
+    assert r.extras["state"] == pytest.approx(0.01)
+    assert calls == [0.01, 0.005, 0.0025, 0.0025, 0.005, 0.0025, 0.0025] and r.iterations == 7
 
 
 def test_adaptive_step_state_dependent_substeps():
@@ -265,14 +265,14 @@ def test_adaptive_step_state_dependent_substeps():
 
     r = adaptive_step(step_fn, 0.01, 0.0)
     assert r.status is Status.SOLVED
-    assert r.substeps == pytest.approx([0.0025, 0.00125, 0.000625, 0.000625, 0.005])
-    assert r.state == pytest.approx(0.01) and r.h_smallest == pytest.approx(0.000625)
+    assert r.extras["substeps"] == pytest.approx([0.0025, 0.00125, 0.000625, 0.000625, 0.005])
+    assert r.extras["state"] == pytest.approx(0.01) and r.extras["h_smallest"] == pytest.approx(0.000625)
 
 
 def test_adaptive_step_gives_up_below_h_min():
     r = adaptive_step(lambda s, h: (s, False), 0.01, "x", h_min=1e-5)
-    assert r.status is Status.NUMERICAL_ERROR and r.substeps == [] and r.state == "x"
-    assert r.h_smallest == pytest.approx(0.01 / 2**9)  # 1.95e-5; the next, 9.8e-6, is below h_min
+    assert r.status is Status.NUMERICAL_ERROR and r.extras["substeps"] == [] and r.extras["state"] == "x"
+    assert r.extras["h_smallest"] == pytest.approx(0.01 / 2**9)  # 1.95e-5; the next, 9.8e-6, is below h_min
 
 
 # ------------------------------------------------------------------------------ input errors
@@ -335,10 +335,10 @@ def test_pgm_agrees_with_ipopt_on_hopper(hopper_nmdp, qd_n, h):
     ip = form.solve_ipopt(q_n, qd_n, h, tol=1e-8)
     assert r.status is Status.SOLVED, r.message
     assert ip.status is Status.SOLVED, ip.message
-    assert abs(r.K - ip.extras["objective"]) <= 1e-9 * max(1.0, ip.extras["objective"])
-    np.testing.assert_allclose(r.w, ip.w, atol=1e-6)
-    np.testing.assert_allclose(r.theta, ip.theta, atol=1e-9)
-    np.testing.assert_allclose(fns.forces(r.theta, r.w), ip.forces, atol=1e-4)
+    assert abs(r.objective - ip.objective) <= 1e-9 * max(1.0, ip.objective)
+    np.testing.assert_allclose(r.extras["w"], ip.extras["w"], atol=1e-6)
+    np.testing.assert_allclose(r.x, ip.x, atol=1e-9)
+    np.testing.assert_allclose(fns.forces(r.x, r.extras["w"]), ip.extras["forces"], atol=1e-4)
 
 
 def test_zopgm_agrees_with_ipopt_on_hopper_small_step(hopper_nmdp):
@@ -348,6 +348,6 @@ def test_zopgm_agrees_with_ipopt_on_hopper_small_step(hopper_nmdp):
     fo, zo = pgm(fns), pgm(fns, zeroth_order=True)
     ip = form.solve_ipopt(q_n, qd_n, h, tol=1e-8)
     assert zo.status is Status.SOLVED and ip.status is Status.SOLVED
-    np.testing.assert_allclose(zo.w, ip.w, atol=1e-6)
-    np.testing.assert_allclose(zo.theta, ip.theta, atol=1e-9)
-    assert zo.projections > 2 * fo.projections  # quasi-Newton projections: linear convergence
+    np.testing.assert_allclose(zo.extras["w"], ip.extras["w"], atol=1e-6)
+    np.testing.assert_allclose(zo.x, ip.x, atol=1e-9)
+    assert zo.extras["projections"] > 2 * fo.extras["projections"]  # quasi-Newton projections: linear convergence

@@ -37,15 +37,15 @@ def test_polytope_push_replays_through_its_own_step(formulation: str) -> None:
     if formulation == "nmdp":
         step = NMDP(sys_, **POLY)
         nxt = [step.solve_ipopt(res.q[k], res.v[k], H, tau_0=res.u[k]) for k in range(N)]
-        qs = np.array([r.theta for r in nxt])
+        qs = np.array([r.x for r in nxt])
     else:
         step = LinearizedMDP(sys_, pd="explicit", **POLY)
         nxt = [step.step(res.q[k], res.v[k], H, tau_0=res.u[k]) for k in range(N)]
-        qs = np.array([r.q_next for r in nxt])
+        qs = np.array([r.x for r in nxt])
     assert all(r.status is Status.SOLVED for r in nxt)
     np.testing.assert_allclose(qs, res.q[1:], atol=1e-6)
     # the impulses the TO reports are the step's forces times h
-    forces = np.array([r.forces for r in nxt])
+    forces = np.array([r.extras["forces"] for r in nxt])
     np.testing.assert_allclose(res.p_n, H * forces[:, :, 0], atol=1e-5)
     np.testing.assert_allclose(res.p_t, H * forces[:, :, 1], atol=1e-5)
 

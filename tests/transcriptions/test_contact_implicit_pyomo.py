@@ -18,7 +18,7 @@ import pytest
 from pyomo.mpec import Complementarity, complements
 from pyomo.opt import TerminationCondition
 
-import contactmp.pyomo_ipopt  # noqa: F401  (registers SolverFactory("contactmp_ipopt"))
+import contactmp.solvers.pyomo_ipopt  # noqa: F401  (registers SolverFactory("contactmp_ipopt"))
 from contactmp.errors import InputError, OptionError, UnsupportedProgramError
 from contactmp.models.systems import hopper_2d, point_mass_2d
 from contactmp.program import Program
@@ -29,7 +29,7 @@ from contactmp.pyomo_bridge import (
     set_program_x,
     translate,
 )
-from contactmp.pyomo_ipopt import pyomo_to_program
+from contactmp.solvers.pyomo_ipopt import pyomo_to_program
 from contactmp.result import Status
 from contactmp.solvers.nlp import solve_program
 from contactmp.transcriptions.contact_implicit import ContactImplicitTO
@@ -102,7 +102,7 @@ def test_push_twin_through_plugin_matches_casadi(push_solves) -> None:
     prog = to.program
     assert ref.status is Status.SOLVED
     assert results.solver.termination_condition == TerminationCondition.optimal
-    assert solver.last_result.success and solver.last_result.strategy == "scholtes"
+    assert solver.last_result.success and solver.last_result.extras["strategy"] == "scholtes"
     x = program_x(model, prog)
     # judged independently, in the original (CasADi) program
     res = prog.residuals(x)
@@ -300,7 +300,7 @@ def test_strategy_load_solutions_false_and_errors(caplog: pytest.LogCaptureFixtu
     # duals are not available on this path: a warning, not an error
     d = _two_branches()
     d.dual = pyo.Suffix(direction=pyo.Suffix.IMPORT)
-    with caplog.at_level(logging.WARNING, logger="contactmp.pyomo_ipopt"):
+    with caplog.at_level(logging.WARNING, logger="contactmp.solvers.pyomo_ipopt"):
         solver.solve(d, options={"strategy": "scholtes"})
     assert "suffixes" in caplog.text and abs(d.x.value - 0.35) < 1e-6
 

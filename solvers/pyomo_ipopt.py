@@ -15,10 +15,11 @@ the plugin. A solve:
    from the model's current variable values (``None`` -> 0);
 4. loads x into the model (plus the import Suffixes ``dual`` and ``rc``, the sensitivities
    d f*/d(bound) of the constraints and variable bounds, and ``ipopt_zL_out`` / ``ipopt_zU_out``,
-   in the sign conventions of IPOPT's AMPL driver) and returns a Pyomo ``SolverResults`` whose
-   termination condition is mapped from IPOPT's ``return_status`` by :data:`IPOPT_STATUS` (the raw
-   status is ``results.solver.message``). ``load_solutions=False`` leaves the model untouched and
-   puts the solution in ``results`` for ``model.solutions.load_from(results)``.
+   in the sign conventions of IPOPT's AMPL driver) and returns a Pyomo ``SolverResults`` (IPOPT's
+   raw ``return_status`` is ``results.solver.message``). ``load_solutions=False`` leaves the model untouched and
+   puts the solution in ``results`` for ``model.solutions.load_from(results)``. The termination
+   condition comes from the one table of IPOPT's texts,
+   :data:`contactmp.solvers.ipopt.IPOPT_STATUS`, through :data:`PYOMO_STATUS`.
 
 Options: ``solver.options[k] = v`` (or ``solve(..., options={...})`` / ``options_string``) are
 IPOPT options (``tol``, ``max_iter``, ``print_level``, ...); keys written ``"casadi.<name>"`` go to
@@ -44,7 +45,7 @@ Models with ``pyomo.mpec`` Complementarity components are solved in one of two w
   IPOPT option (``"ipopt.<name>"`` forces IPOPT, e.g. ``"ipopt.sigma_min"``). The termination
   condition is ``optimal`` only when the answer passed the checks (bounds, rows, ``max_i
   |min(a_i, b_i)|`` <= ``comp_tol``); no ``dual``/``rc`` suffixes are produced. The solver object
-  keeps ``last_result`` (the :class:`~contactmp.solvers.nlp.ProgramResult`, with the homotopy in
+  keeps ``last_result`` (the :class:`~contactmp.result.Result`, with the homotopy in
   ``extras["homotopy"]``) and ``last_program`` (the :class:`PyomoProgram`). A pair must be
   ``complements(e1 >= l1, e2 >= l2)`` (any inequality on each side; an equality side makes the
   pair that equality, as in Pyomo); the box form ``l <= e1 <= u _|_ e2`` is refused.
@@ -83,36 +84,29 @@ from pyomo.opt.base.solvers import OptSolver
 
 from contactmp.errors import OptionError, UnsupportedProgramError, did_you_mean
 
+from contactmp.result import Result, Status
+from contactmp.solvers.ipopt import IpoptNLP, ipopt_option_types, ipopt_status
+
 if TYPE_CHECKING:  # pragma: no cover
     from contactmp.program import Program, Variables
-    from contactmp.solvers.nlp import ProgramResult
 
-__all__ = ["NAME", "CasadiIpopt", "IPOPT_STATUS", "SUFFIXES", "PyomoProgram", "pyomo_to_program"]
+__all__ = ["NAME", "CasadiIpopt", "PYOMO_STATUS", "SUFFIXES", "PyomoProgram", "pyomo_to_program"]
 
 NAME = "contactmp_ipopt"
-logger = logging.getLogger("contactmp.pyomo_ipopt")
+logger = logging.getLogger("contactmp.solvers.pyomo_ipopt")
 
 _TC, _SS, _SOL = TerminationCondition, SolverStatus, SolutionStatus
-#: IPOPT return_status (as CasADi reports it) -> (termination, solver status, solution status).
-#: Statuses whose iterate is meaningful carry ok/warning so the iterate can be loaded.
-IPOPT_STATUS: dict[str, tuple[TerminationCondition, SolverStatus, SolutionStatus]] = {
-    "Solve_Succeeded": (_TC.optimal, _SS.ok, _SOL.optimal),
-    "Solved_To_Acceptable_Level": (_TC.optimal, _SS.ok, _SOL.optimal),
-    "Feasible_Point_Found": (_TC.feasible, _SS.ok, _SOL.feasible),
-    "Infeasible_Problem_Detected": (_TC.infeasible, _SS.warning, _SOL.infeasible),
-    "Maximum_Iterations_Exceeded": (_TC.maxIterations, _SS.warning, _SOL.stoppedByLimit),
-    "Maximum_CpuTime_Exceeded": (_TC.maxTimeLimit, _SS.warning, _SOL.stoppedByLimit),
-    "Maximum_WallTime_Exceeded": (_TC.maxTimeLimit, _SS.warning, _SOL.stoppedByLimit),
-    "Diverging_Iterates": (_TC.unbounded, _SS.warning, _SOL.unbounded),
-    "User_Requested_Stop": (_TC.userInterrupt, _SS.aborted, _SOL.stoppedByLimit),
-    "Search_Direction_Becomes_Too_Small": (_TC.other, _SS.warning, _SOL.other),
-    "Restoration_Failed": (_TC.other, _SS.warning, _SOL.other),
-    "Error_In_Step_Computation": (_TC.other, _SS.warning, _SOL.other),
-    "Not_Enough_Degrees_Of_Freedom": (_TC.invalidProblem, _SS.error, _SOL.error),
-    "Invalid_Problem_Definition": (_TC.invalidProblem, _SS.error, _SOL.error),
-    "Invalid_Number_Detected": (_TC.error, _SS.error, _SOL.error),
+#: Status -> (termination, solver status, solution status) of the Pyomo results. A plain NLP solve
+#: maps IPOPT's text through :func:`~contactmp.solvers.ipopt.ipopt_status` (IPOPT's claim, no check
+#: of ours), a solve with ``strategy`` reports the verified status of ``solve_program``.
+PYOMO_STATUS: dict[Status, tuple[TerminationCondition, SolverStatus, SolutionStatus]] = {
+    Status.SOLVED: (_TC.optimal, _SS.ok, _SOL.optimal),
+    Status.MAX_ITER: (_TC.maxIterations, _SS.warning, _SOL.stoppedByLimit),
+    Status.TIME_LIMIT: (_TC.maxTimeLimit, _SS.warning, _SOL.stoppedByLimit),
+    Status.INFEASIBLE: (_TC.infeasible, _SS.warning, _SOL.infeasible),
+    Status.NUMERICAL_ERROR: (_TC.other, _SS.warning, _SOL.other),
+    Status.NOT_SOLVED: (_TC.other, _SS.warning, _SOL.other),
 }
-_ERROR = (_TC.error, _SS.error, _SOL.error)
 #: import Suffixes this plugin fills (see ``_suffix_values`` for the sign conventions)
 SUFFIXES = ("dual", "rc", "ipopt_zL_out", "ipopt_zU_out")
 
@@ -132,8 +126,8 @@ class CasadiIpopt(OptSolver):
         self._capabilities = Bunch(linear=True, quadratic_objective=True,
                                    quadratic_constraint=True, integer=False, sos1=False,
                                    sos2=False)
-        #: the ProgramResult / PyomoProgram of the last solve with a ``strategy`` (else None)
-        self.last_result: ProgramResult | None = None
+        #: the Result / PyomoProgram of the last solve with a ``strategy`` (else None)
+        self.last_result: Result | None = None
         self.last_program: PyomoProgram | None = None
 
     def available(self, exception_flag: bool = True) -> bool:
@@ -216,20 +210,6 @@ def _import_nl(path: str) -> casadi.NlpBuilder:
     return nl
 
 
-def _nlpsol_options(options: dict[str, Any], tee: bool, timelimit: float | None) -> dict[str, Any]:
-    ipopt: dict[str, Any] = {"print_level": 5 if tee else 0, "sb": "yes"}
-    top: dict[str, Any] = {"expand": True, "print_time": tee, "error_on_fail": False}
-    if timelimit is not None:
-        ipopt["max_wall_time"] = float(timelimit)
-    for key, val in options.items():
-        if key.startswith("casadi."):
-            top[key[len("casadi."):]] = val
-        else:
-            ipopt[key] = val
-    top["ipopt"] = ipopt
-    return top
-
-
 def _make_results(model: Any, info: Any, sense: int) -> SolverResults:
     results = SolverResults()
     results.problem.name = model.name
@@ -242,7 +222,7 @@ def _make_results(model: Any, info: Any, sense: int) -> SolverResults:
 
 
 def _set_status(results: SolverResults, status: str, detail: str = "") -> tuple:
-    tc, ss, sol = IPOPT_STATUS.get(status, _ERROR)
+    tc, ss, sol = PYOMO_STATUS[ipopt_status(status, verified=True)]
     results.solver.status = ss
     results.solver.termination_condition = tc
     results.solver.message = status
@@ -320,41 +300,38 @@ def _solve(model: Any, options: dict[str, Any], *, tee: bool, load: bool,
     if any(lo > up for lo, up in zip(lbx, ubx)) or any(lo > up for lo, up in zip(lbg, ubg)):
         _set_status(results, "Infeasible_Problem_Detected", "a lower bound exceeds its upper bound")
         return results
+    ipopt: dict[str, Any] = {"print_level": 5 if tee else 0, "sb": "yes"}
+    top: dict[str, Any] = {"expand": True, "print_time": tee}
+    if timelimit is not None:
+        ipopt["max_wall_time"] = float(timelimit)
+    for key, val in options.items():
+        if key.startswith("casadi."):
+            top[key[len("casadi."):]] = val
+        else:
+            ipopt[key] = val
     try:
-        solver = casadi.nlpsol("contactmp_ipopt", "ipopt", {"x": x, "f": f, "g": g},
-                               _nlpsol_options(options, tee, timelimit))
-    except RuntimeError as err:
-        msg = str(err).strip().splitlines()[-1]
-        if "No such IPOPT option" in msg or "Unknown option" in msg:
-            raise OptionError(f"{NAME}: {msg.split(': ', 1)[-1]}") from None
-        raise
+        solver = IpoptNLP({"x": x, "f": f, "g": g}, ipopt, nlpsol=top, name="contactmp_ipopt")
+    except OptionError as err:
+        raise OptionError(f"{NAME}: {err}") from None
     x0 = [v.value if v.value is not None else 0.0 for v in info.variables]
     t_build = time.perf_counter()
-    try:
-        sol = solver(x0=x0, lbx=lbx, ubx=ubx, lbg=lbg, ubg=ubg)
-        stats = solver.stats()
-        status = str(stats.get("return_status", "unknown"))
-        detail = ""
-    except RuntimeError as err:  # evaluation errors CasADi raises instead of reporting
-        sol, stats, status = None, {}, "NonIpopt_Exception_Thrown"
-        detail = str(err).strip().splitlines()[-1]
+    sol = solver.solve(x0, [], lbx, ubx, lbg, ubg)
+    status = sol.status
     t_solve = time.perf_counter()
-    tc, ss, sol_status = _set_status(results, status, detail)
-    results.solver.iterations = int(stats.get("iter_count", 0))
+    tc, ss, sol_status = _set_status(results, status, sol.detail)
+    results.solver.iterations = sol.iterations
     results.solver.wallclock_time = t_solve - t0
     results.solver.time = t_solve - t_build
     if report_timing:
         print(f"      {t_write - t0:6.3f} s write .nl, {t_import - t_write:6.3f} s import, "
               f"{t_build - t_import:6.3f} s nlpsol, {t_solve - t_build:6.3f} s IPOPT")
-    if sol is None or ss == SolverStatus.error:
+    if not np.isfinite(sol.x).all():
         if load:
             logger.warning("%s: no solution to load (IPOPT return_status=%s)", NAME, status)
         return results
 
-    xs = [float(v) for v in sol["x"].full().ravel()]
-    lam_g = [float(v) for v in sol["lam_g"].full().ravel()]
-    lam_x = [float(v) for v in sol["lam_x"].full().ravel()]
-    objective = sense * float(sol["f"])
+    xs, lam_g, lam_x = sol.x.tolist(), sol.lam_g.tolist(), sol.lam_x.tolist()
+    objective = sense * sol.f
     if info.objectives and tc == TerminationCondition.optimal:  # a feasible point bounds f*
         if sense > 0:
             results.problem.upper_bound = objective
@@ -442,19 +419,6 @@ def _load(info: Any, xs: list[float], values: dict[str, tuple[str, list[float]]]
 # ----------------------------------------------------------------------------------------------
 #: solver options read by the strategy path itself (besides the fields of NLPOptions)
 _PLUGIN_KEYS = ("strategy", "backend")
-
-
-def _program_status_table() -> dict[Any, tuple[TerminationCondition, SolverStatus, SolutionStatus]]:
-    from contactmp.result import Status
-
-    return {
-        Status.SOLVED: (_TC.optimal, _SS.ok, _SOL.optimal),
-        Status.MAX_ITER: (_TC.maxIterations, _SS.warning, _SOL.stoppedByLimit),
-        Status.TIME_LIMIT: (_TC.maxTimeLimit, _SS.warning, _SOL.stoppedByLimit),
-        Status.INFEASIBLE: (_TC.infeasible, _SS.warning, _SOL.infeasible),
-        Status.NUMERICAL_ERROR: (_TC.other, _SS.warning, _SOL.other),
-        Status.NOT_SOLVED: (_TC.other, _SS.warning, _SOL.other),
-    }
 
 
 @dataclass(eq=False)
@@ -695,7 +659,7 @@ def _program_name(model: Any) -> str:
 def _mpcc_options(options: dict[str, Any], tee: bool,
                   timelimit: float | None) -> tuple[str, str, dict[str, Any]]:
     """``(strategy, backend, solve_program keyword options)`` from the plugin's options."""
-    from contactmp.solvers.nlp import NLPOptions, ipopt_option_types
+    from contactmp.solvers.nlp import NLPOptions
 
     fields = {f.name for f in dataclasses.fields(NLPOptions)} - {"ipopt"}
     table = ipopt_option_types()
@@ -764,7 +728,7 @@ def _solve_mpcc(model: Any, options: dict[str, Any], *, tee: bool, load: bool,
     t_build = time.perf_counter()
     res = solve_program(pp.program, backend=backend, strategy=strategy, **kw)
     t_solve = time.perf_counter()
-    tc, ss, sol_status = _program_status_table().get(res.status, _ERROR)
+    tc, ss, sol_status = PYOMO_STATUS[res.status]
     results.problem.number_of_constraints = pp.program.n_g + pp.program.n_comp
     results.solver.status = ss
     results.solver.termination_condition = tc

@@ -1,0 +1,232 @@
+"""MPCC strategies as Program transformations: the complementarity pairs replaced by NLP rows.
+
+A :class:`~contactmp.program.Program` ``min f s.t. bounds, lbg <= g <= ubg, 0 <= a _|_ b >= 0``
+violates the constraint qualifications IPOPT relies on. A strategy of :data:`MPCC_STRATEGIES`
+turns it into an NLP with one homotopy parameter ``t`` (sigma, rho or eps). :func:`relax` gives that
+NLP as a new Program (same variables, parameters and rows, plus the parameter ``mpcc/<t>`` and the
+strategy's rows ``mpcc/sign_a``, ``mpcc/sign_b``, ``mpcc/product``, ``mpcc/smoothing``), to inspect
+(``.g``, ``.constraints``, ``.to_pyomo()``) or to solve with any NLP solver;
+:func:`contactmp.solvers.nlp.solve_program` solves the same transformation along the strategy's
+homotopy. With ``sign_constraints=True`` the rows ``a >= 0``, ``b >= 0`` are added (except for a
+side that is a variable whose lower bound is already ``>= 0``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import casadi as ca
+import numpy as np
+
+from contactmp.errors import InputError, OptionError, did_you_mean
+from contactmp.program import Program, _scaled_violation
+
+__all__ = ["MPCC_STRATEGIES", "MPCCStrategy", "Relaxation", "relax", "relaxation", "fischer_burmeister"]
+
+
+@dataclass(frozen=True)
+class MPCCStrategy:
+    """One MPCC strategy. ``doc`` says what it does; the homotopy is ``start, start * factor, ...``
+    until ``stop`` (the three fields name :class:`~contactmp.solvers.nlp.NLPOptions` attributes;
+    ``None`` for ``"direct"``: one NLP at ``t = 0``); ``param`` names ``t``; ``shrinks`` says
+    whether the sequence falls; ``nested``: each NLP's feasible set contains the next one's (then a
+    locally infeasible NLP ends the homotopy)."""
+
+    name: str
+    doc: str
+    param: str
+    start: str | None = None
+    factor: str | None = None
+    stop: str | None = None
+    shrinks: bool = True
+    nested: bool = True
+
+    def homotopy(self, o: Any) -> list[float]:
+        """The parameter values of the options ``o`` (an ``NLPOptions``), in order."""
+        if self.start is None:
+            return [0.0]
+        start, factor, stop = (float(getattr(o, k)) for k in (self.start, self.factor, self.stop))
+        vals = [start]
+        while (vals[-1] > stop * (1 + 1e-9)) if self.shrinks else (vals[-1] < stop * (1 - 1e-9)):
+            nxt = vals[-1] * factor
+            vals.append(max(nxt, stop) if self.shrinks else min(nxt, stop))
+        return vals
+
+
+#: strategy name -> :class:`MPCCStrategy` (``.doc`` describes it)
+MPCC_STRATEGIES: dict[str, MPCCStrategy] = {s.name: s for s in (
+    MPCCStrategy("direct", "one NLP with a >= 0, b >= 0 and a_i b_i <= 0 as plain constraints "
+                 "(rows mpcc/product = a_i b_i - t <= 0 at t = 0)", "sigma"),
+    MPCCStrategy("scholtes", "Scholtes' relaxation a_i b_i <= sigma (rows mpcc/product = a_i b_i - sigma "
+                 "<= 0), sigma = sigma0, sigma0 * sigma_factor, ... down to sigma_min (defaults 1, 0.1, "
+                 "1e-12), each NLP warm-started at the previous answer", "sigma", "sigma0", "sigma_factor",
+                 "sigma_min"),
+    MPCCStrategy("elastic_l1", "the l1 penalty rho * sum_i a_i b_i added to the objective, rho = rho0, "
+                 "rho0 * rho_factor, ... up to rho_max (defaults 1, 10, 1e8), warm-started", "rho", "rho0",
+                 "rho_factor", "rho_max", shrinks=False),
+    # {a_i b_i = eps^2} are disjoint for different eps: an infeasible NLP says nothing of the next
+    MPCCStrategy("fischer_burmeister", "smoothing: per pair the row mpcc/smoothing = phi_eps(a_i, b_i) / eps "
+                 "= 0 with phi_eps = a + b - sqrt(a^2 + b^2 + 2 eps^2) (solutions: a_i, b_i > 0, a_i b_i = "
+                 "eps^2), eps = eps0, eps0 * eps_factor, ... down to eps_min (defaults 1, 0.1, 1e-10); "
+                 "without sign constraints only the pairs whose sides are affine and nonnegative on the box "
+                 "are smoothed, the others keep mpcc/product = a_i b_i - eps^2 <= 0", "eps", "eps0",
+                 "eps_factor", "eps_min", nested=False),
+)}
+
+
+def fischer_burmeister(a: Any, b: Any, eps: Any = 0.0) -> Any:
+    """The smoothed Fischer-Burmeister function ``phi_eps(a, b) = a + b - sqrt(a^2 + b^2 + 2 eps^2)``.
+
+    ``phi_eps(a, b) = 0`` exactly when ``a, b > 0`` and ``a b = eps^2`` (``eps != 0``), and, at
+    ``eps = 0``, exactly when ``0 <= a _|_ b >= 0``. Elementwise on numbers, numpy arrays and
+    CasADi expressions. Where ``a + b > 0`` it is evaluated as ``2 (a b - eps^2) / (a + b +
+    sqrt(...))`` (the same number, without the cancellation of ``a + b - sqrt(...)``), so it keeps
+    its relative accuracy when ``a b = eps^2`` is far below ``(a + b)`` times machine precision.
+    """
+    if any(isinstance(v, (ca.SX, ca.MX, ca.DM)) for v in (a, b, eps)):
+        s, r = a + b, ca.sqrt(a * a + b * b + 2 * eps * eps)
+        return ca.if_else(s > 0, 2 * (a * b - eps * eps) / ca.if_else(s > 0, s + r, 1.0), s - r)
+    a, b, eps = (np.asarray(v, dtype=float) for v in (a, b, eps))
+    s, r = a + b, np.sqrt(a * a + b * b + 2 * eps * eps)
+    pos = s > 0
+    out = np.where(pos, 2 * (a * b - eps * eps) / np.where(pos, s + r, 1.0), s - r)
+    return float(out) if out.ndim == 0 else out
+
+
+@dataclass
+class Relaxation:
+    """The transformation of ``source`` by ``strategy``: ``program`` is the NLP (its last parameter
+    is the homotopy parameter ``t``), ``n_smoothed`` counts the pairs written as Fischer-Burmeister
+    rows. :meth:`violation` measures the NLP's own bounds and rows with each smoothing row
+    ``phi_eps(a_i, b_i) / eps`` replaced by ``a_i b_i - eps^2`` (same zero set, product units):
+    ``phi_eps(a, 0) ~ -eps^2 / a`` tends to 0 as ``a`` grows, so a point far out on an axis meets
+    ``|phi_eps| <= tol`` without being near the curve ``a b = eps^2``."""
+
+    source: Program
+    strategy: MPCCStrategy
+    program: Program
+    g_check: ca.SX
+    n_smoothed: int = 0
+    _check: ca.Function | None = field(default=None, repr=False)
+
+    def p(self, t: float) -> np.ndarray:
+        """The parameter vector of :attr:`program`: the source's current values and ``t``."""
+        return np.concatenate([self.source.p0, [float(t)]])
+
+    def violation(self, x: np.ndarray, p: np.ndarray) -> float:
+        """The scaled violation (as in :meth:`Program.residuals`) of the NLP's bounds and rows
+        (smoothing rows in product units) at ``x`` and the parameters ``p`` (``t`` included)."""
+        if not np.isfinite(x).all():
+            return math.inf
+        if self._check is None:
+            self._check = ca.Function("relaxed_g", [self.program.x, self.program.p], [self.g_check])
+        g = np.asarray(self._check(x, p), dtype=float).ravel()
+        prog = self.program
+        return max(_scaled_violation(x, prog.lbx, prog.ubx), _scaled_violation(g, prog.lbg, prog.ubg))
+
+
+def strategy_named(name: Any) -> MPCCStrategy:
+    """The :class:`MPCCStrategy` called ``name``; :class:`OptionError` (with a hint) otherwise."""
+    if name not in MPCC_STRATEGIES:
+        raise OptionError(f"unknown MPCC strategy '{name}' (known: {', '.join(MPCC_STRATEGIES)})"
+                          f"{did_you_mean(name, MPCC_STRATEGIES)}")
+    return MPCC_STRATEGIES[name]
+
+
+def relaxation(prog: Program, strategy: str, parameter: float = 0.0, *,
+               sign_constraints: bool = True) -> Relaxation:
+    """The :class:`Relaxation` of ``prog`` by ``strategy`` with ``t = parameter`` (see :func:`relax`)."""
+    if not isinstance(prog, Program):
+        raise InputError("prog", f"must be a contactmp Program, got {type(prog).__name__}")
+    st = strategy_named(strategy)
+    if isinstance(parameter, bool) or not isinstance(parameter, (int, float)) or not math.isfinite(parameter):
+        raise InputError("parameter", f"must be a finite number, got {parameter!r}")
+    if st.name == "fischer_burmeister" and prog.n_comp and parameter <= 0:
+        raise InputError("parameter", f"eps must be > 0 for fischer_burmeister, got {parameter!r}")
+    new = Program(f"{prog.name}/{st.name}")
+    for v in prog.variables:
+        new.add_variables(v.name, v.size, v.lb, v.ub, v.init, block=v.block)
+    for h in prog.parameters:
+        new.add_parameters(h.name, h.size, h.value, block=h.block)
+    f, g, a, b = ca.substitute([prog.f, prog.g, prog.comp_a, prog.comp_b], [ca.vertcat(prog.x, prog.p)],
+                               [ca.vertcat(new.x, new.p)])
+    t_h = new.add_parameters(f"mpcc/{st.param}", 1, float(parameter))
+    t = t_h.sym
+    for c in prog.constraints:
+        new.add_constraint(g[c.index], c.lb, c.ub, name=c.name, block=c.block)
+    check = [g]  # the rows, with each smoothing row in product units
+    n_smoothed = 0
+
+    def add_rows(name: str, expr: ca.SX, lo: float, hi: float, checked_as: ca.SX | None = None) -> None:
+        if expr.shape[0]:
+            new.add_constraint(expr, lo, hi, name=f"mpcc/{name}")
+            check.append(expr if checked_as is None else checked_as)
+
+    if prog.n_comp:
+        if sign_constraints:
+            for nm, side, side_new in (("sign_a", prog.comp_a, a), ("sign_b", prog.comp_b, b)):
+                # a side that is a variable with lb >= 0 is already nonnegative by its bound
+                keep = [i for i in range(side.shape[0]) if not _nonneg_variable(prog, side[i])]
+                add_rows(nm, side_new[keep, 0], 0.0, np.inf)
+        prod = a * b
+        if st.name in ("direct", "scholtes"):
+            add_rows("product", prod - t, -np.inf, 0.0)
+        elif st.name == "elastic_l1":
+            f = f + t * ca.sum1(prod)
+        else:
+            # phi_eps = 0 forces a, b > 0: without sign constraints only pairs whose signs the
+            # bounds already fix are smoothed; the others keep the product form a_i b_i <= eps^2
+            fb = (np.ones(prog.n_comp, dtype=bool) if sign_constraints
+                  else _nonneg_on_box(prog, prog.comp_a) & _nonneg_on_box(prog, prog.comp_b))
+            smooth, rest = [int(i) for i in np.flatnonzero(fb)], [int(i) for i in np.flatnonzero(~fb)]
+            # phi_eps(a, b) = eps phi_1(a / eps, b / eps): the row phi_eps / eps has unit size at every
+            # eps, so IPOPT's tolerance on it is relative to eps (t >= eps_min > 0)
+            add_rows("smoothing", fischer_burmeister(a[smooth, 0], b[smooth, 0], t) / t, 0.0, 0.0,
+                     checked_as=prod[smooth, 0] - t * t)
+            add_rows("product", prod[rest, 0] - t * t, -np.inf, 0.0)
+            n_smoothed = len(smooth)
+    new.add_cost(f)
+    g_check = ca.vertcat(*[e for e in check if e.shape[0]]) if new.n_g else ca.SX(0, 1)
+    return Relaxation(prog, st, new, g_check, n_smoothed)
+
+
+def relax(prog: Program, strategy: str, parameter: float, *, sign_constraints: bool = True) -> Program:
+    """The NLP of ``strategy`` (a name of :data:`MPCC_STRATEGIES`) for the MPCC ``prog``, at the
+    homotopy parameter ``t = parameter`` (sigma, rho or eps; ignored by ``"direct"``), as a new
+    :class:`~contactmp.program.Program` without complementarity pairs.
+
+    Its variables, parameters and rows are ``prog``'s (same names, order and bounds), followed by
+    the parameter ``mpcc/<sigma|rho|eps>`` (value ``parameter``; change it with
+    ``relaxed["mpcc/sigma"].value = ...``) and the strategy's rows: ``mpcc/sign_a``, ``mpcc/sign_b``
+    (``a >= 0``, ``b >= 0``, with ``sign_constraints``), ``mpcc/product`` (``a_i b_i - sigma <= 0``;
+    ``a_i b_i - eps^2 <= 0`` for the unsmoothed pairs of fischer_burmeister) and ``mpcc/smoothing``
+    (``phi_eps(a_i, b_i) / eps = 0``); elastic_l1 adds ``rho sum_i a_i b_i`` to the objective.
+    """
+    return relaxation(prog, strategy, parameter, sign_constraints=sign_constraints).program
+
+
+def _nonneg_variable(prog: Program, e: ca.SX) -> bool:
+    j = prog.variable_index(e)
+    return j is not None and prog.lbx[j] >= 0.0
+
+
+def _nonneg_on_box(prog: Program, side: ca.SX) -> np.ndarray:
+    """Which rows of ``side`` are affine in ``x`` and ``>= 0`` on the whole box ``lbx <= x <= ubx``.
+
+    For an affine row ``c + sum_j A_j x_j`` (``c``, ``A`` at the parameters ``p0``) the least
+    value on the box is ``c + sum_j min(A_j lbx_j, A_j ubx_j)``; a row that is nonlinear in ``x``
+    counts as not known to be nonnegative.
+    """
+    n = side.shape[0]
+    affine = ~np.asarray(ca.which_depends(side, prog.x, 2, True), dtype=bool).reshape(n)
+    vals = ca.Function("affine_part", [prog.x, prog.p], [side, ca.jacobian(side, prog.x)])
+    with np.errstate(all="ignore"):
+        c_dm, a_dm = vals(np.zeros(prog.n_x), prog.p0)
+        low = np.asarray(c_dm, dtype=float).reshape(n).copy()
+        rows, cols = (np.asarray(v, dtype=int) for v in a_dm.sparsity().get_triplet())
+        coef = np.asarray(a_dm.nonzeros(), dtype=float)
+        used = coef != 0.0
+        rows, cols, coef = rows[used], cols[used], coef[used]
+        np.add.at(low, rows, np.where(coef > 0, coef * prog.lbx[cols], coef * prog.ubx[cols]))
+    return affine & (low >= 0.0)

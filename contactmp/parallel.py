@@ -45,7 +45,7 @@ from contactmp.result import jsonable
 if TYPE_CHECKING:  # pragma: no cover
     from distributed import Client
 
-__all__ = ["run_tasks", "dask_client", "RunReport", "TaskError", "DEFAULT_WORKERS", "WORKER_ENV"]
+__all__ = ["run_tasks", "dask_client", "progress_bar", "RunReport", "TaskError", "DEFAULT_WORKERS", "WORKER_ENV"]
 
 #: worker processes of the default local cluster
 DEFAULT_WORKERS = 2
@@ -249,7 +249,7 @@ def run_tasks(
     report = RunReport(store=store, keys=key_list, skipped=len(items) - len(pending), done=0)
     batches = [pending[i:i + batch_size] for i in range(0, len(pending), batch_size)]
 
-    with _progress_bar(progress, description, len(items), report.skipped) as advance:
+    with progress_bar(progress, description, len(items), report.skipped) as advance:
         def write(results: list[tuple[str, bool, Any]]) -> bool:
             """Write one batch's records; True when max_results is reached."""
             ok = [rec for _, good, rec in results if good]
@@ -335,8 +335,9 @@ def _run_dask(client: "Client", fn: Callable[[Any], Any], batches: list[list[tup
 
 
 @contextlib.contextmanager
-def _progress_bar(show: bool, description: str, total: int, completed: int) -> Iterator[Callable[[int], None]]:
-    """``advance(n)`` of a rich progress bar on stderr (a no-op when hidden)."""
+def progress_bar(show: bool, description: str, total: int, completed: int = 0) -> Iterator[Callable[[int], None]]:
+    """``advance(n)`` of a rich progress bar on stderr, shown only when ``show`` and stderr is a
+    terminal (else a no-op)."""
     if not show:
         yield lambda n: None
         return

@@ -17,11 +17,7 @@ __all__ = ["RecordStore"]
 
 
 class RecordStore:
-    """Append-only JSONL records keyed by ``record["key"]``.
-
-    Each record is written and flushed as soon as it exists, so an interrupted run loses at most
-    the record in flight; reopening the store skips every key already present (resume).
-    """
+    """Append-only JSONL records keyed by ``record["key"]`` (see the module docstring)."""
 
     def __init__(self, path: Path, *, fresh: bool = False,
                  accept: Callable[[dict[str, Any]], bool] | None = None) -> None:

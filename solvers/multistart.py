@@ -22,9 +22,8 @@ with the share of starts that reached it. Four kinds of problem:
     that is an expression rather than one variable is left as drawn. ``2^n_comp`` patterns.
 ``"trajectory"`` a :class:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO`: the
     distinct local optima of the whole transcription. A random start ``i`` is the transcription's
-    own start ``i`` (``to.solve(start_indices=[i], seed=seed)`` when the transcription offers it,
-    else the same guess, ``to.initial_guess(default_rng([seed, i]), scale)`` with no noise for
-    ``i = 0``); a structured start applies a mode pattern, as for a Program, to that guess.
+    own start ``i``, ``to.initial_guess(default_rng([seed, i]), scale)`` (no noise for ``i = 0``);
+    a structured start applies a mode pattern, as for a Program, to that guess.
 
 Starts. Start ``i`` draws everything from ``numpy.random.default_rng([seed, i])``. Starts
 ``0 .. S-1`` are structured, the rest random, with ``S`` set by ``structured``: ``True`` gives all
@@ -71,7 +70,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import inspect
 import math
 import tempfile
 import time
@@ -132,9 +130,7 @@ class Cluster:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return jsonable({"index": self.index, "x": self.x, "residual": self.residual,
-                         "verified": self.verified, "count": self.count, "share": self.share,
-                         "starts": self.starts, "objective": self.objective, "mode": self.mode})
+        return jsonable(dataclasses.asdict(self))
 
 
 @dataclass(frozen=True)
@@ -190,18 +186,9 @@ class MultistartResult:
 
     def to_dict(self, with_starts: bool = False) -> dict[str, Any]:
         """A JSON-ready summary (the start records only with ``with_starts``)."""
-        out = {
-            "kind": self.kind, "n_starts": self.n_starts, "n_run": self.n_run,
-            "n_structured": self.n_structured, "n_solved": self.n_solved, "n_distinct": self.n_distinct,
-            "seed": self.seed, "tol_cluster": self.tol_cluster, "key_prefix": self.key_prefix,
-            "time_s": self.time_s, "time_per_start_s": self.time_per_start_s,
-            "n_computed": self.n_computed, "workers": self.workers, "store_path": self.store_path,
-            "complete": self.complete, "clusters": [c.to_dict() for c in self.clusters],
-            "extras": self.extras, "best": self.best,
-        }
-        if with_starts:
-            out["starts"] = self.starts
-        return jsonable(out)
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("starts", "results")}
+        out.update(n_solved=self.n_solved, n_distinct=self.n_distinct, clusters=[c.to_dict() for c in self.clusters])
+        return jsonable({**out, "starts": self.starts} if with_starts else out)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -449,14 +436,8 @@ def _program_start(spec: _Spec, prep: _Prepared, i: int, rng: np.random.Generato
     if spec.guesses is not None:  # the caller's guess i
         prog, x0, pattern = prep.problem, spec.guesses[i], None
     elif prep.kind == "trajectory":
-        to = prep.problem
-        if not structured and "start_indices" in inspect.signature(to.solve).parameters:
-            tor = to.solve(backend=spec.backend, strategy=spec.strategy, seed=spec.seed,
-                           start_indices=[int(i)], scale=spec.scale, **opts)
-            return _program_record(spec, prep, i, tor.result, None, "to.solve")
-        # the transcription's own start i, drawn the same way
-        noise = rng if structured or i > 0 else None
-        base = to.initial_guess(noise, spec.scale)
+        to = prep.problem  # its own start i (no noise for start 0)
+        base = to.initial_guess(rng if structured or i > 0 else None, spec.scale)
         x0, pattern = _program_guess(spec, prep, i, rng, structured, base)
         prog = to.program
     else:
@@ -768,20 +749,13 @@ def solve_from_guesses(
     The starts run through the same loop as :func:`multistart` (same records, store, resume, Dask,
     time limit and clustering, with no structured starts).
 
-    Parameters
-    ----------
-    program : a :class:`~contactmp.program.Program`, or a zero-argument function building it (needed
-        on Dask workers, where the guesses then travel as arrays).
-    guesses : one initial guess (``n_x`` finite values) per start, or a function ``i -> guess``
-        (called here, once per start, before anything runs).
-    indices : the starts' indices (distinct integers >= 0; an integer ``n``: ``0 .. n-1``), in
-        order; default ``0 .. len(guesses)-1`` (required with a guess function). A sequence of
-        guesses pairs them up in order.
-    backend, strategy, options, overrides : of :func:`~contactmp.solvers.nlp.solve_program`
-        (``options`` an ``NLPOptions``; both checked here). Their ``feas_tol`` / ``comp_tol`` also
-        verify the clusters.
-    time_limit, store_path, progress, workers, scheduler, client, batch_size, callback, max_results,
-        tol_cluster : as for :func:`multistart`.
+    ``program`` is a :class:`~contactmp.program.Program` or a zero-argument function building it
+    (needed on Dask workers). ``guesses``: one initial guess (``n_x`` finite values) per start, or a
+    function ``i -> guess``, called here once per start before anything runs. ``indices``: the
+    starts' indices in order (distinct integers >= 0; ``n``: ``0 .. n-1``; default ``0 ..
+    len(guesses)-1``, required with a function). ``backend``, ``strategy``, ``options`` (an
+    ``NLPOptions``) and ``overrides`` go to ``solve_program`` (checked here; their ``feas_tol`` and
+    ``comp_tol`` also verify the clusters); the other arguments are those of :func:`multistart`.
 
     Returns a :class:`MultistartResult` (kind ``"program"``) whose ``starts`` follow ``indices``'
     order, ``best`` is :func:`best_start` of them and ``results[i]`` start i's result
@@ -799,12 +773,8 @@ def solve_from_guesses(
                                     f"got {type(prog).__name__}")
     if indices is None and callable(guesses):
         raise InputError("indices", "are needed with a guess function")
-    if indices is None:
-        idx = list(range(len(guesses)))  # type: ignore[arg-type]
-    elif isinstance(indices, (int, np.integer)) and not isinstance(indices, bool):
-        idx = list(range(int(indices)))
-    else:
-        idx = list(indices)
+    n = len(guesses) if indices is None else indices  # type: ignore[arg-type]
+    idx = list(range(int(n))) if isinstance(n, (int, np.integer)) and not isinstance(n, bool) else list(n)
     if not idx or not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) and i >= 0 for i in idx) \
             or len(set(idx)) != len(idx):
         raise InputError("indices", f"must be distinct integers >= 0 (at least one), got {indices!r}")
@@ -879,22 +849,13 @@ def _run(spec: _Spec, prep: _Prepared, indices: list[int], opts: dict[str, Any],
 
 def _check_solver_options(kind: str, opts: dict[str, Any]) -> None:
     """Reject unknown or ill-typed local-solver options now, not in every start."""
-    if kind == "lcp":
-        from contactmp.solvers import newton
+    import importlib
 
-        if "z0" in opts:
-            raise OptionError("z0 is set by each start; it cannot be a solver option of multistart")
-        newton.Options.build(None, **opts)
-    elif kind == "fc3d":
-        from contactmp.solvers import fc3d_newton
-
-        if "r0" in opts:
-            raise OptionError("r0 is set by each start; it cannot be a solver option of multistart")
-        fc3d_newton.Options.build(None, **opts)
-    else:
-        from contactmp.solvers.nlp import NLPOptions
-
-        NLPOptions.build(None, **opts)
+    module, start = {"lcp": ("newton", "z0"), "fc3d": ("fc3d_newton", "r0")}.get(kind, ("nlp", None))
+    if start in opts:
+        raise OptionError(f"{start} is set by each start; it cannot be a solver option of multistart")
+    mod = importlib.import_module(f"contactmp.solvers.{module}")
+    (mod.NLPOptions if module == "nlp" else mod.Options).build(None, **opts)
 
 
 def _summarize(spec: _Spec, prep: _Prepared, records: list[dict[str, Any]], opts: dict[str, Any], tol_c: float,

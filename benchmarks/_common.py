@@ -1,5 +1,6 @@
 """What every benchmark script shares: where the shared folder is, the machine and versions record,
-JSON/JSONL output, rich tables, median timing, and calling Siconos in a subprocess.
+JSON output (the JSONL records go through :class:`contactmp.records.RecordStore`), rich tables,
+median timing, and calling Siconos in a subprocess.
 
 Siconos (Debian's python3-siconos) is built for Debian's own numpy, so it runs only under
 ``/usr/bin/python3``; the tool ``shared/tools/siconos_solve.py`` solves one problem file there and
@@ -32,6 +33,16 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 def shared_dir() -> Path:
     """The shared folder: ``$CONTACTMP_SHARED`` if set, else ``../shared`` from the repository root."""
     return Path(os.environ.get("CONTACTMP_SHARED", REPO.parent / "shared")).resolve()
+
+
+def shared_files(kind: str, pattern: str, what: str) -> list[Path]:
+    """The files ``pattern`` of ``shared/data/KIND``, sorted by name; exits naming ``what`` when
+    there are none."""
+    folder = shared_dir() / "data" / kind
+    files = sorted(folder.glob(pattern))
+    if not files:
+        raise SystemExit(f"no {what} problems in {folder}; set CONTACTMP_SHARED to the shared folder")
+    return files
 
 
 def siconos_tool() -> Path:
@@ -168,14 +179,18 @@ def siconos_solve(
 # timing
 
 
-def median_time(fn: Callable[[], Any], repeats: int) -> tuple[float, list[float], Any]:
-    """Call ``fn`` ``repeats`` times; return (median wall time, all times, the last return value)."""
+def median_time(fn: Callable[[], Any], repeats: int,
+                stop_after_s: float = math.inf) -> tuple[float, list[float], Any]:
+    """Call ``fn`` ``repeats`` times (no more once a call took longer than ``stop_after_s``);
+    return (median wall time, all times, the last return value)."""
     times: list[float] = []
     value: Any = None
     for _ in range(max(1, repeats)):
         t0 = time.perf_counter()
         value = fn()
         times.append(time.perf_counter() - t0)
+        if times[-1] > stop_after_s:
+            break
     return statistics.median(times), times, value
 
 
@@ -191,28 +206,13 @@ def write_json(path: Path, obj: Any) -> Path:
     return path
 
 
-class JsonlWriter:
-    """Append one JSON object per line, flushed as it is written (truncates the file on open)."""
-
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = self.path.open("w")
-
-    def write(self, record: dict[str, Any]) -> None:
-        """Write one record."""
-        self._fh.write(json.dumps(jsonable(record)) + "\n")
-        self._fh.flush()
-
-    def close(self) -> None:
-        """Close the file."""
-        self._fh.close()
-
-    def __enter__(self) -> "JsonlWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+def finish(path: Path, results: dict[str, Any], t_start: float, *also: Path) -> int:
+    """Write ``results`` with ``wall_time_s`` (since the ``time.perf_counter()`` time ``t_start``)
+    as JSON to ``path``, say on stderr which files the run wrote (``path`` and ``also``); 0."""
+    write_json(path, {**results, "wall_time_s": time.perf_counter() - t_start})
+    names = [str(f) for f in (path, *also)]
+    print(f"wrote {', '.join(names[:-1])} and {names[-1]}", file=sys.stderr)
+    return 0
 
 
 def run_header(name: str, argv: Sequence[str], seed: int) -> dict[str, Any]:
@@ -245,8 +245,9 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
     Console(width=max(80, needed)).print(table)
 
 
-def fmt_time(t: float | None) -> str:
-    """A time in s, ms or us, three significant digits."""
+def fmt_time(t: float | str | None) -> str:
+    """A time in s, ms or us, three significant digits (a JSON string such as "inf" too)."""
+    t = None if t is None else float(t)
     if t is None or not math.isfinite(t):
         return "-"
     if t >= 1.0:
@@ -256,10 +257,11 @@ def fmt_time(t: float | None) -> str:
     return f"{t * 1e6:.3g} us"
 
 
-def fmt_residual(r: float | None) -> str:
-    """A residual in short scientific notation."""
+def fmt_residual(r: float | str | None) -> str:
+    """A residual in short scientific notation (a JSON string such as "inf" too)."""
     if r is None:
         return "-"
+    r = float(r)
     if not math.isfinite(r):
         return str(r)
     return "0" if r == 0 else f"{r:.1e}"

@@ -26,7 +26,7 @@ the driver call alone, also not repeated past one second). Ratios are per proble
 
 Output (``--out``, default ``benchmarks/out/fc3d_vs_siconos/``): ``results.json`` (machine, versions,
 options, per-problem records, summary, the profile's data), ``records.jsonl`` (one line per solve,
-with r) and ``performance_profile.png`` (Dolan-More: for each solver, the fraction of problems it
+with r, keyed ``PROBLEM/SOLVER``, written as it finishes; every run starts the file over) and ``performance_profile.png`` (Dolan-More: for each solver, the fraction of problems it
 solves within a factor tau of the fastest solver on that problem).
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as common  # noqa: E402
 
 from contactmp.io import load_fc3d  # noqa: E402
+from contactmp.records import RecordStore  # noqa: E402
 from contactmp.solvers.fc3d import fc3d_residual  # noqa: E402
 from contactmp.solvers.registry import FC3D_SOLVERS, solve_fc3d  # noqa: E402
 
@@ -93,12 +94,8 @@ class Problem:
 
 def load_problems(quick: bool, only: list[str] | None) -> list[Problem]:
     """The shared fc3d problems (read with our reader), smallest first; ``quick`` keeps the small ones."""
-    folder = common.shared_dir() / "data" / "fc3d"
-    files = sorted(folder.glob("*.npz"))
-    if not files:
-        raise SystemExit(f"no fc3d problems in {folder}; set CONTACTMP_SHARED to the shared folder")
     out = []
-    for f in files:
+    for f in common.shared_files("fc3d", "*.npz", "fc3d"):
         if only and f.stem not in only:
             continue
         W, q, mu = load_fc3d(f)
@@ -114,19 +111,6 @@ def load_problems(quick: bool, only: list[str] | None) -> list[Problem]:
 
 # --------------------------------------------------------------------------------------------
 # solving
-
-
-def timed(fn: Callable[[], Any], repeats: int) -> tuple[float, list[float], Any]:
-    """Median wall time of up to ``repeats`` calls of ``fn`` (no repeat once a call took > 1 s)."""
-    times: list[float] = []
-    value: Any = None
-    for _ in range(max(1, repeats)):
-        t0 = time.perf_counter()
-        value = fn()
-        times.append(time.perf_counter() - t0)
-        if times[-1] > REPEAT_BELOW_S:
-            break
-    return statistics.median(times), times, value
 
 
 def warm_up(problems: list[Problem], solvers: list[str], cap: float) -> dict[str, str]:
@@ -157,8 +141,8 @@ def run_ours(p: Problem, solver: str, repeats: int, cap: float) -> dict[str, Any
     """Time ``solve_fc3d(W, q, mu, solver=solver, tol=1e-8, time_limit=cap)`` and judge it with our residual."""
     base = {"solver": solver, "family": "ours"}
     try:
-        t_med, times, res = timed(
-            lambda: solve_fc3d(p.W, p.q, p.mu, solver=solver, tol=TOL, time_limit=cap), repeats
+        t_med, times, res = common.median_time(
+            lambda: solve_fc3d(p.W, p.q, p.mu, solver=solver, tol=TOL, time_limit=cap), repeats, REPEAT_BELOW_S
         )
     except Exception as exc:  # a benchmark records a crashing solver and goes on
         return {**base, "solved": False, "status": "error", "residual": None, "time_s": None,
@@ -359,29 +343,28 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: our solver '{name}' failed in the warm-up ({why_broken}); "
               "it is recorded as an error where it fails", file=sys.stderr)
     results: list[dict[str, Any]] = []
-    with common.JsonlWriter(out / "records.jsonl") as records:
-        for k, p in enumerate(problems):
-            print(f"[{k + 1}/{len(problems)}] {p.name} (nc = {p.nc})", file=sys.stderr, flush=True)
-            solves: dict[str, dict[str, Any]] = {}
-            for s in ours:
-                solves[s] = run_ours(p, s, args.repeats, args.time_cap)
-            if with_siconos:
-                for s in SICONOS_SOLVERS:
-                    solves[siconos_key(s)] = run_siconos(p, s, args.repeats, args.time_cap, args.siconos_max_iter)
-            for rec in solves.values():
-                records.write({"problem": p.name, "nc": p.nc, "n": 3 * p.nc, "tol": TOL,
-                               "time_cap_s": args.time_cap, **rec})
-            best = best_siconos(solves)
-            default = solves.get(DEFAULT_SOLVER)
-            ratio = (default["time_s"] / best["time_s"]
-                     if best and default and default["solved"] and best["time_s"] > 0 else None)
-            results.append({
-                "problem": p.name, "nc": p.nc, "n": 3 * p.nc,
-                "solves": {s: {key: v for key, v in rec.items() if key not in ("r", "times_s", "traceback")}
-                           for s, rec in solves.items()},
-                "best_siconos": best["solver"] if best else None,
-                "ratio_default_vs_best_siconos": ratio,
-            })
+    records = RecordStore(out / "records.jsonl", fresh=True)
+    for k, p in enumerate(problems):
+        print(f"[{k + 1}/{len(problems)}] {p.name} (nc = {p.nc})", file=sys.stderr, flush=True)
+        solves: dict[str, dict[str, Any]] = {}
+        for s in ours:
+            solves[s] = run_ours(p, s, args.repeats, args.time_cap)
+        if with_siconos:
+            for s in SICONOS_SOLVERS:
+                solves[siconos_key(s)] = run_siconos(p, s, args.repeats, args.time_cap, args.siconos_max_iter)
+        records.append_many({"key": f"{p.name}/{s}", "problem": p.name, "nc": p.nc, "n": 3 * p.nc, "tol": TOL,
+                             "time_cap_s": args.time_cap, **rec} for s, rec in solves.items())
+        best = best_siconos(solves)
+        default = solves.get(DEFAULT_SOLVER)
+        ratio = (default["time_s"] / best["time_s"]
+                 if best and default and default["solved"] and best["time_s"] > 0 else None)
+        results.append({
+            "problem": p.name, "nc": p.nc, "n": 3 * p.nc,
+            "solves": {s: {key: v for key, v in rec.items() if key not in ("r", "times_s", "traceback")}
+                       for s, rec in solves.items()},
+            "best_siconos": best["solver"] if best else None,
+            "ratio_default_vs_best_siconos": ratio,
+        })
 
     summary = summarize(results, keys)
     print_tables(results, summary, keys, ours, with_siconos, args.time_cap)
@@ -395,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         f"fc3d, {len(results)} Siconos test problems: solved at residual <= {TOL:g} within "
         f"{args.time_cap:g} s\n(solid: ours; dashed: Siconos)", styles=styles,
     )
-    common.write_json(out / "results.json", {
+    return common.finish(out / "results.json", {
         **header,
         "tol": TOL,
         "residual": "contactmp.solvers.fc3d.fc3d_residual (normalized natural map, Siconos 4.4)",
@@ -411,13 +394,10 @@ def main(argv: list[str] | None = None) -> int:
                            f"not repeated past {REPEAT_BELOW_S:g} s",
                    "siconos": "siconos_solve.py time_s: median over repeats of the driver call only; "
                               f"not repeated past {REPEAT_BELOW_S:g} s"},
-        "wall_time_s": time.perf_counter() - t_start,
         "summary": summary,
         "performance_profile": profile,
         "problems": results,
-    })
-    print(f"wrote {out / 'results.json'}, {out / 'records.jsonl'} and {png}", file=sys.stderr)
-    return 0
+    }, t_start, records.path, png)
 
 
 if __name__ == "__main__":

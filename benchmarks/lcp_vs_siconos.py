@@ -20,7 +20,8 @@ more calls than a handful keeps that from deciding a ratio of microsecond solves
 ``/usr/bin/python3`` in a subprocess). Ratios ours/Siconos are per problem, from this run only.
 
 Output (``--out``, default ``benchmarks/out/lcp_vs_siconos/``): ``results.json`` (machine,
-versions, seeds, per-problem and per-class summaries) and ``records.jsonl`` (one line per solve).
+versions, seeds, per-problem and per-class summaries) and ``records.jsonl`` (one line per solve,
+keyed ``PROBLEM/SOLVER``, written as it finishes; every run starts the file over).
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as common  # noqa: E402
 
+from contactmp.records import RecordStore  # noqa: E402
 from contactmp.solvers import solve_lcp  # noqa: E402
 from contactmp.solvers.lcp import lcp_residual  # noqa: E402
 from contactmp.solvers.registry import LCP_SOLVERS  # noqa: E402
@@ -75,12 +77,8 @@ def shared_problems() -> list[Problem]:
     """Every LCP of ``shared/data/lcp`` (read with our own reader, which refuses pickles)."""
     from contactmp.io import load_lcp
 
-    folder = common.shared_dir() / "data" / "lcp"
-    files = sorted(folder.glob("*.npz"))
-    if not files:
-        raise SystemExit(f"no LCP problems in {folder}; set CONTACTMP_SHARED to the shared folder")
     out = []
-    for f in files:
+    for f in common.shared_files("lcp", "*.npz", "LCP"):
         M, q = load_lcp(f)
         out.append(Problem(name=f.stem, klass="shared", M=M, q=q, path=f))
     return sorted(out, key=lambda p: (p.n, p.name))
@@ -298,23 +296,23 @@ def main(argv: list[str] | None = None) -> int:
         problems = shared_problems() + generated_problems(SIZES, seeds, args.mu, Path(tmp))
         warm_up(problems)
         results: list[dict[str, Any]] = []
-        with common.JsonlWriter(out / "records.jsonl") as records:
-            for k, p in enumerate(problems):
-                print(f"[{k + 1}/{len(problems)}] {p.name} (n = {p.n})", file=sys.stderr, flush=True)
-                solves = {s: run_ours(p, s, args.repeats) for s in OUR_SOLVERS}
-                if with_siconos:
-                    solves[SICONOS_NAME] = run_siconos(p, args.repeats, args.siconos_timeout)
-                for rec in solves.values():
-                    records.write({"problem": p.name, "class": p.klass, "n": p.n, "seed": p.seed,
-                                   "mu": None if p.seed is None else args.mu, "tol": TOL, **rec})
-                ref = solves.get(SICONOS_NAME)
-                results.append({
-                    "problem": p.name, "class": p.klass, "n": p.n, "seed": p.seed,
-                    "solves": {s: {key: v for key, v in rec.items()
-                                   if key not in ("z", "times_s", "traceback")}
-                               for s, rec in solves.items()},
-                    "ratio_vs_siconos": {s: _ratio(solves[s], ref) for s in OUR_SOLVERS},
-                })
+        records = RecordStore(out / "records.jsonl", fresh=True)
+        for k, p in enumerate(problems):
+            print(f"[{k + 1}/{len(problems)}] {p.name} (n = {p.n})", file=sys.stderr, flush=True)
+            solves = {s: run_ours(p, s, args.repeats) for s in OUR_SOLVERS}
+            if with_siconos:
+                solves[SICONOS_NAME] = run_siconos(p, args.repeats, args.siconos_timeout)
+            records.append_many({"key": f"{p.name}/{s}", "problem": p.name, "class": p.klass, "n": p.n,
+                                 "seed": p.seed, "mu": None if p.seed is None else args.mu, "tol": TOL, **rec}
+                                for s, rec in solves.items())
+            ref = solves.get(SICONOS_NAME)
+            results.append({
+                "problem": p.name, "class": p.klass, "n": p.n, "seed": p.seed,
+                "solves": {s: {key: v for key, v in rec.items()
+                               if key not in ("z", "times_s", "traceback")}
+                           for s, rec in solves.items()},
+                "ratio_vs_siconos": {s: _ratio(solves[s], ref) for s in OUR_SOLVERS},
+            })
 
     solver_cols = list(OUR_SOLVERS) + ([SICONOS_NAME] if with_siconos else [])
     cols = ["problem", "n"]
@@ -330,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(results, with_siconos)
     print_summary(summary, with_siconos)
 
-    common.write_json(out / "results.json", {
+    return common.finish(out / "results.json", {
         **header,
         "tol": TOL,
         "quick": args.quick,
@@ -342,12 +340,9 @@ def main(argv: list[str] | None = None) -> int:
                     "siconos_skipped_because": None if with_siconos else why},
         "timing": {"ours": "median over repeats of the whole solve_lcp call, after warm-up",
                    "siconos": "siconos_solve.py time_s: median over repeats of the driver call only"},
-        "wall_time_s": time.perf_counter() - t_start,
         "summary": summary,
         "problems": results,
-    })
-    print(f"wrote {out / 'results.json'} and {out / 'records.jsonl'}", file=sys.stderr)
-    return 0
+    }, t_start, records.path)
 
 
 if __name__ == "__main__":

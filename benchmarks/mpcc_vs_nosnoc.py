@@ -51,7 +51,8 @@ of the same run. Times are wall times from the file to the judged answer (load a
 construction included), with a time limit per solve.
 
 Output: ``benchmarks/out/mpcc_vs_nosnoc.json`` and ``benchmarks/out/mpcc_vs_nosnoc.jsonl`` (one
-finished record per line, appended as it finishes; a new run with the same settings skips the
+finished record per line, keyed and with its settings' fingerprint ``config``, appended as it
+finishes by :class:`contactmp.records.RecordStore`; a new run with the same settings skips the
 records already there, so an interrupted run resumes; ``--fresh`` starts over).
 """
 from __future__ import annotations
@@ -75,6 +76,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as common  # noqa: E402
 
+from contactmp.records import RecordStore  # noqa: E402
 from contactmp.result import jsonable  # noqa: E402
 
 DEFAULT_NOSNOC_PYTHON = Path("/work/.venvs/nosnoc/bin/python")
@@ -103,45 +105,8 @@ REF = "reference"
 
 
 # ============================================================================================
-# resumable records
+# resumable records (contactmp.records.RecordStore through contactmp.parallel.run_tasks)
 # ============================================================================================
-class Records:
-    """Append-only JSONL of finished records, keyed by ``key``; records of another configuration
-    (a different ``config`` fingerprint) are ignored, so changed settings are re-run."""
-
-    def __init__(self, path: Path, fresh: bool) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.done: dict[str, dict[str, Any]] = {}
-        if fresh and self.path.exists():
-            self.path.unlink()
-        if self.path.exists():
-            for line in self.path.read_text().splitlines():
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut by an interrupted run
-                if isinstance(rec, dict) and "key" in rec and "config" in rec:
-                    self.done[f"{rec['config']}|{rec['key']}"] = rec
-        self._fh = self.path.open("a")
-
-    def get(self, key: str, config: str) -> dict[str, Any] | None:
-        """The finished record ``key`` of configuration ``config``, if any."""
-        return self.done.get(f"{config}|{key}")
-
-    def add(self, key: str, config: str, rec: dict[str, Any]) -> dict[str, Any]:
-        """Append ``rec`` (with its key and config) and return it."""
-        rec = {"key": key, "config": config, **rec}
-        self._fh.write(json.dumps(jsonable(rec)) + "\n")
-        self._fh.flush()
-        self.done[f"{config}|{key}"] = rec
-        return rec
-
-    def close(self) -> None:
-        """Close the file."""
-        self._fh.close()
-
-
 def fingerprint(obj: Any) -> str:
     """A short hash of a JSON-ready configuration."""
     return hashlib.sha1(json.dumps(jsonable(obj), sort_keys=True).encode()).hexdigest()[:12]
@@ -401,10 +366,7 @@ def run_nosnoc_task(py: Path, task: str, time_limit: float, repeats: int) -> dic
 # ============================================================================================
 def nosbench_files(quick: bool) -> list[Path]:
     """The NOSBENCH problem files, smallest first (``--quick``: the 8 smallest)."""
-    folder = common.shared_dir() / "data" / "nosbench"
-    files = sorted(folder.glob("*.json"), key=lambda p: (p.stat().st_size, p.name))
-    if not files:
-        raise SystemExit(f"no NOSBENCH problems in {folder}; set CONTACTMP_SHARED to the shared folder")
+    files = sorted(common.shared_files("nosbench", "*.json", "NOSBENCH"), key=lambda p: (p.stat().st_size, p.name))
     return files[:8] if quick else files
 
 
@@ -513,50 +475,38 @@ def guarded(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
                 "traceback": traceback.format_exc(limit=4), "time_s": time.perf_counter() - t0}
 
 
-def run_jobs(jobs: list[tuple[str, str, Callable[[], dict[str, Any]]]], records: Records,
-             workers: int = 0, scheduler: str | None = None) -> dict[str, dict[str, Any]]:
-    """Run ``(key, config, fn)`` jobs with a rich progress bar, skipping finished records.
+Job = tuple[str, str, Callable[[], dict[str, Any]]]
+
+
+def job_store(path: Path, jobs: list[Job]) -> RecordStore:
+    """The JSONL store at ``path`` as seen by ``(key, config, fn)`` jobs: only the records of their
+    configurations count (those of other settings stay in the file and are computed again)."""
+    configs = {config for _, config, _ in jobs}
+    return RecordStore(path, accept=lambda rec: rec.get("config") in configs)
+
+
+def _run_job(job: Job) -> dict[str, Any]:
+    key, config, fn = job
+    return {"key": key, "config": config, **guarded(fn)}
+
+
+def run_jobs(jobs: list[Job], store: RecordStore, workers: int = 0,
+             scheduler: str | None = None) -> dict[str, dict[str, Any]]:
+    """Run the ``(key, config, fn)`` jobs that have no record in ``store`` (see :func:`job_store`)
+    with :func:`contactmp.parallel.run_tasks`; every job's record, by key.
 
     ``workers = 0`` and no ``scheduler``: one after the other in this process (the default: timings
     are not shared with other jobs). Otherwise the jobs go to a Dask cluster (a local one of
     ``workers`` processes, or the one at ``scheduler``) and each record is written as it comes back
     (a lost worker's jobs are re-run by Dask; an interrupted run resumes from the JSONL)."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from contactmp.parallel import run_tasks
 
-    out: dict[str, dict[str, Any]] = {}
-    todo = []
-    for key, config, fn in jobs:
-        rec = records.get(key, config)
-        if rec is not None:
-            out[key] = rec
-        else:
-            todo.append((key, config, fn))
-    console = Console(stderr=True)
-    if len(todo) < len(jobs):
-        console.print(f"resuming: {len(jobs) - len(todo)} of {len(jobs)} records already in {records.path}")
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=False) as progress:
-        bar = progress.add_task("", total=len(todo))
-        if todo and (workers or scheduler):
-            from distributed import as_completed
-
-            from contactmp.parallel import dask_client
-
-            with dask_client(workers or None, scheduler) as client:
-                futures = {client.submit(guarded, fn, key=f"job-{i}-{key}", pure=False, retries=2): (key, config)
-                           for i, (key, config, fn) in enumerate(todo)}
-                for fut in as_completed(futures):
-                    key, config = futures[fut]
-                    progress.update(bar, description=key)
-                    out[key] = records.add(key, config, fut.result())
-                    progress.advance(bar)
-            return out
-        for key, config, fn in todo:
-            progress.update(bar, description=key)
-            out[key] = records.add(key, config, guarded(fn))
-            progress.advance(bar)
-    return out
+    done = sum(1 for key, _, _ in jobs if key in store)
+    if done:
+        print(f"resuming: {done} of {len(jobs)} records already in {store.path}", file=sys.stderr)
+    report = run_tasks(_run_job, jobs, keys=[key for key, _, _ in jobs], store_path=store, workers=workers,
+                       scheduler=scheduler, retries=2, description="mpcc_vs_nosnoc")
+    return {key: store[key] for key in report.keys}
 
 
 # ============================================================================================
@@ -680,7 +630,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"unknown strategies {unknown}; known: {list(STRATEGIES)}")
     out_json: Path = args.out
-    records = Records(out_json.with_suffix(".jsonl"), fresh=args.fresh)
+    jsonl = out_json.with_suffix(".jsonl")
+    if args.fresh:
+        RecordStore(jsonl, fresh=True)
     header = common.run_header("mpcc_vs_nosnoc", [sys.executable] + sys.argv, args.seed)
     result: dict[str, Any] = {**header, "quick": args.quick, "strategies": strategies,
                               "tolerances": {"feasibility": FEAS_TOL, "comp_residual": COMP_TOL}}
@@ -696,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg_a = {"block": BLOCK, "hopper": HOPPER, "nosnoc_block": NOSNOC_BLOCK,
                  "nosnoc_hopper": NOSNOC_HOPPER, "limit": args.task_time_limit,
                  "accept": NOSNOC_ACCEPT_COMP, "resim": RESIM_SUBSTEPS}
-        jobs: list[tuple[str, str, Callable[[], dict[str, Any]]]] = []
+        jobs: list[Job] = []
         labels: dict[str, list[tuple[str, str]]] = {}
         nos_keys: dict[str, str | None] = {}
         for task in tasks:
@@ -720,7 +672,7 @@ def main(argv: list[str] | None = None) -> int:
                 what = "FESD Stewart, Filippov friction" if task == "block" else "FESD Stewart, time-freezing"
                 labels[task].append((key, f"nosnoc {NOSNOC_VERSION} ({what})"))
                 jobs.append((key, cfg, lambda t=task, r=reps: run_nosnoc_task(py, t, args.task_time_limit, r)))
-        recs = run_jobs(jobs, records, args.workers, args.scheduler)
+        recs = run_jobs(jobs, job_store(jsonl, jobs), args.workers, args.scheduler)
         opt, tau = block_optimum(BLOCK["m"], BLOCK["mu"], BLOCK["g"], BLOCK["d"], BLOCK["T"])
         hdr = ("contactmp: Stewart-Trinkle/Anitescu-Potra velocity time stepping, semi-implicit Euler, "
                "one step per control interval (h = T/N); nosnoc: FESD Radau IIA, n_s = 2 stages, "
@@ -766,9 +718,10 @@ def main(argv: list[str] | None = None) -> int:
             jobs.append((f"B/{f.stem}/{REF}", cfg_b, lambda f=f: reference_scholtes(f, args.time_limit)))
             for s in strategies:
                 jobs.append((f"B/{f.stem}/{s}", cfg_b, lambda f=f, s=s: ours_nosbench(f, s, args.time_limit)))
-        if any(records.get(key, cfg) is None for key, cfg, _ in jobs):
+        store = job_store(jsonl, jobs)
+        if any(key not in store for key, _, _ in jobs):
             warm_up_b(files[0], strategies)
-        recs = run_jobs(jobs, records, args.workers, args.scheduler)
+        recs = run_jobs(jobs, store, args.workers, args.scheduler)
         problems = [f.stem for f in files]
         cols = ["problem", "n_w", "n_comp"] + [c for m in methods for c in (m, "time")]
         rows = []
@@ -806,11 +759,7 @@ def main(argv: list[str] | None = None) -> int:
                             for m in methods} for p in problems},
         }
 
-    records.close()
-    result["wall_time_s"] = time.perf_counter() - t_start
-    common.write_json(out_json, result)
-    print(f"wrote {out_json} and {records.path}", file=sys.stderr)
-    return 0
+    return common.finish(out_json, result, t_start, jsonl)
 
 
 if __name__ == "__main__":

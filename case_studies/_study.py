@@ -53,22 +53,12 @@ class StudyRun:
 
     def progress(self, items: Iterable[Any], total: int, description: str) -> Iterator[Any]:
         """Iterate with a rich progress bar on stderr (silent when stderr is not a terminal)."""
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+        from contactmp.parallel import progress_bar
 
-        console = Console(stderr=True)
-        with Progress(
-            "[progress.description]{task.description}",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            disable=not console.is_terminal,
-        ) as bar:
-            task = bar.add_task(description, total=total)
+        with progress_bar(True, description, total) as advance:
             for item in items:
                 yield item
-                bar.advance(task)
+                advance(1)
 
     def write_summary(self, summary: dict[str, Any]) -> Path:
         """Write ``summary.json`` (headline figures plus seed, mode and environment)."""

@@ -2,10 +2,10 @@
 an append-only, resumable JSONL file.
 
 :func:`run_tasks` computes ``fn(item)`` for every item whose key is not yet in the JSONL store
-(``case_studies._study.RecordStore``: one JSON object per line, keyed by ``record["key"]``) and
+(:class:`contactmp.records.RecordStore`: one JSON object per line, keyed by ``record["key"]``) and
 appends each result as soon as it is back, so
 
-* an interrupted run (Ctrl-C, a crash, ``max_results``) loses at most the results in flight, and
+* an interrupted run (Ctrl-C, a crash, ``max_results``, ``deadline``) loses at most the results in flight, and
   running it again computes only the missing keys (resume, no repeats);
 * a lost worker loses no results: what is written stays written, and the tasks that were running
   or queued on the dead worker are rescheduled by Dask onto the remaining (or restarted) workers
@@ -45,7 +45,7 @@ from contactmp.result import jsonable
 if TYPE_CHECKING:  # pragma: no cover
     from distributed import Client
 
-__all__ = ["run_tasks", "dask_client", "RunReport", "TaskError", "DEFAULT_WORKERS", "WORKER_ENV"]
+__all__ = ["run_tasks", "dask_client", "progress_bar", "RunReport", "TaskError", "DEFAULT_WORKERS", "WORKER_ENV"]
 
 #: worker processes of the default local cluster
 DEFAULT_WORKERS = 2
@@ -71,7 +71,8 @@ class RunReport:
 
     ``keys`` are all the run's keys in item order; ``skipped`` of them were already in the store
     (resume); ``done`` were computed and written by this run; ``failed`` maps keys whose ``fn``
-    raised to the error text; ``interrupted`` is True when ``max_results`` stopped the run early.
+    raised to the error text; ``interrupted`` is True when ``max_results`` or ``deadline``
+    stopped the run early.
     ``workers`` is 0 for an in-process run, else the number of Dask workers at the start.
     """
 
@@ -186,6 +187,7 @@ def run_tasks(
     max_results: int | None = None,
     callback: Callable[[str, dict[str, Any]], None] | None = None,
     raise_on_error: bool = True,
+    deadline: float | None = None,
 ) -> RunReport:
     """Compute ``fn(item)`` for every item whose key is not yet in the JSONL store at ``store_path``,
     streaming each record to it as soon as it is back; return a :class:`RunReport`.
@@ -213,6 +215,12 @@ def run_tasks(
         stops the run (records written so far stay) and propagates.
     raise_on_error : raise :class:`TaskError` at the end when some items raised; otherwise
         they are only listed in ``RunReport.failed``.
+    deadline : a :func:`time.perf_counter` time (absolute, in this process) after which no new
+        batch is started: batches already running finish and are written, the rest are not sent
+        (on Dask only about two batches per worker are in flight at a time, so that little is
+        queued when it passes). The report then has ``interrupted=True`` and ``complete=False``;
+        a later call resumes. ``fn`` itself is not stopped: to bound each item too, give it the
+        time left (as :func:`contactmp.solvers.multistart.multistart` does).
     """
     t0 = time.perf_counter()
     items = list(items)
@@ -231,6 +239,9 @@ def run_tasks(
     if max_results is not None and (isinstance(max_results, bool) or not isinstance(max_results, int)
                                     or max_results < 0):
         raise OptionError(f"max_results must be None or an integer >= 0, got {max_results!r}")
+    if deadline is not None and (isinstance(deadline, bool) or not isinstance(deadline, (int, float))
+                                 or math.isnan(deadline)):
+        raise OptionError(f"deadline must be None or a time.perf_counter() time, got {deadline!r}")
     n_workers = 0 if client is None and scheduler is None and _check_workers(workers) == 0 else -1
 
     store = store_path if isinstance(store_path, RecordStore) else RecordStore(Path(store_path))
@@ -238,7 +249,7 @@ def run_tasks(
     report = RunReport(store=store, keys=key_list, skipped=len(items) - len(pending), done=0)
     batches = [pending[i:i + batch_size] for i in range(0, len(pending), batch_size)]
 
-    with _progress_bar(progress, description, len(items), report.skipped) as advance:
+    with progress_bar(progress, description, len(items), report.skipped) as advance:
         def write(results: list[tuple[str, bool, Any]]) -> bool:
             """Write one batch's records; True when max_results is reached."""
             ok = [rec for _, good, rec in results if good]
@@ -259,36 +270,49 @@ def run_tasks(
             report.interrupted = bool(batches)
         elif n_workers == 0:
             for batch in batches:
-                if write(_run_batch(fn, batch)):
+                if _passed(deadline) or write(_run_batch(fn, batch)):
                     report.interrupted = True
                     break
         elif client is not None:
             report.workers = len(client.nthreads())
-            report.interrupted = _run_dask(client, fn, batches, retries, write)
+            report.interrupted = _run_dask(client, fn, batches, retries, write, deadline)
         else:
             with dask_client(workers, scheduler) as own:
                 report.workers = len(own.nthreads())
-                report.interrupted = _run_dask(own, fn, batches, retries, write)
+                report.interrupted = _run_dask(own, fn, batches, retries, write, deadline)
     report.time_s = time.perf_counter() - t0
     if report.failed and raise_on_error:
         raise TaskError(report.failed)
     return report
 
 
+def _passed(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() >= deadline
+
+
 def _run_dask(client: "Client", fn: Callable[[Any], Any], batches: list[list[tuple[str, Any]]],
-              retries: int, write: Callable[[list[tuple[str, bool, Any]]], bool]) -> bool:
-    """Submit every batch, write results as they complete (``as_completed``); True if stopped
-    early by ``write``. Futures still pending on exit (early stop, interrupt, error) are cancelled."""
+              retries: int, write: Callable[[list[tuple[str, bool, Any]]], bool], deadline: float | None) -> bool:
+    """Submit the batches, write results as they complete (``as_completed``); True if stopped
+    early by ``write`` or by ``deadline``. Without a deadline every batch is submitted at once;
+    with one, about two per worker thread are in flight and no new one is submitted once it has
+    passed (those in flight are still written). Futures still pending on exit (early stop,
+    interrupt, error) are cancelled."""
     from distributed import as_completed
 
     run = uuid.uuid4().hex[:12]
-    futures = {
-        client.submit(_run_batch, fn, batch, key=f"contactmp-batch-{run}-{j}", pure=False, retries=retries): j
-        for j, batch in enumerate(batches)
-    }
+    futures: dict[Any, int] = {}
+
+    def submit(j: int) -> Any:
+        fut = client.submit(_run_batch, fn, batches[j], key=f"contactmp-batch-{run}-{j}", pure=False, retries=retries)
+        futures[fut] = j
+        return fut
+
+    window = len(batches) if deadline is None else max(2, 2 * sum(client.nthreads().values()))
+    queued = iter(range(len(batches)))
+    running = as_completed([submit(j) for _, j in zip(range(window), queued)])
     stopped = False
     try:
-        for fut in as_completed(list(futures)):
+        for fut in running:
             j = futures.pop(fut)
             if fut.status == "error":
                 err = fut.exception()
@@ -300,6 +324,10 @@ def _run_dask(client: "Client", fn: Callable[[Any], Any], batches: list[list[tup
             if write(results):
                 stopped = True
                 break
+            nxt = next(queued, None) if not _passed(deadline) else None
+            if nxt is not None:
+                running.add(submit(nxt))
+        stopped = stopped or next(queued, None) is not None
     finally:
         if futures:
             client.cancel(list(futures))
@@ -307,8 +335,9 @@ def _run_dask(client: "Client", fn: Callable[[Any], Any], batches: list[list[tup
 
 
 @contextlib.contextmanager
-def _progress_bar(show: bool, description: str, total: int, completed: int) -> Iterator[Callable[[int], None]]:
-    """``advance(n)`` of a rich progress bar on stderr (a no-op when hidden)."""
+def progress_bar(show: bool, description: str, total: int, completed: int = 0) -> Iterator[Callable[[int], None]]:
+    """``advance(n)`` of a rich progress bar on stderr, shown only when ``show`` and stderr is a
+    terminal (else a no-op)."""
     if not show:
         yield lambda n: None
         return

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from contactmp.result import jsonable
 
@@ -17,17 +17,23 @@ __all__ = ["RecordStore"]
 
 
 class RecordStore:
-    """Append-only JSONL records keyed by ``record["key"]``.
+    """Append-only JSONL records keyed by ``record["key"]`` (see the module docstring)."""
 
-    Each record is written and flushed as soon as it exists, so an interrupted run loses at most
-    the record in flight; reopening the store skips every key already present (resume).
-    """
+    def __init__(self, path: Path, *, fresh: bool = False,
+                 accept: Callable[[dict[str, Any]], bool] | None = None) -> None:
+        """Open (creating its folder) the store at ``path``.
 
-    def __init__(self, path: Path):
+        ``fresh=True`` empties the file first: a run that starts over (a timing benchmark). ``accept``
+        chooses which of the file's records this store sees (default: all); the others stay in the
+        file but count as absent, so that, for example, records of another configuration are
+        computed again. A line cut by an interruption, or one that is not a keyed record, is skipped.
+        """
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._records: dict[str, dict[str, Any]] = {}
-        if self.path.exists():
+        if fresh:
+            self.path.write_bytes(b"")
+        elif self.path.exists():
             with self.path.open("rb+") as fh:  # a line cut by an interruption: end it, skip it below
                 fh.seek(0, os.SEEK_END)
                 if fh.tell() > 0:
@@ -36,14 +42,12 @@ class RecordStore:
                         fh.write(b"\n")
             with self.path.open() as fh:
                 for line in fh:
-                    line = line.strip()
-                    if not line:
-                        continue
                     try:
-                        rec = json.loads(line)
+                        rec = json.loads(line) if line.strip() else None
                     except json.JSONDecodeError:
                         continue  # a line cut by an interruption: redo that record
-                    self._records[rec["key"]] = rec
+                    if isinstance(rec, dict) and "key" in rec and (accept is None or accept(rec)):
+                        self._records[rec["key"]] = rec
 
     def __contains__(self, key: str) -> bool:
         return key in self._records
@@ -54,14 +58,13 @@ class RecordStore:
     def __getitem__(self, key: str) -> dict[str, Any]:
         return self._records[key]
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """The record ``key``, or ``default`` when the store has none."""
+        return self._records.get(key, default)
+
     def append(self, record: dict[str, Any]) -> None:
         """Write one record (must carry a unique ``key``) and flush it to disk."""
-        rec = jsonable(record)
-        with self.path.open("a") as fh:
-            fh.write(json.dumps(rec) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        self._records[rec["key"]] = rec
+        self.append_many([record])
 
     def append_many(self, records: Iterable[dict[str, Any]]) -> None:
         """Write several records (each with a unique ``key``) with one write and one fsync."""

@@ -22,9 +22,8 @@ with the share of starts that reached it. Four kinds of problem:
     that is an expression rather than one variable is left as drawn. ``2^n_comp`` patterns.
 ``"trajectory"`` a :class:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO`: the
     distinct local optima of the whole transcription. A random start ``i`` is the transcription's
-    own start ``i`` (``to.solve(start_indices=[i], seed=seed)`` when the transcription offers it,
-    else the same guess, ``to.initial_guess(default_rng([seed, i]), scale)`` with no noise for
-    ``i = 0``); a structured start applies a mode pattern, as for a Program, to that guess.
+    own start ``i``, ``to.initial_guess(default_rng([seed, i]), scale)`` (no noise for ``i = 0``);
+    a structured start applies a mode pattern, as for a Program, to that guess.
 
 Starts. Start ``i`` draws everything from ``numpy.random.default_rng([seed, i])``. Starts
 ``0 .. S-1`` are structured, the rest random, with ``S`` set by ``structured``: ``True`` gives all
@@ -51,6 +50,11 @@ violation ``<= sqrt(tol)``, programs :meth:`Program.residuals` against ``feas_to
 ``comp_tol`` of the NLP options. A problem with a continuum of solutions (a rank-deficient
 contact LCP) gives as many clusters as distinct points the starts happened to reach.
 
+:func:`solve_from_guesses` runs the same loop over a Program from initial guesses the caller
+gives (a transcription's own seeded starts, for example): no structured starts, the same records,
+store, resume, Dask and time limit, and the best start kept by :func:`best_start` (the solved
+start of least objective, else the start of least ``max(constraint, comp_min)`` violation).
+
 Every start's outcome is one JSON-able record (start, structured, pattern, method, status,
 residual, iterations, time, ``x``, objective, mode) written through
 :func:`contactmp.parallel.run_tasks`, so a multistart runs in this process (``workers=0``, the
@@ -66,26 +70,26 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import inspect
 import math
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from contactmp.errors import InputError, OptionError
 from contactmp.progress import check_time_limit
-from contactmp.result import Status, jsonable
+from contactmp.result import Result, Status, jsonable
 
 if TYPE_CHECKING:  # pragma: no cover
     from distributed import Client
+    from numpy.typing import ArrayLike
 
     from contactmp.records import RecordStore
 
-__all__ = ["multistart", "MultistartResult", "Cluster", "KINDS", "cluster_points"]
+__all__ = ["multistart", "solve_from_guesses", "best_start", "MultistartResult", "Cluster", "KINDS", "cluster_points"]
 
 #: kinds of problem multistart takes
 KINDS = ("lcp", "fc3d", "program", "trajectory")
@@ -126,14 +130,12 @@ class Cluster:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return jsonable({"index": self.index, "x": self.x, "residual": self.residual,
-                         "verified": self.verified, "count": self.count, "share": self.share,
-                         "starts": self.starts, "objective": self.objective, "mode": self.mode})
+        return jsonable(dataclasses.asdict(self))
 
 
-@dataclass
+@dataclass(frozen=True)
 class MultistartResult:
-    """The outcome of :func:`multistart`.
+    """The outcome of :func:`multistart` and :func:`solve_from_guesses` (frozen).
 
     ``clusters`` are sorted by decreasing ``count`` (ties: first reached first); ``starts`` holds
     every start's record (start order) with ``"cluster"`` added (-1: the start did not end
@@ -141,7 +143,11 @@ class MultistartResult:
     run was stopped early), ``n_structured`` of them are structured. ``time_s`` is the wall time of
     this call; ``time_per_start_s`` that of the computing part divided by the starts computed by
     this call (``n_computed``; the rest came from the store). ``workers`` is 0 for an in-process
-    run, else the number of Dask workers.
+    run, else the number of Dask workers. Programs and transcriptions also give ``best``, the start
+    chosen by :func:`best_start` (None when no start ran), and ``results``: start index -> the
+    result of its :func:`~contactmp.solvers.nlp.solve_program` call (the object itself for a start
+    solved in this process by this call; else a :class:`~contactmp.result.Result` rebuilt from its
+    record); :attr:`best_result` is the best one's.
     """
 
     kind: str
@@ -160,6 +166,13 @@ class MultistartResult:
     store_path: str | None = None
     complete: bool = True
     extras: dict[str, Any] = field(default_factory=dict)
+    best: int | None = None
+    results: dict[int, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def best_result(self) -> Any:
+        """The result of the best start (programs and transcriptions; None otherwise)."""
+        return None if self.best is None else self.results.get(self.best)
 
     @property
     def n_solved(self) -> int:
@@ -173,18 +186,9 @@ class MultistartResult:
 
     def to_dict(self, with_starts: bool = False) -> dict[str, Any]:
         """A JSON-ready summary (the start records only with ``with_starts``)."""
-        out = {
-            "kind": self.kind, "n_starts": self.n_starts, "n_run": self.n_run,
-            "n_structured": self.n_structured, "n_solved": self.n_solved, "n_distinct": self.n_distinct,
-            "seed": self.seed, "tol_cluster": self.tol_cluster, "key_prefix": self.key_prefix,
-            "time_s": self.time_s, "time_per_start_s": self.time_per_start_s,
-            "n_computed": self.n_computed, "workers": self.workers, "store_path": self.store_path,
-            "complete": self.complete, "clusters": [c.to_dict() for c in self.clusters],
-            "extras": self.extras,
-        }
-        if with_starts:
-            out["starts"] = self.starts
-        return jsonable(out)
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("starts", "results")}
+        out.update(n_solved=self.n_solved, n_distinct=self.n_distinct, clusters=[c.to_dict() for c in self.clusters])
+        return jsonable({**out, "starts": self.starts} if with_starts else out)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -204,6 +208,8 @@ class _Spec:
     backend: str = "casadi"
     strategy: str = "scholtes"
     deadline: float | None = None           # time.time() at which the multistart stops (not in the token)
+    guesses: dict[int, np.ndarray] | None = None  # start -> the caller's initial guess (solve_from_guesses)
+    keep_results: bool = False              # keep each solve's result in the process's cache entry
 
 
 @dataclass
@@ -215,6 +221,7 @@ class _Prepared:
     size: float = 1.0                       # s / scale
     pair_vars: tuple[list[int | None], list[int | None]] = field(default_factory=lambda: ([], []))
     traj_index: np.ndarray | None = None
+    results: dict[int, Any] = field(default_factory=dict)  # start -> solve result (keep_results)
 
 
 #: token -> prepared problem, in this process (a worker keeps the few last ones)
@@ -270,12 +277,6 @@ class _CutShort(Exception):
 
 #: in the error text of a start cut short by the multistart's time limit
 _CUT_MARK = "contactmp-multistart-time-limit"
-
-
-class _TimeUp(BaseException):
-    """Ends a time-limited run: raised in this process by the task function at the first start
-    cut short, on Dask by the callback at the first record after the deadline. Not an
-    ``Exception``, so that ``run_tasks`` does not report it as one item's error."""
 
 
 def _run_start(spec: _Spec, i: int) -> dict[str, Any]:
@@ -431,41 +432,67 @@ def _program_guess(spec: _Spec, prep: _Prepared, i: int, rng: np.random.Generato
 
 
 def _program_start(spec: _Spec, prep: _Prepared, i: int, rng: np.random.Generator, structured: bool) -> dict[str, Any]:
-    from contactmp.solvers.nlp import solve_program
-
     opts = dict(spec.options)
-    if prep.kind == "trajectory":
-        to = prep.problem
-        if not structured and "start_indices" in inspect.signature(to.solve).parameters:
-            tor = to.solve(backend=spec.backend, strategy=spec.strategy, seed=spec.seed,
-                           start_indices=[int(i)], scale=spec.scale, **opts)
-            return _program_record(to.program, tor.result, None, "to.solve")
-        # the transcription's own start i, drawn the same way
-        noise = rng if structured or i > 0 else None
-        base = to.initial_guess(noise, spec.scale)
+    if spec.guesses is not None:  # the caller's guess i
+        prog, x0, pattern = prep.problem, spec.guesses[i], None
+    elif prep.kind == "trajectory":
+        to = prep.problem  # its own start i (no noise for start 0)
+        base = to.initial_guess(rng if structured or i > 0 else None, spec.scale)
         x0, pattern = _program_guess(spec, prep, i, rng, structured, base)
         prog = to.program
     else:
         prog = prep.problem
         x0, pattern = _program_guess(spec, prep, i, rng, structured, None)
+    return _program_record(spec, prep, i, _solve_from(prog, x0, spec.backend, spec.strategy, opts), pattern,
+                           "solve_program")
+
+
+def _solve_from(prog: Any, x0: np.ndarray, backend: str, strategy: str, opts: dict[str, Any]) -> Any:
+    """:func:`~contactmp.solvers.nlp.solve_program` of ``prog`` from the initial guess ``x0``; the
+    variables' own initial values are put back afterwards."""
+    from contactmp.solvers.nlp import solve_program
+
     handles = prog.variables
     saved = [h.init.copy() for h in handles]
     try:
         for h in handles:
-            h.init = x0[h.index].copy()
-        res = solve_program(prog, backend=spec.backend, strategy=spec.strategy, **opts)
+            h.init = np.asarray(x0[h.index], dtype=float).copy()
+        return solve_program(prog, backend=backend, strategy=strategy, **opts)
     finally:
         for h, init in zip(handles, saved):
             h.init = init
-    return _program_record(prog, res, pattern, "solve_program")
 
 
-def _program_record(prog: Any, res: Any, pattern: str | None, method: str) -> dict[str, Any]:
+def _program_record(spec: _Spec, prep: _Prepared, i: int, res: Any, pattern: str | None, method: str) -> dict[str, Any]:
+    if spec.keep_results:
+        prep.results[int(i)] = res
     r = res.residuals
     return {"method": method, "status": res.status.value, "residual": max(r["bound"], r["constraint"], r["comp_min"]),
             "iterations": int(res.iterations), "pattern": pattern, "x": res.x,
             "objective": float(res.objective), "backend_status": res.backend_status,
-            "mode": None}
+            "comp_violation": float(r["comp_min"]), "constraint_violation": float(r["constraint"]),
+            "residuals": dict(r), "mode": None}
+
+
+def best_start(records: list[dict[str, Any]]) -> int | None:
+    """The start (``record["start"]``) a program multistart keeps: the ``solved`` start of least
+    ``objective``, else the start of least ``max(constraint_violation, comp_violation)``; ties go
+    to the first in ``records``' order; None when ``records`` is empty."""
+    if not records:
+        return None
+    solved = [r for r in records if r["status"] == Status.SOLVED.value]
+    if solved:
+        return min(solved, key=lambda r: _float(r["objective"]))["start"]
+    return min(records, key=lambda r: max(_float(r["constraint_violation"]), _float(r["comp_violation"])))["start"]
+
+
+def _result_of(prog: Any, rec: dict[str, Any], solver: str) -> Result:
+    """A :class:`~contactmp.result.Result` rebuilt from a program start's record."""
+    return Result(status=Status(rec["status"]), x=np.asarray(rec["x"], dtype=float), solver=solver,
+                  residual=_float(rec["residual"]), iterations=int(rec["iterations"]),
+                  time_s=_float(rec.get("time_s", 0.0)), extras={"backend_status": rec.get("backend_status", "")},
+                  residuals={k: _float(v) for k, v in rec.get("residuals", {}).items()},
+                  objective=_float(rec["objective"]), program=prog)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -580,8 +607,10 @@ def _n_modes(kind: str, problem: Any) -> tuple[int, int]:
     return 2, prog.n_comp
 
 
-def _fingerprint(kind: str, problem: Any, settings: tuple[Any, ...]) -> str:
+def _fingerprint(kind: str, problem: Any, settings: tuple[Any, ...], arrays: Sequence[np.ndarray] = ()) -> str:
     h = hashlib.sha256(repr((_FORMAT, kind, settings)).encode())
+    for a in arrays:
+        h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
     if kind in ("lcp", "fc3d"):
         for a in problem:
             h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
@@ -654,23 +683,16 @@ def multistart(
     Returns a :class:`MultistartResult`. Never raises on non-convergence (unsolved starts are
     counted, not clustered); raises :class:`InputError` / :class:`OptionError` on bad input.
     """
-    from contactmp import parallel
-
     t0, wall0 = time.perf_counter(), time.time()
     limit = check_time_limit(time_limit)
-    deadline = wall0 + limit if limit < math.inf else None
     found, prob, factory = _classify(problem, kind)
     if isinstance(starts, bool) or not isinstance(starts, (int, np.integer)) or starts < 1:
         raise InputError("starts", f"must be an integer >= 1, got {starts!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError("seed", f"must be an integer >= 0, got {seed!r}")
     starts, seed = int(starts), int(seed)
-    tol_c = DEFAULT_TOL_CLUSTER[found] if tol_cluster is None else tol_cluster
-    if isinstance(tol_c, bool) or not isinstance(tol_c, (int, float)) or not (0 < tol_c < math.inf):
-        raise OptionError(f"tol_cluster must be a positive finite number, got {tol_cluster!r}")
-    sc = DEFAULT_SCALE[found] if scale is None else scale
-    if isinstance(sc, bool) or not isinstance(sc, (int, float)) or not (0 < sc < math.inf):
-        raise OptionError(f"scale must be a positive finite number, got {scale!r}")
+    tol_c = _check_positive("tol_cluster", DEFAULT_TOL_CLUSTER[found] if tol_cluster is None else tol_cluster)
+    sc = _check_positive("scale", DEFAULT_SCALE[found] if scale is None else scale)
     opts = dict(solver_options or {})
     _check_solver_options(found, opts)
     base, m = _n_modes(found, prob)
@@ -686,22 +708,118 @@ def multistart(
     settings = (seed, n_struct, enumerate_all, float(sc), tuple(sorted((k, repr(v)) for k, v in opts.items())),
                 backend if found in ("program", "trajectory") else None,
                 strategy if found in ("program", "trajectory") else None)
-    token = _fingerprint(found, prob, settings)
-    distributed = not (client is None and scheduler is None and workers == 0)
-    if distributed and found in ("program", "trajectory") and factory is None:
-        raise InputError("problem", f"a {type(prob).__name__} holds CasADi symbols that cannot be sent to "
-                                    "Dask workers; pass a zero-argument function that builds it (or workers=0)")
-    spec = _Spec(kind=found, token=token, data=prob if found in ("lcp", "fc3d") else None,
+    spec = _Spec(kind=found, token=_fingerprint(found, prob, settings), data=prob if found in ("lcp", "fc3d") else None,
                  factory=factory, seed=seed, n_structured=n_struct, enumerate_all=enumerate_all,
                  scale=float(sc), options=tuple(opts.items()), backend=backend, strategy=strategy,
-                 deadline=deadline)
-    prep = _prepare(found, prob)
-    prefix = f"multistart-{found}-{token}"
-    keys = [f"{prefix}/{i}" for i in range(starts)]
+                 deadline=wall0 + limit if limit < math.inf else None)
+    return _run(spec, _prepare(found, prob), list(range(starts)), opts, t0=t0, limit=limit, tol_c=tol_c,
+                store_path=store_path, workers=workers, scheduler=scheduler, client=client, batch_size=batch_size,
+                progress=progress, max_results=max_results, callback=callback)
+
+
+def solve_from_guesses(
+    program: Any,
+    guesses: Sequence[ArrayLike] | Callable[[int], ArrayLike],
+    *,
+    indices: Sequence[int] | int | None = None,
+    backend: str = "casadi",
+    strategy: str = "scholtes",
+    options: Any = None,
+    time_limit: float | None = None,
+    store_path: str | Path | "RecordStore | None" = None,
+    progress: bool = False,
+    workers: int = 0,
+    scheduler: str | None = None,
+    client: "Client | None" = None,
+    batch_size: int | None = None,
+    callback: Callable[[str, dict[str, Any]], None] | None = None,
+    max_results: int | None = None,
+    tol_cluster: float | None = None,
+    **overrides: Any,
+) -> MultistartResult:
+    """Solve ``program`` from each of the caller's initial guesses and keep the best (the multistart
+    of a transcription that draws its own starts, e.g. ``ContactImplicitTO.solve``).
+
+    Start ``i`` sets the program's variables to its guess and runs
+    ``solve_program(program, backend=backend, strategy=strategy, options=options, **overrides)``
+    (the variables' own initial values are put back afterwards); its record holds ``start`` (= i),
+    ``status`` (a :class:`~contactmp.result.Status` value), ``objective``, ``comp_violation``
+    (``residuals["comp_min"]``), ``constraint_violation`` (``residuals["constraint"]``),
+    ``iterations``, ``time_s`` (wall time of the start), ``backend_status``, ``x`` and ``residuals``.
+    The starts run through the same loop as :func:`multistart` (same records, store, resume, Dask,
+    time limit and clustering, with no structured starts).
+
+    ``program`` is a :class:`~contactmp.program.Program` or a zero-argument function building it
+    (needed on Dask workers). ``guesses``: one initial guess (``n_x`` finite values) per start, or a
+    function ``i -> guess``, called here once per start before anything runs. ``indices``: the
+    starts' indices in order (distinct integers >= 0; ``n``: ``0 .. n-1``; default ``0 ..
+    len(guesses)-1``, required with a function). ``backend``, ``strategy``, ``options`` (an
+    ``NLPOptions``) and ``overrides`` go to ``solve_program`` (checked here; their ``feas_tol`` and
+    ``comp_tol`` also verify the clusters); the other arguments are those of :func:`multistart`.
+
+    Returns a :class:`MultistartResult` (kind ``"program"``) whose ``starts`` follow ``indices``'
+    order, ``best`` is :func:`best_start` of them and ``results[i]`` start i's result
+    (``best_result``: the best one's). Never raises on non-convergence; raises
+    :class:`InputError` / :class:`OptionError` on bad input.
+    """
+    from contactmp.program import Program
+
+    t0, wall0 = time.perf_counter(), time.time()
+    limit = check_time_limit(time_limit)
+    factory = program if callable(program) and not isinstance(program, Program) else None
+    prog = factory() if factory is not None else program
+    if not isinstance(prog, Program):
+        raise InputError("program", f"must be a Program or a zero-argument function building one, "
+                                    f"got {type(prog).__name__}")
+    if indices is None and callable(guesses):
+        raise InputError("indices", "are needed with a guess function")
+    n = len(guesses) if indices is None else indices  # type: ignore[arg-type]
+    idx = list(range(int(n))) if isinstance(n, (int, np.integer)) and not isinstance(n, bool) else list(n)
+    if not idx or not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) and i >= 0 for i in idx) \
+            or len(set(idx)) != len(idx):
+        raise InputError("indices", f"must be distinct integers >= 0 (at least one), got {indices!r}")
+    if not callable(guesses) and len(guesses) != len(idx):
+        raise InputError("guesses", f"has {len(guesses)} entries for {len(idx)} indices")
+    x0s = {}
+    for k, i in enumerate(idx):
+        x = np.asarray(guesses(int(i)) if callable(guesses) else guesses[k], dtype=float)
+        if x.shape != (prog.n_x,) or not np.isfinite(x).all():
+            raise InputError("guesses", f"start {i}: must be {prog.n_x} finite values, got shape {x.shape}")
+        x0s[int(i)] = x
+    opts = {} if options is None else {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
+    opts.update(overrides)
+    _check_solver_options("program", opts)
+    tol_c = _check_positive("tol_cluster", DEFAULT_TOL_CLUSTER["program"] if tol_cluster is None else tol_cluster)
+    settings = ("guesses", tuple(sorted((k, repr(v)) for k, v in opts.items())), backend, strategy)
+    token = _fingerprint("program", prog, settings, arrays=[x0s[i] for i in idx])
+    spec = _Spec(kind="program", token=token, data=None, factory=factory, seed=0, n_structured=0,
+                 enumerate_all=False, scale=1.0, options=tuple(opts.items()), backend=backend, strategy=strategy,
+                 deadline=wall0 + limit if limit < math.inf else None, guesses=x0s)
+    return _run(spec, _prepare("program", prog), idx, opts, t0=t0, limit=limit, tol_c=tol_c,
+                store_path=store_path, workers=workers, scheduler=scheduler, client=client, batch_size=batch_size,
+                progress=progress, max_results=max_results, callback=callback)
+
+
+def _run(spec: _Spec, prep: _Prepared, indices: list[int], opts: dict[str, Any], *, t0: float, limit: float,
+         tol_c: float, store_path: Any, workers: int, batch_size: int | None, **run: Any) -> MultistartResult:
+    """The one loop of :func:`multistart` and :func:`solve_from_guesses`: start ``i`` of ``indices``
+    is :func:`_run_start` ``(spec, i)``, run by :func:`contactmp.parallel.run_tasks` (which stops
+    starting batches at the deadline ``t0 + limit``; a start cut short by it leaves no record),
+    and the records are summarized by :func:`_summarize`."""
+    from contactmp import parallel
+
+    distributed = not (run["client"] is None and run["scheduler"] is None and workers == 0)
+    if distributed and spec.kind in ("program", "trajectory") and spec.factory is None:
+        name = "problem" if spec.guesses is None else "program"
+        raise InputError(name, f"a {type(prep.problem).__name__} holds CasADi symbols that cannot be sent to "
+                               "Dask workers; pass a zero-argument function that builds it (or workers=0)")
+    spec = dataclasses.replace(spec, keep_results=not distributed and spec.kind in ("program", "trajectory"))
+    prefix = f"multistart-{spec.kind}-{spec.token}"
+    keys = [f"{prefix}/{i}" for i in indices]
     if batch_size is None:  # in process too: one fsync per batch, not per start
-        per = 1e-3 if found in ("lcp", "fc3d") else 0.05
-        n_w = workers if (workers and client is None and scheduler is None) else (2 if distributed else 1)
-        batch_size = parallel.default_batch_size(starts, n_w, per)
+        per = 1e-3 if spec.kind in ("lcp", "fc3d") else 0.05
+        n_w = workers if (workers and run["client"] is None and run["scheduler"] is None) else (2 if distributed else 1)
+        batch_size = parallel.default_batch_size(len(indices), n_w, per)
     tmp = None
     if store_path is None:
         tmp = tempfile.TemporaryDirectory(prefix="contactmp-multistart-")
@@ -709,129 +827,51 @@ def multistart(
     had = spec.token in _CACHE
     _CACHE[spec.token] = prep  # the in-process runs use the caller's object itself
     try:
-        if deadline is None:
-            report = parallel.run_tasks(
-                functools.partial(_run_start, spec), list(range(starts)), keys=keys, store_path=store_path,
-                workers=workers, scheduler=scheduler, client=client, batch_size=batch_size,
-                progress=progress, description=f"multistart ({found})", max_results=max_results,
-                callback=callback, raise_on_error=True,
-            )
-            cut = 0
-        else:
-            report, cut = _run_until(spec, keys, store_path, deadline, distributed, workers=workers,
-                                     scheduler=scheduler, client=client, batch_size=batch_size, progress=progress,
-                                     description=f"multistart ({found})", max_results=max_results,
-                                     callback=callback)
+        report = parallel.run_tasks(
+            functools.partial(_run_start, spec), indices, keys=keys, store_path=store_path, workers=workers,
+            batch_size=batch_size, description=f"multistart ({spec.kind})", raise_on_error=False,
+            deadline=t0 + limit if limit < math.inf else None, **run)
+        errors = {k: v for k, v in report.failed.items() if _CUT_MARK not in v}
+        if errors:
+            raise parallel.TaskError(errors)
         records = [dict(r) for r in report.records()]
-        result = _summarize(found, prep, records, opts, tol_c, starts, n_struct, seed, prefix, report)
-        if deadline is not None:
-            result.extras.update(time_limit=limit, cut_short=bool(cut) or not report.complete,
-                                 starts_not_run=starts - len(records))
+        extras = {} if limit == math.inf else {
+            "time_limit": limit, "cut_short": len(report.failed) > len(errors) or not report.complete,
+            "starts_not_run": len(indices) - len(records)}
+        return _summarize(spec, prep, records, opts, tol_c, len(indices), report, extras=extras, t0=t0,
+                          store_path=None if tmp is not None else str(report.store.path))
     finally:
         if not had:
             _CACHE.pop(spec.token, None)
         if tmp is not None:
             tmp.cleanup()
-    result.time_s = time.perf_counter() - t0
-    result.store_path = None if tmp is not None else str(report.store.path)
-    return result
-
-
-class _InProcess:
-    """The in-process task function of a time-limited multistart: :func:`_run_start`, except that
-    a start cut short by the deadline raises :class:`_TimeUp`, which (not being an ``Exception``)
-    ends :func:`contactmp.parallel.run_tasks` at once, as a Ctrl-C would. Records computed but not
-    yet written when that happens are kept in ``unwritten`` (the callback removes written ones)."""
-
-    def __init__(self, spec: _Spec, keys: list[str]) -> None:
-        self.spec, self.keys = spec, keys
-        self.unwritten: dict[str, dict[str, Any]] = {}
-
-    def __call__(self, i: int) -> dict[str, Any]:
-        try:
-            rec = _run_start(self.spec, i)
-        except _CutShort:
-            raise _TimeUp from None
-        self.unwritten[self.keys[i]] = rec
-        return rec
-
-
-def _run_until(spec: _Spec, keys: list[str], store_path: Any, deadline: float, distributed: bool,
-               callback: Callable[[str, dict[str, Any]], None] | None, **run: Any) -> tuple[Any, int]:
-    """:func:`contactmp.parallel.run_tasks` of every start up to ``deadline`` (``time.time()``).
-
-    In this process the run ends at the first start cut short (see :class:`_InProcess`); the
-    records finished before are all written. On Dask a start cut short raises :class:`_CutShort`
-    in its worker (reported, not written) and the run ends, cancelling the batches not begun, at
-    the first record that comes back after the deadline. Returns ``(report, number of starts cut
-    short)``; other errors raise :class:`~contactmp.parallel.TaskError` as without a limit."""
-    from contactmp import parallel
-    from contactmp.records import RecordStore
-
-    store = store_path if isinstance(store_path, RecordStore) else RecordStore(Path(store_path))
-    skipped = sum(1 for k in keys if k in store)
-    done = [0]
-    fn: Any = functools.partial(_run_start, spec) if distributed else _InProcess(spec, keys)
-    t_run = time.perf_counter()
-
-    def on_record(key: str, rec: dict[str, Any]) -> None:
-        done[0] += 1
-        if not distributed:
-            fn.unwritten.pop(key, None)
-        if callback is not None:
-            callback(key, rec)
-        if distributed and time.time() >= deadline:
-            raise _TimeUp
-
-    try:
-        report = parallel.run_tasks(fn, list(range(len(keys))), keys=keys, store_path=store, callback=on_record,
-                                    raise_on_error=False, **run)
-        cut_now = 0
-    except _TimeUp:
-        if not distributed and fn.unwritten:  # finished before the deadline, in the batch cut short
-            store.append_many([jsonable({**rec, "key": key}) for key, rec in fn.unwritten.items()])
-            done[0] += len(fn.unwritten)
-        report = parallel.RunReport(store=store, keys=list(keys), skipped=skipped, done=done[0], interrupted=True,
-                                    time_s=time.perf_counter() - t_run,
-                                    workers=0 if not distributed else int(run.get("workers") or 0))
-        cut_now = 1
-    errors = {k: v for k, v in report.failed.items() if _CUT_MARK not in v}
-    cut = len(report.failed) - len(errors) + cut_now
-    report.failed = errors
-    if errors:
-        raise parallel.TaskError(errors)
-    return report, cut
 
 
 def _check_solver_options(kind: str, opts: dict[str, Any]) -> None:
     """Reject unknown or ill-typed local-solver options now, not in every start."""
-    if kind == "lcp":
-        from contactmp.solvers import newton
+    import importlib
 
-        if "z0" in opts:
-            raise OptionError("z0 is set by each start; it cannot be a solver option of multistart")
-        newton.Options.build(None, **opts)
-    elif kind == "fc3d":
-        from contactmp.solvers import fc3d_newton
-
-        if "r0" in opts:
-            raise OptionError("r0 is set by each start; it cannot be a solver option of multistart")
-        fc3d_newton.Options.build(None, **opts)
-    else:
-        from contactmp.solvers.nlp import NLPOptions
-
-        NLPOptions.build(None, **opts)
+    module, start = {"lcp": ("newton", "z0"), "fc3d": ("fc3d_newton", "r0")}.get(kind, ("nlp", None))
+    if start in opts:
+        raise OptionError(f"{start} is set by each start; it cannot be a solver option of multistart")
+    mod = importlib.import_module(f"contactmp.solvers.{module}")
+    (mod.NLPOptions if module == "nlp" else mod.Options).build(None, **opts)
 
 
-def _summarize(kind: str, prep: _Prepared, records: list[dict[str, Any]], opts: dict[str, Any],
-               tol_c: float, starts: int, n_struct: int, seed: int, prefix: str, report: Any) -> MultistartResult:
-    records.sort(key=lambda r: r["start"])
+def _summarize(spec: _Spec, prep: _Prepared, records: list[dict[str, Any]], opts: dict[str, Any], tol_c: float,
+               n_starts: int, report: Any, extras: dict[str, Any], t0: float, store_path: str | None) -> MultistartResult:
+    """Cluster and verify the records (in start order) of one run; the :class:`MultistartResult`."""
+    kind = spec.kind
+    programs = kind in ("program", "trajectory")
+    for r in records:  # JSON keeps non-finite floats as strings
+        for name in ("residual", "objective", "comp_violation", "constraint_violation", "time_s"):
+            if r.get(name) is not None:
+                r[name] = _float(r[name])
     solved = [r for r in records if r["status"] == Status.SOLVED.value and _finite(r["x"])]
     points = [np.asarray(r["x"], dtype=float) for r in solved]
     if kind == "trajectory" and prep.traj_index is not None:
         points = [p[prep.traj_index] for p in points]
-    objectives = [float(r["objective"]) for r in solved] if kind in ("program", "trajectory") else None
-    labels = cluster_points(points, tol_c, objectives)
+    labels = cluster_points(points, tol_c, [r["objective"] for r in solved] if programs else None)
     groups: dict[int, list[dict[str, Any]]] = {}
     for lab, r in zip(labels, solved):
         groups.setdefault(lab, []).append(r)
@@ -841,7 +881,7 @@ def _summarize(kind: str, prep: _Prepared, records: list[dict[str, Any]], opts: 
     cluster_of: dict[int, int] = {}
     for new, g in enumerate(order):
         members = groups[g]
-        rep = min(members, key=lambda r: (_float(r["residual"]), r["start"]))
+        rep = min(members, key=lambda r: (r["residual"], r["start"]))
         x = np.asarray(rep["x"], dtype=float)
         res, ok = _verify(kind, prep, x, opts)
         clusters.append(Cluster(index=new, x=x, residual=float(res), verified=ok, count=len(members),
@@ -851,13 +891,28 @@ def _summarize(kind: str, prep: _Prepared, records: list[dict[str, Any]], opts: 
             cluster_of[r["start"]] = new
     for r in records:
         r["cluster"] = cluster_of.get(r["start"], -1)
+    results: dict[int, Any] = {}
+    if programs:
+        prog = prep.problem if kind == "program" else prep.problem.program
+        solver = f"{spec.backend}/{spec.strategy}"
+        kept = {i: prep.results.pop(i) for i in [r["start"] for r in records] if i in prep.results}
+        results = {r["start"]: kept[r["start"]] if r["start"] in kept else _result_of(prog, r, solver) for r in records}
     return MultistartResult(
-        kind=kind, clusters=clusters, starts=records, n_starts=starts, n_run=n_run, n_structured=n_struct,
-        seed=seed, tol_cluster=float(tol_c), key_prefix=prefix, time_s=0.0,
+        kind=kind, clusters=clusters, starts=records, n_starts=n_starts, n_run=n_run,
+        n_structured=spec.n_structured, seed=spec.seed, tol_cluster=float(tol_c),
+        key_prefix=f"multistart-{kind}-{spec.token}", time_s=time.perf_counter() - t0,
         time_per_start_s=report.time_s / max(1, report.done), n_computed=report.done, workers=report.workers,
-        complete=report.complete,
-        extras={"resumed": report.skipped, "solver_time_s": float(sum(_float(r.get("time_s", 0.0)) for r in records))},
+        store_path=store_path, complete=report.complete,
+        extras={"resumed": report.skipped, "solver_time_s": float(sum(r.get("time_s", 0.0) for r in records)),
+                **extras},
+        best=best_start(records) if programs else None, results=results,
     )
+
+
+def _check_positive(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value < math.inf):
+        raise OptionError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
 
 
 def _float(v: Any) -> float:

@@ -117,6 +117,43 @@ def test_an_open_store_sees_the_new_records(tmp_path: Path) -> None:
     assert rep.skipped == 1 and rep.done == 1 and store["collatz/27"]["steps"] == 111 and len(store) == 2
 
 
+def _slow_square(n: int) -> dict:
+    import time
+
+    time.sleep(0.02)
+    return {"n": n, "square": n * n}
+
+
+def test_deadline_stops_starting_batches_and_the_run_resumes(tmp_path: Path) -> None:
+    import time
+
+    items = list(range(60))
+    path = tmp_path / "r.jsonl"
+    rep = run_tasks(_slow_square, items, keys=[str(i) for i in items], store_path=path, workers=0,
+                    progress=False, batch_size=3, deadline=time.perf_counter() + 0.25)
+    assert rep.interrupted and not rep.complete and 0 < rep.done < 60 and rep.done % 3 == 0  # whole batches
+    assert len(_lines(path)) == rep.done
+    late = run_tasks(_slow_square, items, keys=[str(i) for i in items], store_path=path, workers=0,
+                     progress=False, deadline=time.perf_counter() - 1.0)
+    assert late.interrupted and late.done == 0 and late.skipped == rep.done
+    rest = run_tasks(_slow_square, items, keys=[str(i) for i in items], store_path=path, workers=0, progress=False)
+    assert rest.complete and rest.done == 60 - rep.done
+    with pytest.raises(OptionError, match="deadline"):
+        run_tasks(_slow_square, items, keys=[str(i) for i in items], store_path=path, workers=0, deadline="soon")
+
+
+def test_record_store_fresh_and_accept(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    store = RecordStore(path)
+    store.append_many([{"key": "a", "config": 1}, {"key": "b", "config": 2}])
+    store.append({"key": "a", "config": 2, "v": 3})
+    path.write_text(path.read_text() + "[1, 2]\n{\"no key\": 1}\n")  # not records: skipped
+    assert RecordStore(path)["a"]["v"] == 3 and len(RecordStore(path)) == 2  # the last record of a key wins
+    one = RecordStore(path, accept=lambda r: r["config"] == 1)
+    assert "a" in one and "b" not in one and one["a"] == {"key": "a", "config": 1}
+    assert RecordStore(path, fresh=True).records() == [] and path.read_text() == ""
+
+
 def test_input_validation(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     with pytest.raises(InputError, match="keys"):
@@ -166,3 +203,18 @@ def test_dask_run_by_scheduler_address_resumes_a_serial_run(tmp_path: Path, clus
     with Client(cluster.scheduler_address) as client:
         env = client.run(lambda: __import__("os").environ.get("OPENBLAS_NUM_THREADS"))
     assert set(env.values()) == {"1"}
+
+
+def test_dask_deadline_stops_submitting(tmp_path: Path, cluster) -> None:
+    import time
+
+    items = list(range(200))
+    path = tmp_path / "r.jsonl"
+    rep = run_tasks(_slow_square, items, keys=[str(i) for i in items], store_path=path,
+                    scheduler=cluster.scheduler_address, progress=False, batch_size=2,
+                    deadline=time.perf_counter() + 1.0)
+    assert rep.interrupted and not rep.complete and 0 < rep.done < 200 and len(_lines(path)) == rep.done
+    rest = run_tasks(_slow_square, items, keys=[str(i) for i in items], store_path=path,
+                     scheduler=cluster.scheduler_address, progress=False, batch_size=20)
+    assert rest.complete and rest.done == 200 - rep.done
+    assert sorted(r["n"] for r in _lines(path)) == items

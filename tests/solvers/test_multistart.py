@@ -7,6 +7,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,7 +16,9 @@ import scipy.linalg
 from contactmp.errors import InputError, OptionError
 from contactmp.program import Program
 from contactmp.solvers.lcp import lcp_residual
-from contactmp.solvers.multistart import Cluster, MultistartResult, cluster_points, multistart
+from contactmp.result import Result, Status
+from contactmp.solvers.multistart import (Cluster, MultistartResult, best_start, cluster_points, multistart,
+                                          solve_from_guesses)
 
 # M = [[1, 2], [2, 1]], q = (-1, -1): w = M z + q. The complementary solutions, basis by basis:
 # {} -> z = 0, w = (-1, -1) < 0: no;  {1} -> z_1 = 1, w_2 = 2 - 1 = 1 >= 0: z = (1, 0);
@@ -124,13 +127,13 @@ def test_fc3d_single_sticking_contact_is_unique() -> None:
     np.testing.assert_allclose(r.clusters[0].x, [1.0, -0.1, 0.0], atol=1e-7)
 
 
-def _tiny_mpcc() -> Program:
-    """min (x-1)^2 + (y-1)^2  s.t.  0 <= x _|_ y >= 0: local minimizers (1, 0) and (0, 1), f = 1."""
+def _tiny_mpcc(b: float = 1.0) -> Program:
+    """min (x-1)^2 + (y-b)^2  s.t.  0 <= x _|_ y >= 0: local minimizers (1, 0), f = b^2, and (0, b), f = 1."""
     p = Program("tiny_mpcc")
     x = p.add_variables("x", 1)
     y = p.add_variables("y", 1)
     p.add_complementarity(x.sym, y.sym)
-    p.add_cost((x.sym - 1) ** 2 + (y.sym - 1) ** 2)
+    p.add_cost((x.sym - 1) ** 2 + (y.sym - b) ** 2)
     return p
 
 
@@ -152,7 +155,8 @@ def test_program_multistart_finds_both_local_minimizers(strategy: str) -> None:
         np.testing.assert_allclose(s1["x"], [1.0, 0.0], atol=1e-6)
 
 
-def test_trajectory_multistart_clusters_the_transcription_optima() -> None:
+def _point_mass_to() -> Any:
+    """A point mass pushed 0.3 m in 6 steps of 0.05 s, from rest to rest, least effort."""
     from contactmp.models.systems import point_mass_2d
     from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 
@@ -161,6 +165,11 @@ def test_trajectory_multistart_clusters_the_transcription_optima() -> None:
     to.set_final_state([0.3, 0.0], [0.0, 0.0])
     to.bound_inputs([-20.0, 0.0], [20.0, 0.0])
     to.minimize_effort(1.0)
+    return to
+
+
+def test_trajectory_multistart_clusters_the_transcription_optima() -> None:
+    to = _point_mass_to()
     r = multistart(to, starts=3, seed=3, structured=1)
     assert r.kind == "trajectory" and r.n_run == 3 and r.n_solved >= 2
     assert all(c.verified for c in r.clusters)
@@ -173,6 +182,82 @@ def test_trajectory_multistart_clusters_the_transcription_optima() -> None:
     res = to.program.residuals(best.x)
     assert res["comp_min"] <= 1e-8 and res["constraint"] <= 1e-6
     assert best.objective == pytest.approx(res["objective"], rel=1e-12)
+
+
+def test_solve_from_guesses_records_every_start_and_keeps_the_best(tmp_path: Path) -> None:
+    prog = _tiny_mpcc(2.0)
+    x0 = prog.x0.copy()
+    guesses = [[1.0, 0.0], [0.0, 2.0], [0.9, 0.0]]
+    r = solve_from_guesses(prog, guesses, indices=[7, 3, 5], strategy="direct", store_path=tmp_path / "s.jsonl")
+    assert isinstance(r, MultistartResult) and r.kind == "program" and r.n_structured == 0 and r.complete
+    assert [s["start"] for s in r.starts] == [7, 3, 5]  # the caller's order
+    for s in r.starts:
+        assert {"status", "objective", "comp_violation", "constraint_violation", "iterations", "time_s",
+                "backend_status"} <= set(s)
+        assert s["status"] == Status.SOLVED and s["comp_violation"] <= 1e-8
+    assert [round(s["objective"], 6) for s in r.starts] == [4.0, 1.0, 4.0]
+    assert r.best == 3 == best_start(r.starts) and r.best_result is r.results[3]
+    np.testing.assert_allclose(r.best_result.x, [0.0, 2.0], atol=1e-6)
+    assert sorted(c.count for c in r.clusters) == [1, 2] and r.n_distinct == 2
+    np.testing.assert_array_equal(prog.x0, x0)  # the variables' own initial values are put back
+    # the same run again resumes from the store: nothing is solved, the results are rebuilt from the records
+    again = solve_from_guesses(prog, lambda i: guesses[[7, 3, 5].index(i)], indices=[7, 3, 5], strategy="direct",
+                               store_path=tmp_path / "s.jsonl")
+    assert again.n_computed == 0 and again.extras["resumed"] == 3 and again.best == 3
+    assert isinstance(again.best_result, Result) and again.best_result.status is Status.SOLVED
+    np.testing.assert_array_equal(again.best_result.x, r.best_result.x)
+    assert again.best_result.residuals["comp_min"] == r.best_result.residuals["comp_min"]
+    # other guesses are another run
+    other = solve_from_guesses(prog, [[1.0, 0.0]], strategy="direct", store_path=tmp_path / "s.jsonl")
+    assert other.n_computed == 1 and other.best == 0
+
+
+def test_best_start_is_the_rule_of_the_transcription() -> None:
+    rec = lambda i, st, f, c, g: {"start": i, "status": st, "objective": f, "comp_violation": c,  # noqa: E731
+                                  "constraint_violation": g}
+    solved, failed = Status.SOLVED.value, Status.MAX_ITER.value
+    assert best_start([rec(0, failed, 0.0, 0, 0), rec(1, solved, 3.0, 0, 0), rec(2, solved, 2.0, 0, 0)]) == 2
+    assert best_start([rec(4, solved, 2.0, 0, 0), rec(1, solved, 2.0, 0, 0)]) == 4  # ties: the first
+    assert best_start([rec(0, failed, 0.0, 1e-3, 1e-5), rec(1, failed, 9.0, 1e-4, 1e-4)]) == 1
+    assert best_start([rec(0, failed, "nan", "inf", 0.1), rec(1, failed, 1.0, 0.5, 0.2)]) == 1
+    assert best_start([]) is None
+
+
+def test_solve_from_guesses_matches_the_transcription_solve() -> None:
+    to = _point_mass_to()
+    # start i on its own (the transcription's guess i is drawn from the variables' own initial values)
+    ref = [to.solve(start_indices=[i], seed=2) for i in range(3)]
+    r = solve_from_guesses(to.program, lambda i: to.initial_guess(None if i == 0 else np.random.default_rng([2, i]), 0.1),
+                           indices=3)
+    for a, b in zip(r.starts, ref):
+        (b,) = b.starts
+        assert a["start"] == b["start"] and a["status"] == b["status"] and a["iterations"] == b["iterations"]
+        assert a["objective"] == pytest.approx(b["objective"], rel=1e-12)
+        assert a["comp_violation"] == pytest.approx(b["comp_violation"], rel=1e-9, abs=1e-15)
+    best = ref[r.best]
+    assert r.best == best_start([t.starts[0] for t in ref]) and r.best_result.status is best.status
+    assert r.best_result.objective == pytest.approx(best.objective, rel=1e-12)
+    np.testing.assert_array_equal(r.best_result.x, best.result.x)
+
+
+def test_solve_from_guesses_input_validation() -> None:
+    prog = _tiny_mpcc(2.0)
+    with pytest.raises(InputError, match="program"):
+        solve_from_guesses("not a program", [[0.0, 0.0]])
+    with pytest.raises(InputError, match="indices"):
+        solve_from_guesses(prog, lambda i: [0.0, 0.0])
+    with pytest.raises(InputError, match="indices"):
+        solve_from_guesses(prog, [[0.0, 0.0], [1.0, 0.0]], indices=[1, 1])
+    with pytest.raises(InputError, match="guesses"):
+        solve_from_guesses(prog, [[0.0, 0.0]], indices=[0, 1])
+    with pytest.raises(InputError, match="guesses"):
+        solve_from_guesses(prog, [[0.0, np.nan]])
+    with pytest.raises(InputError, match="guesses"):
+        solve_from_guesses(prog, [[0.0]])
+    with pytest.raises(OptionError, match="did you mean"):
+        solve_from_guesses(prog, [[0.0, 0.0]], max_iters=3)
+    with pytest.raises(InputError, match="Dask"):
+        solve_from_guesses(prog, [[0.0, 0.0]], workers=2)
 
 
 def test_cluster_points_uses_the_stated_tolerance() -> None:

@@ -61,21 +61,17 @@ to SCS as SOC constraints). The quadratic objective goes in as an epigraph cone
 """
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 
-from contactmp.errors import InputError, OptionError
+from contactmp.errors import InputError
 from contactmp.formulations.compliant_qp import _vec
-from contactmp.result import Result, Status
-from contactmp.solvers.fc3d import project_cone
-from contactmp.solvers.qp import CONE_QP_SOLVERS, natural_map_newton, solve_cone_qp
+from contactmp.result import Result
+from contactmp.solvers.cone_lcp import CONE_SOLVERS, cone_lcp_residual, solve_cone_lcp
 
 __all__ = ["CompliantFriction", "compliant_friction_step", "CONE_SOLVERS"]
 
-#: backends of :meth:`CompliantFriction.solve` (:data:`contactmp.solvers.qp.CONE_QP_SOLVERS`)
-CONE_SOLVERS = tuple(CONE_QP_SOLVERS)
 
 
 class CompliantFriction:
@@ -137,8 +133,6 @@ class CompliantFriction:
         self.A = np.diag(Dg) + self.h * self.W
         self.c = G @ self.a
         self.c[0::d] += self.K * self.phi0 / self.rate
-        # one scalar per contact (keeps the cone invariant): the largest diagonal of its block
-        self.alpha = np.array([np.max(np.diag(self.A)[i * d:(i + 1) * d]) for i in range(nc)])
 
     def _minv(self, x: np.ndarray) -> np.ndarray:
         return np.linalg.solve(self._Lm.T, np.linalg.solve(self._Lm, x))
@@ -152,154 +146,18 @@ class CompliantFriction:
         return self.A @ np.asarray(lam, dtype=float) + self.c
 
     def residual(self, lam: Any) -> tuple[float, dict[str, float]]:
-        """Independent check: ``(max_i ||lambda_i - P_K(lambda_i - w_i / alpha_i)|| / scale, details)``.
+        """Independent check of ``lambda`` (:func:`contactmp.solvers.cone_lcp.cone_lcp_residual`)."""
+        return cone_lcp_residual(self.A, self.c, self.mu, self.d, lam)
 
-        ``scale = max(1, ||lambda||_inf, ||c_i / alpha_i||_inf)``; the details give the separate conic
-        KKT measures (cone violation of ``lambda``, dual-cone violation of ``w``, ``|lambda_i . w_i|``).
-        """
-        lam = np.asarray(lam, dtype=float).ravel()
-        inf = float("inf")
-        if lam.shape != (self.nc * self.d,) or not np.isfinite(lam).all():
-            return inf, {"natural_map": inf, "primal": inf, "dual": inf, "complementarity": inf}
-        w = self.slack(lam)
-        d = self.d
-        F = self._natural_map(lam)
-        nat = prim = dual = comp = 0.0
-        for i in range(self.nc):
-            li, wi, mu = lam[i * d:(i + 1) * d], w[i * d:(i + 1) * d], self.mu[i]
-            nat = max(nat, float(np.linalg.norm(F[i * d:(i + 1) * d])))
-            prim = max(prim, float(np.linalg.norm(li[1:]) - mu * li[0]), float(-li[0]))
-            dual = max(dual, float(mu * np.linalg.norm(wi[1:]) - wi[0]) / self.alpha[i] if mu > 0
-                       else float(-wi[0]) / self.alpha[i])
-            comp = max(comp, abs(float(li @ wi)) / self.alpha[i])
-        scale = max(1.0, float(np.max(np.abs(lam))), float(np.max(np.abs(self.c) / np.repeat(self.alpha, d))))
-        return nat / scale, {"natural_map": nat, "primal": prim, "dual": dual, "complementarity": comp,
-                             "scale": scale}
-
-    # ------------------------------------------------------------------------------- solving
     def solve(self, solver: str = "ipopt", *, tol: float = 1e-10, polish: bool = True,
               polish_iters: int = 8) -> Result:
-        """The cone QP by ``solver``, polished on its active set; never raises on failure.
-
-        ``solver``: ``"ipopt"`` (``casadi.nlpsol`` on the squared cone ``mu^2 x_n^2 - |x_T|^2 >= 0``,
-        ``x_n >= 0``) or ``"superscs"`` (``casadi.conic``'s SuperSCS plugin with the true second-order
-        cones given as ``soc(x_T, mu x_n)`` psd constraints, which CasADi hands to SCS as SOC blocks).
-        ``status`` is ``SOLVED`` only if :meth:`residual` ``<= tol``. The result's ``solver`` is the
-        backend name, with ``"+active-set"`` / ``"+newton"`` appended when the polish produced the
-        answer. Returns a :class:`~contactmp.result.Result` with ``x = lambda`` (per contact
-        ``(n, t[, o])`` [N]), ``residuals`` the conic KKT measures of :meth:`residual`, ``extras``:
-        ``v1``, ``active`` (``lambda_n > 0``), ``modes`` (``"separated" | "stick" | "slide"`` per
-        contact), ``backend_status``, ``backend_residual``.
-        """
-        if solver not in CONE_SOLVERS:
-            raise OptionError(f"unknown cone solver {solver!r}; choose from {CONE_SOLVERS}")
-        if not (isinstance(tol, (int, float)) and tol > 0):
-            raise OptionError(f"tol must be a positive number, got {tol!r}")
-        t0 = time.perf_counter()
-        nc, d = self.nc, self.d
-        # lambda_i = sigma x_i / alpha_i: per-contact scalars keep the cone, and x, A_s, c_s are O(1)
-        al = np.repeat(self.alpha, d)
-        sigma = max(1e-300, float(np.max(np.abs(self.c) / al)))
-        As = self.A / al[:, None] / al[None, :]
-        cs = self.c / al / sigma
-        lbx = np.full(nc * d, -np.inf)
-        ubx = np.full(nc * d, np.inf)
-        lbx[0::d] = 0.0
-        for i in np.flatnonzero(self.mu == 0):
-            lbx[i * d + 1:(i + 1) * d] = 0.0
-            ubx[i * d + 1:(i + 1) * d] = 0.0
-        ans = solve_cone_qp(solver, As, cs, self.mu, lbx, ubx, d)
-        x, backend, iters = ans.x, ans.status, ans.iterations
-        lam = sigma * x / al
-        ip_res, _ = self.residual(lam)
-        best, name, msg = lam, solver, f"{solver}: {backend}"
-        modes = self._modes(lam)
-        if polish and not ip_res <= 1e-3 * tol:
-            pol, pol_modes, k = self._polish(lam, polish_iters)
-            if pol is not None and self.residual(pol)[0] < ip_res:
-                best, name, modes = pol, solver + "+active-set", pol_modes
-                msg += f"; polished on its active set ({k} solve(s))"
-        if polish and not self.residual(best)[0] <= 1e-3 * tol:
-            nw, k = natural_map_newton(self._natural_map, best, 30)
-            if self.residual(nw)[0] < self.residual(best)[0]:
-                best, name, modes = nw, name + "+newton", self._modes(nw)
-                msg += f"; {k} semismooth Newton step(s) on the natural map"
-        for i in np.flatnonzero(self.mu == 0):  # the cone of mu = 0 is the ray lambda_T = 0
-            best[i * d + 1:(i + 1) * d] = 0.0
-        r, kkt = self.residual(best)
-        status = Status.SOLVED if r <= tol else Status.NOT_SOLVED
-        if status is not Status.SOLVED:
-            msg += f"; residual {r:.3g} > tol {tol:.3g}"
-        return Result(status, best, name, r, tol, iters, time.perf_counter() - t0, msg, residuals=kkt,
-                      extras={"v1": self.velocity(best), "active": best[0::d] > 0, "modes": modes,
-                              "backend_residual": ip_res, "backend_status": backend})
-
-    def _modes(self, lam: np.ndarray) -> list[str]:
-        d, out = self.d, []
-        w = self.slack(lam)
-        scale = max(1.0, float(np.max(np.abs(lam))))
-        for i in range(self.nc):
-            li, wi, mu = lam[i * d:(i + 1) * d], w[i * d:(i + 1) * d], self.mu[i]
-            if li[0] <= 1e-9 * scale:
-                out.append("separated")
-            elif mu > 0 and mu * li[0] - np.linalg.norm(li[1:]) <= 1e-6 * mu * li[0] \
-                    and np.linalg.norm(wi[1:]) * self.alpha[i] > 1e-9 * scale * self.alpha[i] ** 2:
-                out.append("slide")
-            else:
-                out.append("stick")
-        return out
-
-    def _natural_map(self, lam: np.ndarray) -> np.ndarray:
-        """``F(lambda) = lambda - P_K(lambda - w / alpha)`` stacked over contacts (0 at a solution);
-        ``P_K`` is :func:`contactmp.solvers.fc3d.project_cone` (planar contacts padded with ``o = 0``)."""
-        d, nc = self.d, self.nc
-        z = np.zeros(3 * nc)
-        y = lam - self.slack(lam) / np.repeat(self.alpha, d)
-        for k in range(d):
-            z[k::3] = y[k::d]
-        return lam - project_cone(z, self.mu).reshape(nc, 3)[:, :d].ravel()
-
-    def _polish(self, lam: np.ndarray, iters: int) -> tuple[np.ndarray | None, list[str], int]:
-        """Active-set solve ``T^T A T z = -T^T c`` on IPOPT's modes, re-estimating slide directions."""
-        d = self.d
-        modes = self._modes(lam)
-        e = {i: lam[i * d + 1:(i + 1) * d] / max(np.linalg.norm(lam[i * d + 1:(i + 1) * d]), 1e-300)
-             for i, md in enumerate(modes) if md == "slide"}
-        best, best_r = None, np.inf
-        for k in range(1, iters + 1):
-            cols = []
-            for i, md in enumerate(modes):
-                if md == "stick":
-                    for j in range(d):
-                        col = np.zeros(self.nc * d)
-                        col[i * d + j] = 1.0
-                        cols.append(col)
-                elif md == "slide":
-                    col = np.zeros(self.nc * d)
-                    col[i * d] = 1.0
-                    col[i * d + 1:(i + 1) * d] = self.mu[i] * e[i]
-                    cols.append(col)
-            if cols:
-                T = np.array(cols).T
-                try:
-                    z = np.linalg.solve(T.T @ self.A @ T, -T.T @ self.c)
-                except np.linalg.LinAlgError:
-                    break
-                cand = T @ z
-            else:
-                cand = np.zeros(self.nc * d)
-            r = self.residual(cand)[0]
-            if r < best_r:
-                best, best_r = cand, r
-            if not e or r <= 1e-15:
-                return best, modes, k
-            w = self.slack(cand)
-            for i in e:
-                wt = w[i * d + 1:(i + 1) * d]
-                nw = np.linalg.norm(wt)
-                if nw > 0:
-                    e[i] = -wt / nw
-        return best, modes, iters
+        """The cone QP by ``solver`` (:func:`contactmp.solvers.cone_lcp.solve_cone_lcp`: IPOPT or
+        SuperSCS, polished on its active set, judged by the natural-map residual); never raises on
+        failure. ``x = lambda`` (per contact ``(n, t[, o])`` [N]); ``extras`` adds ``v1``."""
+        res = solve_cone_lcp(self.A, self.c, self.mu, self.d, solver=solver, tol=tol, polish=polish,
+                             polish_iters=polish_iters)
+        res.extras["v1"] = self.velocity(res.x)
+        return res
 
 
 def compliant_friction_step(M: Any, f: Any, v0: Any, Jn: Any, Jt: Any, Jo: Any, phi0: Any, mu: Any, K: Any,

@@ -3,7 +3,7 @@
 :func:`solve` tries the reductions of :mod:`contactmp.reductions` in turn -- the LCP (Lemke,
 Newton, ... through :func:`~contactmp.solvers.registry.solve_lcp`), the cone problem (fc3d through
 :func:`~contactmp.solvers.registry.solve_fc3d`; the associated cone LCP, a convex cone QP, through
-:func:`~contactmp.solvers.qp.solve_cone_qp`) -- and falls back to the NLP/MPCC (IPOPT,
+:func:`~contactmp.solvers.cone_lcp.solve_cone_lcp`) -- and falls back to the NLP/MPCC (IPOPT,
 :func:`~contactmp.solvers.nlp.solve_program`), which takes every smooth program. The answer is
 one :class:`~contactmp.result.Result` whose ``x`` is the program's vector (``program`` set, so
 ``result.value(handle)`` works) and ``extras["reduction"]`` says which route it took. With
@@ -84,10 +84,19 @@ def _lcp(prog: Program, solver: Any, tol: float, options: dict[str, Any]) -> Res
 
 def _cone(prog: Program, solver: Any, tol: float, options: dict[str, Any]) -> Result:
     red = prog.to_cone_problem()
-    if red.associated:
-        from contactmp.solvers.qp import solve_cone_qp
+    if red.associated:  # the cone LCP of a convex cone QP; planar contacts without their dummy rows
+        import numpy as np
 
-        res = solve_cone_qp(red.W, red.q, red.mu, solver=solver, tol=tol, **options)
+        from contactmp.solvers.cone_lcp import solve_cone_lcp
+
+        keep = np.ones(red.W.shape[0], dtype=bool)
+        if red.planar.all():
+            keep[2::3] = False
+        res = solve_cone_lcp(red.W[np.ix_(keep, keep)], red.q[keep], red.mu, 3 - int(red.planar.all()),
+                             solver=solver or "ipopt", tol=tol, **options)
+        r = np.zeros(red.W.shape[0])
+        r[keep] = res.x
+        return _back(res, red.invert(r), prog, "cone")
     else:
         from contactmp.solvers.registry import solve_fc3d
 

@@ -289,7 +289,7 @@ class ContactImplicitTO:
         least ``max(constraint, comp_min)`` violation. ``options`` / ``overrides`` go to
         :func:`~contactmp.solvers.nlp.solve_program`. Never raises on non-convergence.
         """
-        from contactmp.solvers.nlp import solve_program
+        from contactmp.solvers.multistart import solve_from_guesses
 
         if start_indices is None:
             if not isinstance(starts, (int, np.integer)) or isinstance(starts, bool) or starts < 1:
@@ -301,29 +301,11 @@ class ContactImplicitTO:
                     or np.unique(arr).size != arr.size:
                 raise InputError("start_indices", f"must be distinct integers >= 0, got {start_indices!r}")
             indices = [int(i) for i in arr]
-        prog = self.program
-        handles = prog.variables
-        saved = [h.init.copy() for h in handles]
-        records: list[dict[str, Any]] = []
-        results = []
-        try:
-            for i in indices:
-                rng = None if i == 0 else np.random.default_rng([int(seed), i])
-                x0 = self.initial_guess(rng, scale)
-                for h in handles:
-                    h.init = x0[h.index].copy()
-                res = solve_program(prog, backend=backend, strategy=strategy, options=options, **overrides)
-                results.append(res)
-                records.append({"start": i, "status": res.status, "objective": float(res.objective),
-                                "comp_violation": float(res.residuals["comp_min"]),
-                                "constraint_violation": float(res.residuals["constraint"]),
-                                "iterations": int(res.iterations), "time_s": float(res.time_s),
-                                "backend_status": res.backend_status})
-        finally:
-            for h, init in zip(handles, saved):
-                h.init = init
-        best = _best(records)
-        return self._trajectory(results[indices.index(best)], records, best, results)
+        ms = solve_from_guesses(
+            self.program, lambda i: self.initial_guess(None if i == 0 else np.random.default_rng([int(seed), i]), scale),
+            indices=indices, backend=backend, strategy=strategy, options=options, **overrides)
+        records = [{**r, "status": Status(r["status"])} for r in ms.starts]
+        return self._trajectory(ms.best_result, records, ms.best, list(ms.results))
 
     def _trajectory(self, res: Result, records: list[dict[str, Any]], best: int, results: list[Result]) -> TOResult:
         x = res.x
@@ -353,9 +335,3 @@ def _weight(field_name: str, W: ArrayLike, n: int) -> np.ndarray:
         raise InputError(field_name, "must be symmetric positive semidefinite")
     return arr
 
-
-def _best(records: list[dict[str, Any]]) -> int:
-    solved = [r for r in records if r["status"] is Status.SOLVED]
-    if solved:
-        return min(solved, key=lambda r: r["objective"])["start"]
-    return min(records, key=lambda r: max(r["constraint_violation"], r["comp_violation"]))["start"]

@@ -53,8 +53,24 @@ INF = math.inf
 # ----------------------------------------------------------------------------------------------
 # Handles
 # ----------------------------------------------------------------------------------------------
-@dataclass(eq=False)
-class Variables:
+class _Handle:
+    """What every handle has: ``name``, ``index`` (a slice into the program's stacked vector), ``block``."""
+
+    name: str
+    index: slice
+    block: str | None
+
+    @property
+    def size(self) -> int:
+        """Number of scalar entries (variables, parameters, rows or pairs)."""
+        return self.index.stop - self.index.start
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, size={self.size}, block={self.block!r})"
+
+
+@dataclass(eq=False, repr=False)
+class Variables(_Handle):
     """A vector of decision variables ``x[index]`` with bounds ``lb <= x <= ub``.
 
     ``sym`` is the CasADi SX column of the variables, ``index`` the slice into the program's
@@ -69,17 +85,9 @@ class Variables:
     init: np.ndarray
     block: str | None = None
 
-    @property
-    def size(self) -> int:
-        """Number of scalar variables."""
-        return self.index.stop - self.index.start
 
-    def __repr__(self) -> str:
-        return f"Variables({self.name!r}, size={self.size}, block={self.block!r})"
-
-
-@dataclass(eq=False)
-class Parameters:
+@dataclass(eq=False, repr=False)
+class Parameters(_Handle):
     """A vector of parameters ``p[index]`` (fixed data of a solve; ``value`` is settable)."""
 
     name: str
@@ -87,11 +95,6 @@ class Parameters:
     index: slice
     _value: np.ndarray
     block: str | None = None
-
-    @property
-    def size(self) -> int:
-        """Number of scalar parameters."""
-        return self.index.stop - self.index.start
 
     @property
     def value(self) -> np.ndarray:
@@ -102,12 +105,9 @@ class Parameters:
     def value(self, v: Any) -> None:
         self._value = _float_vector(v, self.size, "value", allow_inf=False)
 
-    def __repr__(self) -> str:
-        return f"Parameters({self.name!r}, size={self.size}, block={self.block!r})"
 
-
-@dataclass(eq=False)
-class Constraint:
+@dataclass(eq=False, repr=False)
+class Constraint(_Handle):
     """The rows ``lb <= expr <= ub`` (``g[index]`` of the program); equality when ``lb == ub``."""
 
     name: str
@@ -117,17 +117,9 @@ class Constraint:
     index: slice
     block: str | None = None
 
-    @property
-    def size(self) -> int:
-        """Number of scalar rows."""
-        return self.index.stop - self.index.start
 
-    def __repr__(self) -> str:
-        return f"Constraint({self.name!r}, size={self.size}, block={self.block!r})"
-
-
-@dataclass(eq=False)
-class Complementarity:
+@dataclass(eq=False, repr=False)
+class Complementarity(_Handle):
     """The pairs ``0 <= a_i _|_ b_i >= 0`` (rows ``index`` of the program's stacked pairs)."""
 
     name: str
@@ -135,14 +127,6 @@ class Complementarity:
     b: ca.SX
     index: slice
     block: str | None = None
-
-    @property
-    def size(self) -> int:
-        """Number of scalar pairs."""
-        return self.index.stop - self.index.start
-
-    def __repr__(self) -> str:
-        return f"Complementarity({self.name!r}, size={self.size}, block={self.block!r})"
 
 
 @dataclass(eq=False)

@@ -336,9 +336,10 @@ class ConeReduction:
             ut = uc[:, 1:1 + m]
             gamma = np.linalg.norm(ut, axis=1)
             push = mu * rc[:, 0]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                w = np.where(gamma[:, None] > 0, -ut / np.where(gamma > 0, gamma, 1.0)[:, None],
-                             np.where(push[:, None] > 0, rc[:, 1:1 + m] / np.where(push > 0, push, 1.0)[:, None], 0.0))
+            # in contact (mu r_n > 0): r_T = mu r_n w, whether sticking or sliding; separated: the
+            # direction of the slip (|w| = 1), or 0 when the contact does not move
+            w = np.where(push[:, None] > 0, rc[:, 1:1 + m] / np.where(push > 0, push, 1.0)[:, None],
+                         -ut / np.where(gamma > 0, gamma, np.inf)[:, None])
             x[cone.gamma.index] = gamma
             x[cone.w.index] = w.T.ravel()  # (w_t of all contacts, then w_o)
             j += n

@@ -172,11 +172,11 @@ class StepBlock:
         raise NotImplementedError
 
     def modes(self, x: Any, tol: float = 1e-9) -> list[str]:
-        """Per contact ``"separated"`` (``p_n <= tol`` times the largest impulse), ``"sliding"``
+        """Per contact ``"separated"`` (``p_n <= tol`` times the largest impulse, at least 1 N s), ``"sliding"``
         (the friction impulse on the boundary ``||p_T|| = mu p_n`` to ``sqrt(tol)`` relative) or
         ``"sticking"``."""
         p = self.impulses(x)
-        scale = max(float(np.max(np.abs(p), initial=0.0)), 1e-300)
+        scale = max(float(np.max(np.abs(p), initial=0.0)), 1.0)
         out = []
         for (pn, pt, po), mu in zip(p, np.asarray(self.mu, dtype=float).ravel()):
             if pn <= tol * scale:

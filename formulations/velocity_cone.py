@@ -108,9 +108,10 @@ class VelocityConeStep(StepBlock):
 
     def modes(self, x: Any, tol: float = 1e-9) -> list[str]:
         """Per contact ``"separated"`` (``p_n = 0``), ``"sliding"`` (sliding speed ``gamma > 0``)
-        or ``"sticking"``, judged relative to the largest entry (``tol``)."""
+        or ``"sticking"``, judged against ``tol`` times the largest entry (at least 1: impulses in N s,
+        speeds in m/s)."""
         pn, g = self.program.value(self.p_n, x), self.program.value(self.gamma, x)
-        sp, sg = tol * max(np.abs(pn).max(initial=0.0), 1e-300), tol * max(np.abs(g).max(initial=0.0), 1e-300)
+        sp, sg = tol * max(np.abs(pn).max(initial=0.0), 1.0), tol * max(np.abs(g).max(initial=0.0), 1.0)
         return ["separated" if a <= sp else "sliding" if b > sg else "sticking" for a, b in zip(pn, g)]
 
 

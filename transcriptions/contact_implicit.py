@@ -290,6 +290,7 @@ class ContactImplicitTO:
         :func:`~contactmp.solvers.nlp.solve_program`. Never raises on non-convergence.
         """
         from contactmp.solvers.multistart import solve_from_guesses
+        from contactmp.solvers.nlp import NLPOptions
 
         if start_indices is None:
             if not isinstance(starts, (int, np.integer)) or isinstance(starts, bool) or starts < 1:
@@ -301,9 +302,9 @@ class ContactImplicitTO:
                     or np.unique(arr).size != arr.size:
                 raise InputError("start_indices", f"must be distinct integers >= 0, got {start_indices!r}")
             indices = [int(i) for i in arr]
-        ms = solve_from_guesses(
+        ms = solve_from_guesses(  # options / overrides are solve_program's (NLPOptions), per start
             self.program, lambda i: self.initial_guess(None if i == 0 else np.random.default_rng([int(seed), i]), scale),
-            indices=indices, backend=backend, strategy=strategy, options=options, **overrides)
+            indices=indices, backend=backend, strategy=strategy, options=NLPOptions.build(options, **overrides))
         records = [{**r, "status": Status(r["status"])} for r in ms.starts]
         return self._trajectory(ms.best_result, records, ms.best, list(ms.results))
 

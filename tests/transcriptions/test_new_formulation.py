@@ -103,7 +103,7 @@ def _push(starts: int = 1):
 
 def test_trajectory_optimization_replays_through_time_stepping() -> None:
     to = _push()
-    res = to.solve(start_indices=[1, 2])  # two seeded starts (the noiseless guess p = 0 stalls IPOPT)
+    res = to.solve(start_indices=[1, 2], time_limit=120.0)  # two seeded starts (the noiseless guess p = 0 stalls IPOPT)
     assert res.success and res.n_solved == 2
     assert res.q[-1, 0] == pytest.approx(0.5, abs=1e-8) and np.abs(res.v[-1]).max() < 1e-6
     assert res.p_n.sum() == pytest.approx(G * 1.0, rel=1e-3)  # the weight over 1 s, from the springs

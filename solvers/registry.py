@@ -308,9 +308,9 @@ def _solve_fc3d_lean(W: Any, q: Any, mu: Any, options: dict[str, Any]) -> Result
     first = quick_pass(W, q, mu, tol, QUICK_NSGS_SWEEPS, t0)
     if first is None:
         return None
-    if first.success:
+    if first.success:  # its time_s already counts from t0 (the quick pass is the whole call)
         first.extras["attempts"] = [_attempt(first)]
-        return first.replace(time_s=time.perf_counter() - t0)
+        return first
     options = {k: v for k, v in options.items() if k != "quick"}
     return _try_in_order(order[1:], fc3d_solver, (W, q, mu), options, _AUTO_OPTIONS,
                          _fc3d_per_entry(order, nc)[1:], tried=[first], t0=t0)[0]

@@ -124,11 +124,12 @@ class Result:
     def replace(self, **changes: Any) -> "Result":
         """A copy with ``changes`` applied (as ``dataclasses.replace``, in one dict copy: solvers call
         it on their hot path)."""
-        unknown = changes.keys() - self.__dict__.keys()
-        if unknown:
-            raise TypeError(f"Result has no field(s) {sorted(unknown)}")
+        d = self.__dict__.copy()
+        d.update(changes)
+        if len(d) != len(self.__dict__):
+            raise TypeError(f"Result has no field(s) {sorted(changes.keys() - self.__dict__.keys())}")
         new = object.__new__(Result)
-        _set(new, "__dict__", {**self.__dict__, **changes})
+        _set(new, "__dict__", d)
         return new
 
     def value(self, handle: Any) -> np.ndarray:

@@ -68,14 +68,14 @@ def solve_lcp(M: Any, q: Any, solver: str | tuple[str, ...] | None = None, **opt
     before a verified solution, the answer is the attempt of least residual with status
     ``time_limit``.
     """
-    if isinstance(solver, tuple):
-        M, q = validate_lcp(M, q)
-        return _try_in_order(solver, lcp_solver, (M, q), options, set(options))[0]
-    if solver is not None and solver != "auto":
+    if solver is not None and solver != "auto" and not isinstance(solver, tuple):
         fn = _LOADED.get(solver) if type(solver) is str else None  # hot path: a loaded name
         if fn is None:
             fn = lcp_solver(solver)
         return fn(M, q, **options) if options else fn(M, q)  # the solver validates its input
+    if isinstance(solver, tuple):
+        M, q = validate_lcp(M, q)
+        return _try_in_order(solver, lcp_solver, (M, q), options, set(options))[0]
     M, q = validate_lcp(M, q)
     best, tried = _try_in_order(DEFAULT_LCP_ORDER, lcp_solver, (M, q), options, _AUTO_OPTIONS)
     if not best.success and best.status is not Status.TIME_LIMIT:

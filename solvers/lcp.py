@@ -173,9 +173,34 @@ class SolverOptions:
 
     def check(self) -> None:
         """Reject ill-typed values (subclasses extend this)."""
-        if isinstance(self.tol, bool) or not (isinstance(self.tol, (int, float)) and self.tol > 0 and np.isfinite(self.tol)):
-            raise OptionError(f"tol must be a positive finite number, got {self.tol!r}")
+        check_real("tol", self.tol, 0.0)
         check_time_limit(self.time_limit)
+
+
+def check_int(name: str, v: Any, low: int = 1, *, none_ok: bool = False) -> None:
+    """Reject option ``name`` unless ``v`` is an int (not a bool) ``>= low`` (or None if ``none_ok``)."""
+    if none_ok and v is None:
+        return
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+        raise OptionError(f"{name} must be an int >= {low}{' or None' if none_ok else ''}, got {v!r}")
+
+
+def check_real(name: str, v: Any, lo: float = -np.inf, hi: float = np.inf, *, lo_open: bool = True,
+               hi_open: bool = True, none_ok: bool = False) -> None:
+    """Reject option ``name`` unless ``v`` is a finite real number (not a bool) in the interval from
+    ``lo`` to ``hi`` (open or closed at each end), or None if ``none_ok``."""
+    if none_ok and v is None:
+        return
+    ok = not isinstance(v, bool) and isinstance(v, (int, float)) and -np.inf < v < np.inf
+    if not ok or (v <= lo if lo_open else v < lo) or (v >= hi if hi_open else v > hi):
+        interval = f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+        raise OptionError(f"{name} must be a finite number in {interval}{' or None' if none_ok else ''}, got {v!r}")
+
+
+def check_bool(name: str, v: Any) -> None:
+    """Reject option ``name`` unless ``v`` is True or False."""
+    if not isinstance(v, (bool, np.bool_)):
+        raise OptionError(f"{name} must be True or False, got {v!r}")
 
 
 def polish_lcp(M: np.ndarray, q: np.ndarray, z: np.ndarray) -> np.ndarray | None:

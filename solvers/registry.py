@@ -36,17 +36,21 @@ LCP_SOLVERS: dict[str, str] = {
 DEFAULT_LCP_ORDER: tuple[str, ...] = ("lemke", "newton", "fip", "ipopt")
 
 
+def _load(name: Any, table: dict[str, str], loaded: dict[str, Callable[..., Result]],
+          what: str) -> Callable[..., Result]:
+    """The ``solve`` function of the module ``table[name]`` (strict, with a hint), imported once."""
+    if not isinstance(name, str) or name not in table:
+        hint = did_you_mean(name, table)
+        raise OptionError(f"unknown {what} solver {name!r} (known: {', '.join(table)}){hint}")
+    fn = loaded.get(name)
+    if fn is None:
+        fn = loaded[name] = importlib.import_module(table[name]).solve
+    return fn
+
+
 def lcp_solver(name: str) -> Callable[..., Result]:
     """Return the ``solve`` function registered under ``name`` (strict, with a hint)."""
-    if name not in LCP_SOLVERS:
-        hint = did_you_mean(name, LCP_SOLVERS)
-        raise OptionError(f"unknown LCP solver '{name}' (known: {', '.join(LCP_SOLVERS)}){hint}")
-    if not isinstance(name, str):
-        raise OptionError(f"solver must be a name (one of {', '.join(LCP_SOLVERS)}), got {name!r}")
-    fn = _LOADED.get(name)
-    if fn is None:
-        fn = _LOADED[name] = importlib.import_module(LCP_SOLVERS[name]).solve
-    return fn
+    return _load(name, LCP_SOLVERS, _LOADED, "LCP")
 
 
 _LOADED: dict[str, Callable[..., Result]] = {}
@@ -174,13 +178,7 @@ _LOADED_FC3D: dict[str, Callable[..., Result]] = {}
 
 def fc3d_solver(name: str) -> Callable[..., Result]:
     """Return the fc3d ``solve`` function registered under ``name`` (strict, with a hint)."""
-    if not isinstance(name, str) or name not in FC3D_SOLVERS:
-        hint = did_you_mean(name, FC3D_SOLVERS)
-        raise OptionError(f"unknown fc3d solver {name!r} (known: {', '.join(FC3D_SOLVERS)}){hint}")
-    fn = _LOADED_FC3D.get(name)
-    if fn is None:
-        fn = _LOADED_FC3D[name] = importlib.import_module(FC3D_SOLVERS[name]).solve
-    return fn
+    return _load(name, FC3D_SOLVERS, _LOADED_FC3D, "fc3d")
 
 
 def solve_fc3d(W: Any, q: Any, mu: Any, solver: str | None = None, **options: Any) -> Result:

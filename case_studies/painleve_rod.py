@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from contactmp.case_studies._figures import pyplot, save
 from contactmp.case_studies._study import StudyRun, markdown_table
 from contactmp.case_studies.uniqueness_random import (
     PHYS_RTOL,
@@ -234,10 +235,7 @@ def _state_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _figure(records: list[dict[str, Any]], mus: tuple[float, ...], thetas: tuple[float, ...], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from matplotlib.colors import BoundaryNorm, ListedColormap
     from matplotlib.patches import Patch
 
@@ -297,9 +295,7 @@ def _figure(records: list[dict[str, Any]], mus: tuple[float, ...], thetas: tuple
         ax.set_ylabel("friction coefficient mu")
     handles = [Patch(color=c, label=l) for c, l in zip(colors, ["0 (inconsistent)", "1", "2", "3", "continuum"])]
     fig.legend(handles=handles, loc="lower center", ncol=5, title="proven number of solutions (physical forces)")
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path, rect=(0, 0.06, 1, 1))
 
 
 def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = None,

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from contactmp.case_studies._figures import pyplot, save
 from contactmp.case_studies._study import StudyRun, markdown_table
 
 DESCRIPTION = "Trinkle et al. 1995 Table 1: Lemke, FIP and Newton on 328 random pyramid LCPs"
@@ -188,11 +189,7 @@ def _overall(records: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def _figure(data: list[dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     sizes = [d["size"] for d in data]
     fig, ax = plt.subplots(figsize=(9.5, 4))
     ax.plot(sizes, [d["lemke_frac"] for d in data], "o-", label="Lemke (ours, <= 4 starts)")
@@ -208,9 +205,7 @@ def _figure(data: list[dict[str, Any]], path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.set_title("Pyramid LCPs of random multi-rigid-body problems (Trinkle et al. Table 1)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = None,

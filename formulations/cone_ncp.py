@@ -343,13 +343,6 @@ class ConeNCP:
             qddot=qdd, lddot=ldd, modes=modes, gamma=gamma, x=xv,
         )
 
-    @staticmethod
-    def c_from_program(prog: "Program", x: ArrayLike, name: str = "cone_ncp") -> np.ndarray:
-        """``y = (c_n, c_Rt, c_Ro)`` (the program's force variables) from a solution ``x``."""
-        blk = prog.blocks[name]
-        vals = {h.name.rsplit("/", 1)[-1]: prog.value(h, x) for h in blk.variables}
-        return np.concatenate([vals[k] for k in ("c_n", "c_t", "c_o") if k in vals])
-
     def check(self, sol: ConeSolution) -> dict[str, float]:
         """Residuals of the model's conditions computed from the physical quantities of ``sol``.
 

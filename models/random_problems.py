@@ -43,7 +43,6 @@ The pyramid LCP (37) of such a problem has size ``n_S + 5 n_R``.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -684,12 +683,3 @@ def trinkle_dataset(seed: int = 0) -> list[DataSet]:
                 model=base.with_mu(mu), style=style,
             ))
     return out
-
-
-def generation_time(n: int = 20, seed: int = 0) -> float:
-    """Mean seconds to build one problem of :data:`TRINKLE_PROBLEMS` (a quick benchmark)."""
-    t0 = time.perf_counter()
-    for k in range(n):
-        nb, ns, nr, _, style = TRINKLE_PROBLEMS[k % len(TRINKLE_PROBLEMS)]
-        random_problem(problem_seed(seed, k), nb, ns, nr, style=style)
-    return (time.perf_counter() - t0) / n

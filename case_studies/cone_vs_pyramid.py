@@ -78,12 +78,8 @@ PUSH_RATIOS_FULL: tuple[float, ...] = (1.5, 2.0, 3.0)
 # ---------------------------------------------------------------------------------------------
 # scenes
 # ---------------------------------------------------------------------------------------------
-def box_under_force(
-    force: ArrayLike,
-    mu: float = MU_SCENE,
-    half_extents: ArrayLike = (0.5, 0.5, 0.1),
-    mass: float = 1.0,
-) -> ContactModel:
+def box_under_force(force: ArrayLike, mu: float = MU_SCENE, half_extents: ArrayLike = (0.5, 0.5, 0.1),
+                    mass: float = 1.0) -> ContactModel:
     """A box at rest on the ground ``z = 0`` touching it at its 4 bottom corners (all contacts
     rolling, frames ``n = e_z``, ``t = e_x``), under the external force ``force`` (world, through
     the center of mass, no moment): ``g_obj = (force, 0)`` in (4)."""
@@ -816,18 +812,11 @@ def _warm_up() -> None:
 
 def _plan(quick: bool) -> dict[str, Any]:
     if quick:
-        return {
-            "ratios": PUSH_RATIOS_QUICK,
-            "thetas": [5.0 * i for i in range(19)],
-            "psis": [0.0, 11.25, 22.5, 30.0, 45.0],
-            "grid": [float(a) for a in range(24, 38)],
-        }
-    return {
-        "ratios": PUSH_RATIOS_FULL,
-        "thetas": [2.5 * i for i in range(37)],
-        "psis": [2.5 * i for i in range(19)],
-        "grid": [float(a) for a in range(24, 38)],
-    }
+        plan = {"ratios": PUSH_RATIOS_QUICK, "thetas": [5.0 * i for i in range(19)],
+                "psis": [0.0, 11.25, 22.5, 30.0, 45.0]}
+    else:
+        plan = {"ratios": PUSH_RATIOS_FULL, "thetas": [2.5 * i for i in range(37)], "psis": [2.5 * i for i in range(19)]}
+    return {**plan, "grid": [float(a) for a in range(24, 38)]}
 
 
 def _random_selection(datasets: list[Any], quick: bool) -> list[Any]:

@@ -48,12 +48,8 @@ import numpy as np
 
 from contactmp.case_studies._figures import pyplot, save
 from contactmp.case_studies._study import StudyRun, markdown_table
-from contactmp.case_studies.uniqueness_random import (
-    PHYS_RTOL,
-    multistart_forces,
-    physical_solutions,
-    unmatched,
-)
+from contactmp.case_studies.uniqueness_random import PHYS_RTOL, multistart_forces, physical_solutions, unmatched
+from contactmp.case_studies.uniqueness_random import _f as _num
 
 DESCRIPTION = "Painleve/Lotstedt rod: solution counts over (theta, mu) by multistart, enumeration and MILP, vs Prop. 3"
 
@@ -104,10 +100,7 @@ def grid_point(item: tuple[str, float, float, int]) -> dict[str, Any]:
     from contactmp.formulations.pyramid_lcp import PyramidLCP, proposition3_mu_bound
     from contactmp.models.painleve import closed_form_solutions, painleve_mu, rod
     from contactmp.solvers.certificates import (
-        Verdict,
-        enumerate_lcp_solutions,
-        lcp_existence_milp,
-        lcp_second_solution_milp,
+        Verdict, enumerate_lcp_solutions, lcp_existence_milp, lcp_second_solution_milp,
     )
     from contactmp.solvers.multistart import multistart
 
@@ -188,10 +181,6 @@ def grid_point(item: tuple[str, float, float, int]) -> dict[str, Any]:
 # ================================================================================================
 # Summary
 # ================================================================================================
-def _num(v: Any) -> float:
-    return math.inf if v == "inf" else float(v)
-
-
 def three_solution_region(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Where the grid has 3 solutions: angles, smallest mu (and at which angle), per-angle minima."""
     pts = [r for r in records if r["count"] == 3]

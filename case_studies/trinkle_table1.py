@@ -62,16 +62,8 @@ def _solve_one(ds: Any, seed: int) -> dict[str, Any]:
 
     form = PyramidLCP(ds.model)
     M, q = form.M, form.q
-    rec: dict[str, Any] = {
-        "key": _key(ds, seed),
-        "seed": seed,
-        "problem_id": ds.problem_id,
-        "mu": ds.mu,
-        "size": int(form.size),
-        "n_bodies": ds.n_bodies,
-        "n_S": ds.n_S,
-        "n_R": ds.n_R,
-    }
+    rec: dict[str, Any] = {"key": _key(ds, seed), "seed": seed, "problem_id": ds.problem_id, "mu": ds.mu,
+                           "size": int(form.size), "n_bodies": ds.n_bodies, "n_S": ds.n_S, "n_R": ds.n_R}
     runs = {
         "lemke": dict(max_iter=LEMKE_MAX_PIVOTS + 1, restarts=LEMKE_RESTARTS, seed=seed, tol=RESIDUAL_TOL),
         "fip": dict(max_iter=FIP_MAX_ITER, gap_tol=FIP_GAP_TOL, tol=RESIDUAL_TOL),
@@ -79,21 +71,19 @@ def _solve_one(ds: Any, seed: int) -> dict[str, Any]:
         # beyond the paper: the same Lemke without the 100-pivot cap (its default cap, max(1000, 50 n))
         "lemke_uncapped": dict(restarts=LEMKE_RESTARTS, seed=seed, tol=RESIDUAL_TOL),
     }
+    def entry_of(res: Any, physics: float) -> dict[str, Any]:
+        solved = bool(res.success and physics <= PHYSICS_TOL * max(1.0, float(np.abs(q).max())))
+        return {"status": res.status.value, "solved": solved, "residual": res.residual,
+                "physics_residual": physics, "iterations": res.iterations, "time_s": res.time_s}
+
     for name, opts in runs.items():
         res = solve_lcp(M, q, solver=name.removesuffix("_uncapped"), **opts)
         physics = float("inf")
         if np.isfinite(res.x).all():
             checks = form.check(form.solution(res.x))
             physics = float(max(checks.values())) if checks else 0.0
-        solved = bool(res.success and physics <= PHYSICS_TOL * max(1.0, float(np.abs(q).max())))
-        entry = {
-            "status": res.status.value,
-            "solved": solved,
-            "residual": res.residual,
-            "physics_residual": physics,
-            "iterations": res.iterations,
-            "time_s": res.time_s,
-        }
+        entry = entry_of(res, physics)
+        solved = entry["solved"]
         if name.startswith("lemke"):
             statuses = res.extras.get("start_statuses", [])
             entry["starts"] = int(res.extras.get("starts", 1))
@@ -110,12 +100,7 @@ def _solve_one(ds: Any, seed: int) -> dict[str, Any]:
     res, sol = form.solve("lemke", islands=True, **runs["lemke"])
     physics = float(max(form.check(sol).values())) if sol is not None else float("inf")
     rec["island_sizes"] = [p["size"] for p in res.extras["islands"]]
-    rec["lemke_islands"] = {
-        "status": res.status.value,
-        "solved": bool(res.success and physics <= PHYSICS_TOL * max(1.0, float(np.abs(q).max()))),
-        "residual": res.residual, "physics_residual": physics, "iterations": res.iterations,
-        "time_s": res.time_s,
-    }
+    rec["lemke_islands"] = entry_of(res, physics)
     return rec
 
 

@@ -276,10 +276,7 @@ def solve_point(item: tuple[ProblemSpec, float, int]) -> dict[str, Any]:
 
     from contactmp.formulations.pyramid_lcp import PyramidLCP, proposition3_mu_bound
     from contactmp.solvers.certificates import (
-        Verdict,
-        enumerate_lcp_solutions,
-        lcp_existence_milp,
-        lcp_second_solution_milp,
+        Verdict, enumerate_lcp_solutions, lcp_existence_milp, lcp_second_solution_milp,
     )
     from contactmp.solvers.multistart import multistart
 

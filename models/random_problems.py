@@ -51,15 +51,7 @@ import numpy as np
 from contactmp.errors import InputError
 from contactmp.models.contact_model import Contact, ContactModel
 from contactmp.models.rigid_bodies import (
-    GRAVITY,
-    GROUND,
-    Manipulator,
-    RigidBody,
-    box_inertia,
-    cross,
-    link,
-    obj,
-    rotation_about,
+    GRAVITY, GROUND, Manipulator, RigidBody, box_inertia, cross, link, obj, rotation_about,
 )
 
 
@@ -548,17 +540,9 @@ def _check_counts(n_bodies: Any, n_sliding: Any, n_rolling: Any) -> tuple[int, i
     return nb, ns, nr
 
 
-def random_problem(
-    seed: int,
-    n_bodies: int,
-    n_sliding: int,
-    n_rolling: int,
-    mu: float = 0.5,
-    *,
-    gravity: float = GRAVITY,
-    max_attempts: int = 50,
-    style: str | SceneStyle = "classic",
-) -> ContactModel:
+def random_problem(seed: int, n_bodies: int, n_sliding: int, n_rolling: int, mu: float = 0.5, *,
+                   gravity: float = GRAVITY, max_attempts: int = 50,
+                   style: str | SceneStyle = "classic") -> ContactModel:
     """A random, physically meaningful contact problem with exactly ``n_S = n_sliding`` sliding and
     ``n_R = n_rolling`` rolling contacts among ``n_bodies`` boxes, furnished as ``style`` says (a
     name of :data:`STYLES` or a :class:`SceneStyle`; see the module docstring).

@@ -92,12 +92,7 @@ from contactmp.errors import InputError, OptionError
 from contactmp.progress import Reporter, check_progress
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import (
-    build_options,
-    dual_violation,
-    fc3d_residual,
-    project_cone,
-    validate_fc3d,
-    verified_fc3d_result,
+    build_options, dual_violation, fc3d_residual, project_cone, validate_fc3d, verified_fc3d_result,
 )
 from contactmp.solvers.lcp import SolverOptions, check_int, check_real
 from contactmp.validate import validate_start

@@ -27,14 +27,8 @@ import numpy as np
 from contactmp.progress import CHUNK_SECONDS, Reporter
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import (
-    residual_watch,
-    _residual_kernel,
-    build_options,
-    checked_fc3d_result,
-    dual_violation,
-    natural_map_residual,
-    validate_fc3d,
-    verified_fc3d_result,
+    residual_watch, _residual_kernel, build_options, checked_fc3d_result, dual_violation, natural_map_residual,
+    validate_fc3d, verified_fc3d_result,
 )
 from contactmp.solvers.fc3d_local import solve_cone_local
 from contactmp.solvers.lcp import SolverOptions, check_bool, check_int, check_real

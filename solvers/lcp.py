@@ -64,19 +64,8 @@ def lcp_residual(M: np.ndarray, q: np.ndarray, z: np.ndarray) -> float:
     return float(w_and_residual_kernel(M, q, z, np.empty_like(q)))
 
 
-def verified_result(
-    M: np.ndarray,
-    q: np.ndarray,
-    z: np.ndarray | None,
-    *,
-    solver: str,
-    claimed: Status,
-    tol: float,
-    iterations: int,
-    t_start: float,
-    message: str = "",
-    **extras: Any,
-) -> Result:
+def verified_result(M: np.ndarray, q: np.ndarray, z: np.ndarray | None, *, solver: str, claimed: Status, tol: float,
+                    iterations: int, t_start: float, message: str = "", **extras: Any) -> Result:
     """Build a :class:`Result`, checking the solver's claim independently.
 
     ``M`` and ``q`` must be the validated float64 arrays of :func:`validate_lcp`. A claimed
@@ -96,19 +85,8 @@ def verified_result(
                          t_start=t_start, message=message, extras=extras)
 
 
-def judged_result(
-    z: np.ndarray,
-    w: np.ndarray,
-    residual: float,
-    *,
-    solver: str,
-    claimed: Status,
-    tol: float,
-    iterations: int,
-    t_start: float,
-    message: str,
-    extras: dict[str, Any],
-) -> Result:
+def judged_result(z: np.ndarray, w: np.ndarray, residual: float, *, solver: str, claimed: Status, tol: float,
+                  iterations: int, t_start: float, message: str, extras: dict[str, Any]) -> Result:
     """The :class:`Result` of :func:`verified_result` from an already computed check:
     ``w = M z + q`` and ``residual = ||min(z, w)||_inf`` evaluated from the original ``M, q`` and
     the returned ``z`` (for example by :func:`w_and_residual_kernel` inside a solver's compiled

@@ -384,18 +384,10 @@ def _lm_direction(h: np.ndarray | sp.spmatrix, grad: np.ndarray, nu: float) -> n
     return _linear_solve(a, -grad)
 
 
-def _run(
-    F: Callable[[np.ndarray], np.ndarray],
-    jac: Callable[[np.ndarray], Any],
-    box: _Box,
-    z0: np.ndarray,
-    opts: Options,
-    max_iter: int,
-    free: bool = False,
-    memory: int | None = None,
-    polish: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray] | None] | None = None,
-    watch: Watch | None = None,
-) -> _Outcome:
+def _run(F: Callable[[np.ndarray], np.ndarray], jac: Callable[[np.ndarray], Any], box: _Box, z0: np.ndarray,
+         opts: Options, max_iter: int, free: bool = False, memory: int | None = None,
+         polish: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray] | None] | None = None,
+         watch: Watch | None = None) -> _Outcome:
     """The globalized semismooth Newton iteration from ``z0`` (in the box), at most ``max_iter``
     iterations. ``free``: search along the straight lines ``z + t d`` instead of their projections
     onto the box (only for an ``F`` defined everywhere, as the LCP's ``M z + q``). ``memory``
@@ -499,18 +491,9 @@ def _run(
         k += 1
 
 
-def _search(
-    F: Callable[[np.ndarray], np.ndarray],
-    box: _Box,
-    z: np.ndarray,
-    d: np.ndarray,
-    grad: np.ndarray,
-    ref: float,
-    opts: Options,
-    t_min: float,
-    n: int,
-    free: bool = False,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float] | None:
+def _search(F: Callable[[np.ndarray], np.ndarray], box: _Box, z: np.ndarray, d: np.ndarray, grad: np.ndarray,
+            ref: float, opts: Options, t_min: float, n: int,
+            free: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float] | None:
     """Nonmonotone Armijo search along ``P(z + t d)`` (``z + t d`` when ``free``); the accepted
     ``(z, F, Phi, Psi, t)`` or None."""
     t = 1.0
@@ -585,16 +568,9 @@ def _bounds(lb: Any, ub: Any, n: int | None) -> tuple[np.ndarray, np.ndarray]:
     return lb_a, ub_a
 
 
-def solve_mcp(
-    F: Callable[[np.ndarray], np.ndarray],
-    jac: Callable[[np.ndarray], Any],
-    lb: Any,
-    ub: Any,
-    z0: Any = None,
-    options: Options | None = None,
-    progress: Reporter | None = None,
-    **overrides: Any,
-) -> Result:
+def solve_mcp(F: Callable[[np.ndarray], np.ndarray], jac: Callable[[np.ndarray], Any], lb: Any, ub: Any,
+              z0: Any = None, options: Options | None = None, progress: Reporter | None = None,
+              **overrides: Any) -> Result:
     """Solve MCP(F, [lb, ub]) with the globalized semismooth Newton method on Billups' FB system.
 
     ``F(z)`` returns a vector of length ``n``; ``jac(z)`` returns ``F'(z)`` as a dense array or a

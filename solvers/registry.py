@@ -96,11 +96,9 @@ def solve_lcp(M: Any, q: Any, solver: str | tuple[str, ...] | None = None, **opt
 _AUTO_OPTIONS = frozenset(("tol", "time_limit", "progress"))
 
 
-def _try_in_order(
-    order: tuple[str, ...], lookup: Callable[[str], Callable[..., Result]], args: tuple[Any, ...],
-    options: dict[str, Any], allowed: set[str], per_entry: list[dict[str, Any] | None] | None = None,
-    tried: list[Result] | None = None, t0: float | None = None,
-) -> tuple[Result, list[Result]]:
+def _try_in_order(order: tuple[str, ...], lookup: Callable[[str], Callable[..., Result]], args: tuple[Any, ...],
+                  options: dict[str, Any], allowed: set[str], per_entry: list[dict[str, Any] | None] | None = None,
+                  tried: list[Result] | None = None, t0: float | None = None) -> tuple[Result, list[Result]]:
     """The auto mode: try ``order`` until a verified solution; return the best answer (smallest
     residual) with ``extras["attempts"]`` listing every attempt, and all the attempts. Only the
     ``allowed`` options (those every solver of ``order`` takes) are passed on, plus

@@ -48,6 +48,7 @@ from typing import Any, Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
+from contactmp.case_studies._figures import pyplot, save
 from contactmp.case_studies._study import StudyRun, markdown_table
 from contactmp.models.contact_model import Contact, ContactModel
 from contactmp.models.rigid_bodies import GRAVITY, GROUND, RigidBody, box_inertia, obj
@@ -77,12 +78,8 @@ PUSH_RATIOS_FULL: tuple[float, ...] = (1.5, 2.0, 3.0)
 # ---------------------------------------------------------------------------------------------
 # scenes
 # ---------------------------------------------------------------------------------------------
-def box_under_force(
-    force: ArrayLike,
-    mu: float = MU_SCENE,
-    half_extents: ArrayLike = (0.5, 0.5, 0.1),
-    mass: float = 1.0,
-) -> ContactModel:
+def box_under_force(force: ArrayLike, mu: float = MU_SCENE, half_extents: ArrayLike = (0.5, 0.5, 0.1),
+                    mass: float = 1.0) -> ContactModel:
     """A box at rest on the ground ``z = 0`` touching it at its 4 bottom corners (all contacts
     rolling, frames ``n = e_z``, ``t = e_x``), under the external force ``force`` (world, through
     the center of mass, no moment): ``g_obj = (force, 0)`` in (4)."""
@@ -230,19 +227,18 @@ def solve_cone(model: ContactModel, fc3d_tol: float = RESIDUAL_TOL, warm: Any = 
         out.update(route=f"fc3d/{res.solver}", status=res.status.value)
         if np.isfinite(res.x).all():
             judge(form.solution(r=res.x), res.success)
-    if not out["solved"]:
+    for start in [None] + ([warm] if warm is not None else []):  # cold, then (if that fails) warm
+        if out["solved"]:
+            break
         prog = form.to_program()
+        if start is None:
+            route = ("fc3d->" if out["route"] else "") + "program/elastic_l1"
+        else:
+            _warm_start(prog, form, start)
+            route = out["route"] + "->warm"
         pres = solve_program(prog, strategy="elastic_l1")
         out["time_s"] += float(pres.time_s)
-        out.update(route=("fc3d->" if out["route"] else "") + "program/elastic_l1", status=pres.status.value)
-        if np.isfinite(pres.x).all():
-            judge(form.solution(pres.x, program=prog), pres.success)
-    if not out["solved"] and warm is not None:
-        prog = form.to_program()
-        _warm_start(prog, form, warm)
-        pres = solve_program(prog, strategy="elastic_l1")
-        out["time_s"] += float(pres.time_s)
-        out.update(route=out["route"] + "->warm", status=pres.status.value)
+        out.update(route=route, status=pres.status.value)
         if np.isfinite(pres.x).all():
             judge(form.solution(pres.x, program=prog), pres.success)
     return out
@@ -542,14 +538,10 @@ def _label(name: str) -> str:
     return "cone" if name == "cone" else f"pyramid k = {name[1:]}"
 
 
-def _nanmax(v: list[float | None]) -> float | None:
+def _finite(f: Callable[[list[float]], Any], v: list[float | None]) -> float | None:
+    """``f`` of the finite entries of ``v`` (None when there are none)."""
     w = [x for x in v if x is not None and np.isfinite(x)]
-    return float(max(w)) if w else None
-
-
-def _nanmean(v: list[float | None]) -> float | None:
-    w = [x for x in v if x is not None and np.isfinite(x)]
-    return float(np.mean(w)) if w else None
+    return float(f(w)) if w else None
 
 
 def _push_summary(records: list[dict[str, Any]], ratios: tuple[float, ...]) -> tuple[str, list[dict[str, Any]]]:
@@ -562,14 +554,14 @@ def _push_summary(records: list[dict[str, Any]], ratios: tuple[float, ...]) -> t
             dev = [abs((e["slide_dir_deg"] - r["theta_deg"] + 180) % 360 - 180) for r, e in zip(rs, es)]
             d = {
                 "model": name, "ratio": ratio, "n": len(es), "solved": sum(e["solved"] for e in es),
-                "max_angle_deg": _nanmax([e["angle_deg"] for e in es]),
-                "mean_angle_deg": _nanmean([e["angle_deg"] for e in es]),
-                "max_predicted_deg": _nanmax([e["predicted_deg"] for e in es]),
+                "max_angle_deg": _finite(max, [e["angle_deg"] for e in es]),
+                "mean_angle_deg": _finite(np.mean, [e["angle_deg"] for e in es]),
+                "max_predicted_deg": _finite(max, [e["predicted_deg"] for e in es]),
                 "bound_deg": 180.0 / k if k else 0.0,
-                "max_err_vs_closed_form_deg": _nanmax([abs(e["angle_deg"] - e["predicted_deg"]) for e in es]),
-                "max_contact_angle_deg": _nanmax([e["contact_angle_max_deg"] for e in es]),
-                "max_slide_dir_dev_deg": _nanmax(dev),
-                "max_yaw_spread": _nanmax([e["yaw_spread"] for e in es]),
+                "max_err_vs_closed_form_deg": _finite(max, [abs(e["angle_deg"] - e["predicted_deg"]) for e in es]),
+                "max_contact_angle_deg": _finite(max, [e["contact_angle_max_deg"] for e in es]),
+                "max_slide_dir_dev_deg": _finite(max, dev),
+                "max_yaw_spread": _finite(max, [e["yaw_spread"] for e in es]),
                 "mean_time_ms": 1e3 * float(np.mean([e["time_s"] for e in es])),
             }
             data.append(d)
@@ -611,10 +603,10 @@ def _incline_summary(records: list[dict[str, Any]]) -> tuple[str, str, list[dict
         k = None if n == "cone" else int(n[1:])
         d = {
             "model": n, "n": len(es), "found": sum(e["threshold_deg"] is not None for e in es),
-            "min_threshold_deg": _nanmin([e["threshold_deg"] for e in es]),
-            "max_threshold_deg": _nanmax([e["threshold_deg"] for e in es]),
+            "min_threshold_deg": _finite(min, [e["threshold_deg"] for e in es]),
+            "max_threshold_deg": _finite(max, [e["threshold_deg"] for e in es]),
             "max_possible_deg": math.degrees(math.atan(MU_SCENE / (math.cos(math.pi / k) if k else 1.0))),
-            "max_error_deg": _nanmax([e["error_deg"] for e in es]),
+            "max_error_deg": _finite(max, [e["error_deg"] for e in es]),
             "solves": int(sum(e["solves"] for e in es)),
         }
         data.append(d)
@@ -624,11 +616,6 @@ def _incline_summary(records: list[dict[str, Any]]) -> tuple[str, str, list[dict
         ["model", "thresholds found", "min over psi (deg)", "max over psi (deg)",
          "atan(mu / cos(pi/k)) (deg)", "max abs(found - closed form) (deg)"], rows2)
     return overall, per_psi, data
-
-
-def _nanmin(v: list[float | None]) -> float | None:
-    w = [x for x in v if x is not None and np.isfinite(x)]
-    return float(min(w)) if w else None
 
 
 def _incline_grid(records: list[dict[str, Any]], psi_deg: float) -> str:
@@ -740,11 +727,7 @@ def _median_ms(v: list[float]) -> float | None:
 
 def _figures(push: list[dict[str, Any]], ratio: float, incline: list[dict[str, Any]],
              random_data: list[dict[str, Any]], out: Path) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     written = []
     rs = sorted([r for r in push if r["ratio"] == ratio], key=lambda r: r["theta_deg"])
     fig, ax = plt.subplots(figsize=(8, 4.2))
@@ -763,11 +746,7 @@ def _figures(push: list[dict[str, Any]], ratio: float, incline: list[dict[str, A
                  "(markers: LCP / fc3d answers; lines: closed form; dotted: pi/k)", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    p = out / "friction_angle_vs_direction.png"
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    written.append(p.name)
+    written.append(save(fig, out / "friction_angle_vs_direction.png"))
 
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     ks = [d["k"] for d in random_data]
@@ -799,11 +778,7 @@ def _figures(push: list[dict[str, Any]], ratio: float, incline: list[dict[str, A
     ax2.set_title("How far pyramid friction sticks out of the cone (data sets with n_R > 0)", fontsize=9)
     ax2.grid(alpha=0.3, which="both")
     ax2.legend(fontsize=8)
-    fig.tight_layout()
-    p = out / "cone_share_vs_k.png"
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    written.append(p.name)
+    written.append(save(fig, out / "cone_share_vs_k.png"))
 
     rs = sorted(incline, key=lambda r: r["psi_deg"])
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -819,11 +794,7 @@ def _figures(push: list[dict[str, Any]], ratio: float, incline: list[dict[str, A
     ax.set_title(f"Stick-slip threshold on an incline, mu = {MU_SCENE:g} (lines: closed form)", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    p = out / "threshold_vs_direction.png"
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    written.append(p.name)
+    written.append(save(fig, out / "threshold_vs_direction.png"))
     return written
 
 
@@ -841,18 +812,11 @@ def _warm_up() -> None:
 
 def _plan(quick: bool) -> dict[str, Any]:
     if quick:
-        return {
-            "ratios": PUSH_RATIOS_QUICK,
-            "thetas": [5.0 * i for i in range(19)],
-            "psis": [0.0, 11.25, 22.5, 30.0, 45.0],
-            "grid": [float(a) for a in range(24, 38)],
-        }
-    return {
-        "ratios": PUSH_RATIOS_FULL,
-        "thetas": [2.5 * i for i in range(37)],
-        "psis": [2.5 * i for i in range(19)],
-        "grid": [float(a) for a in range(24, 38)],
-    }
+        plan = {"ratios": PUSH_RATIOS_QUICK, "thetas": [5.0 * i for i in range(19)],
+                "psis": [0.0, 11.25, 22.5, 30.0, 45.0]}
+    else:
+        plan = {"ratios": PUSH_RATIOS_FULL, "thetas": [2.5 * i for i in range(37)], "psis": [2.5 * i for i in range(19)]}
+    return {**plan, "grid": [float(a) for a in range(24, 38)]}
 
 
 def _random_selection(datasets: list[Any], quick: bool) -> list[Any]:

@@ -36,6 +36,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from contactmp.case_studies._figures import pyplot, save
 from contactmp.case_studies._study import StudyRun, markdown_table, merge_counts
 from contactmp.formulations.compliant_qp import CompliantQP
 
@@ -217,11 +218,7 @@ def _fmt(x: float | None) -> str:
 
 def _plot_deviation(out: Path, records: list[dict[str, Any]], per_k: list[dict[str, Any]],
                     Ks: Sequence[float]) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 5))
     for K, p in zip(Ks, per_k):
         rs = sorted((r for r in records if r["K"] == K), key=lambda r: r["h"])
@@ -235,19 +232,11 @@ def _plot_deviation(out: Path, records: list[dict[str, Any]], per_k: list[dict[s
     ax.set_title("compliant pendulum: constraint deviation (dotted: max|lambda|/K)")
     ax.legend(fontsize=7)
     ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    path = Path(out) / "deviation_vs_h.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path.name
+    return save(fig, Path(out) / "deviation_vs_h.png")
 
 
 def _plot_energy(out: Path, records: list[dict[str, Any]], Ks: Sequence[float], hs: Sequence[float]) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     show = sorted(hs)[:: max(1, len(hs) // 4)]
     fig, axes = plt.subplots(1, len(Ks), figsize=(5 * len(Ks), 4), sharey=True, squeeze=False)
     for ax, K in zip(axes[0], Ks):
@@ -259,8 +248,4 @@ def _plot_energy(out: Path, records: list[dict[str, Any]], Ks: Sequence[float], 
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
     axes[0][0].set_ylabel("E(t) - E0 [J]")
-    fig.tight_layout()
-    path = Path(out) / "energy_vs_time.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path.name
+    return save(fig, Path(out) / "energy_vs_time.png")

@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from contactmp.case_studies._study import StudyRun, markdown_table
+from contactmp.case_studies._figures import pyplot, save
+from contactmp.case_studies._study import StudyRun, markdown_table, merge_counts
 from contactmp.formulations.compliant_qp import CompliantQP
 from contactmp.models.compliance import ElasticFoundation, elastic_foundation
 
@@ -270,10 +271,7 @@ def run(out: Path, quick: bool = False, seed: int = 0, *, T: float = DURATION) -
     worst = min(ratios, key=lambda e: min(e["Radau_over_ours"], e["BDF_over_ours"]))
     figures = [_plot(study.out, records, ics)]
     side = side_by_side(records)
-    solvers: dict[str, int] = {}
-    for r in records:
-        for name, cnt in (r.get("solvers") or {}).items():
-            solvers[name] = solvers.get(name, 0) + cnt
+    solvers = merge_counts(records, "solvers")
 
     lines = [
         "# drumwright-stiff" + (" (quick)" if quick else ""),
@@ -360,11 +358,7 @@ def _key(ic: str, method: str, par: float, grid: int, T: float) -> str:
 
 
 def _plot(out: Path, records: list[dict[str, Any]], ics: tuple[str, ...]) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 5))
     marks = {"compliant": "o", "Radau": "s", "BDF": "^"}
     colors = dict(zip(ics, ["C0", "C1", "C2", "C3"]))
@@ -377,8 +371,4 @@ def _plot(out: Path, records: list[dict[str, Any]], ics: tuple[str, ...]) -> str
     ax.set_title("box on elastic foundation: compliant scheme vs Radau / BDF")
     ax.legend(fontsize=6)
     ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    path = Path(out) / "time_vs_error.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path.name
+    return save(fig, Path(out) / "time_vs_error.png")

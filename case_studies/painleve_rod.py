@@ -46,13 +46,10 @@ from typing import Any
 
 import numpy as np
 
+from contactmp.case_studies._figures import pyplot, save
 from contactmp.case_studies._study import StudyRun, markdown_table
-from contactmp.case_studies.uniqueness_random import (
-    PHYS_RTOL,
-    multistart_forces,
-    physical_solutions,
-    unmatched,
-)
+from contactmp.case_studies.uniqueness_random import PHYS_RTOL, multistart_forces, physical_solutions, unmatched
+from contactmp.case_studies.uniqueness_random import _f as _num
 
 DESCRIPTION = "Painleve/Lotstedt rod: solution counts over (theta, mu) by multistart, enumeration and MILP, vs Prop. 3"
 
@@ -103,10 +100,7 @@ def grid_point(item: tuple[str, float, float, int]) -> dict[str, Any]:
     from contactmp.formulations.pyramid_lcp import PyramidLCP, proposition3_mu_bound
     from contactmp.models.painleve import closed_form_solutions, painleve_mu, rod
     from contactmp.solvers.certificates import (
-        Verdict,
-        enumerate_lcp_solutions,
-        lcp_existence_milp,
-        lcp_second_solution_milp,
+        Verdict, enumerate_lcp_solutions, lcp_existence_milp, lcp_second_solution_milp,
     )
     from contactmp.solvers.multistart import multistart
 
@@ -187,10 +181,6 @@ def grid_point(item: tuple[str, float, float, int]) -> dict[str, Any]:
 # ================================================================================================
 # Summary
 # ================================================================================================
-def _num(v: Any) -> float:
-    return math.inf if v == "inf" else float(v)
-
-
 def three_solution_region(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Where the grid has 3 solutions: angles, smallest mu (and at which angle), per-angle minima."""
     pts = [r for r in records if r["count"] == 3]
@@ -234,10 +224,7 @@ def _state_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _figure(records: list[dict[str, Any]], mus: tuple[float, ...], thetas: tuple[float, ...], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from matplotlib.colors import BoundaryNorm, ListedColormap
     from matplotlib.patches import Patch
 
@@ -297,9 +284,7 @@ def _figure(records: list[dict[str, Any]], mus: tuple[float, ...], thetas: tuple
         ax.set_ylabel("friction coefficient mu")
     handles = [Patch(color=c, label=l) for c, l in zip(colors, ["0 (inconsistent)", "1", "2", "3", "continuum"])]
     fig.legend(handles=handles, loc="lower center", ncol=5, title="proven number of solutions (physical forces)")
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path, rect=(0, 0.06, 1, 1))
 
 
 def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = None,

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from contactmp.case_studies._figures import pyplot, save
 from contactmp.case_studies._study import StudyRun, markdown_table
 
 DESCRIPTION = "Trinkle et al. 1995 Table 1: Lemke, FIP and Newton on 328 random pyramid LCPs"
@@ -61,16 +62,8 @@ def _solve_one(ds: Any, seed: int) -> dict[str, Any]:
 
     form = PyramidLCP(ds.model)
     M, q = form.M, form.q
-    rec: dict[str, Any] = {
-        "key": _key(ds, seed),
-        "seed": seed,
-        "problem_id": ds.problem_id,
-        "mu": ds.mu,
-        "size": int(form.size),
-        "n_bodies": ds.n_bodies,
-        "n_S": ds.n_S,
-        "n_R": ds.n_R,
-    }
+    rec: dict[str, Any] = {"key": _key(ds, seed), "seed": seed, "problem_id": ds.problem_id, "mu": ds.mu,
+                           "size": int(form.size), "n_bodies": ds.n_bodies, "n_S": ds.n_S, "n_R": ds.n_R}
     runs = {
         "lemke": dict(max_iter=LEMKE_MAX_PIVOTS + 1, restarts=LEMKE_RESTARTS, seed=seed, tol=RESIDUAL_TOL),
         "fip": dict(max_iter=FIP_MAX_ITER, gap_tol=FIP_GAP_TOL, tol=RESIDUAL_TOL),
@@ -78,21 +71,19 @@ def _solve_one(ds: Any, seed: int) -> dict[str, Any]:
         # beyond the paper: the same Lemke without the 100-pivot cap (its default cap, max(1000, 50 n))
         "lemke_uncapped": dict(restarts=LEMKE_RESTARTS, seed=seed, tol=RESIDUAL_TOL),
     }
+    def entry_of(res: Any, physics: float) -> dict[str, Any]:
+        solved = bool(res.success and physics <= PHYSICS_TOL * max(1.0, float(np.abs(q).max())))
+        return {"status": res.status.value, "solved": solved, "residual": res.residual,
+                "physics_residual": physics, "iterations": res.iterations, "time_s": res.time_s}
+
     for name, opts in runs.items():
         res = solve_lcp(M, q, solver=name.removesuffix("_uncapped"), **opts)
         physics = float("inf")
         if np.isfinite(res.x).all():
             checks = form.check(form.solution(res.x))
             physics = float(max(checks.values())) if checks else 0.0
-        solved = bool(res.success and physics <= PHYSICS_TOL * max(1.0, float(np.abs(q).max())))
-        entry = {
-            "status": res.status.value,
-            "solved": solved,
-            "residual": res.residual,
-            "physics_residual": physics,
-            "iterations": res.iterations,
-            "time_s": res.time_s,
-        }
+        entry = entry_of(res, physics)
+        solved = entry["solved"]
         if name.startswith("lemke"):
             statuses = res.extras.get("start_statuses", [])
             entry["starts"] = int(res.extras.get("starts", 1))
@@ -109,12 +100,7 @@ def _solve_one(ds: Any, seed: int) -> dict[str, Any]:
     res, sol = form.solve("lemke", islands=True, **runs["lemke"])
     physics = float(max(form.check(sol).values())) if sol is not None else float("inf")
     rec["island_sizes"] = [p["size"] for p in res.extras["islands"]]
-    rec["lemke_islands"] = {
-        "status": res.status.value,
-        "solved": bool(res.success and physics <= PHYSICS_TOL * max(1.0, float(np.abs(q).max()))),
-        "residual": res.residual, "physics_residual": physics, "iterations": res.iterations,
-        "time_s": res.time_s,
-    }
+    rec["lemke_islands"] = entry_of(res, physics)
     return rec
 
 
@@ -188,11 +174,7 @@ def _overall(records: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def _figure(data: list[dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     sizes = [d["size"] for d in data]
     fig, ax = plt.subplots(figsize=(9.5, 4))
     ax.plot(sizes, [d["lemke_frac"] for d in data], "o-", label="Lemke (ours, <= 4 starts)")
@@ -208,9 +190,7 @@ def _figure(data: list[dict[str, Any]], path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.set_title("Pyramid LCPs of random multi-rigid-body problems (Trinkle et al. Table 1)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = None,

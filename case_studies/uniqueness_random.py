@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from contactmp.case_studies._figures import pyplot, save
 from contactmp.case_studies._study import StudyRun, markdown_table
 
 DESCRIPTION = "Uniqueness of random Trinkle problems against mu: enumeration/MILP vs the Proposition 3 bound"
@@ -275,10 +276,7 @@ def solve_point(item: tuple[ProblemSpec, float, int]) -> dict[str, Any]:
 
     from contactmp.formulations.pyramid_lcp import PyramidLCP, proposition3_mu_bound
     from contactmp.solvers.certificates import (
-        Verdict,
-        enumerate_lcp_solutions,
-        lcp_existence_milp,
-        lcp_second_solution_milp,
+        Verdict, enumerate_lcp_solutions, lcp_existence_milp, lcp_second_solution_milp,
     )
     from contactmp.solvers.multistart import multistart
 
@@ -405,11 +403,7 @@ def _checks(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _figure(rows: list[dict[str, Any]], bounds: list[tuple[float, float, bool]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.6))
     mus = [r["mu"] for r in rows]
     styles = {"unique": ("tab:green", "o"), "several": ("tab:orange", "s"), "continuum": ("tab:purple", "D"),
@@ -455,9 +449,7 @@ def _figure(rows: list[dict[str, Any]], bounds: list[tuple[float, float, bool]],
     bx.set_title(f"Proposition 3 bounds: {int((vals <= 0).sum())} of {n} problems have bound 0 (~B singular)")
     bx.legend(fontsize=8)
     bx.grid(alpha=0.3, which="both")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = None,

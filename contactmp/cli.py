@@ -53,6 +53,16 @@ def _error(message: str) -> None:
     err.print(f"[red]error:[/red] {escape(message)}")
 
 
+def _print_table(title: str, columns: tuple[str, ...], rows: list[list[str]]) -> None:
+    """Print a rich table with these columns and rows on stdout."""
+    t = Table(title=title)
+    for col in columns:
+        t.add_column(col)
+    for row in rows:
+        t.add_row(*row)
+    Console().print(t)
+
+
 @app.command()
 def solve(
     file: Path = typer.Argument(
@@ -115,34 +125,18 @@ def solve(
     n = int(len(q))
     if as_json:
         d = res.to_dict()
-        out = {
-            "kind": kind,
-            "status": d["status"],
-            "solver": d["solver"],
-            "residual": d["residual"],
-            "iterations": d["iterations"],
-            "time_s": d["time_s"],
-        }
-        if kind == "fc3d":
-            out.update(r=d["x"], u=d["extras"].get("u"))
-        else:
-            out.update(z=d["x"], w=d["extras"].get("w"))
-        out.update(
-            message=d["message"],
-            attempts=d["extras"].get("attempts"),
-            problem=str(file),
-            n=n,
-        )
+        out = {"kind": kind, **{k: d[k] for k in ("status", "solver", "residual", "iterations", "time_s")}}
+        x, v = ("r", "u") if kind == "fc3d" else ("z", "w")
+        out.update({x: d["x"], v: d["extras"].get(v)})
+        out.update(message=d["message"], attempts=d["extras"].get("attempts"), problem=str(file), n=n)
         if kind == "fc3d":
             out["nc"] = n // 3
         sys.stdout.write(json.dumps(out) + "\n")
     else:
         size = f"nc = {n // 3} contacts" if kind == "fc3d" else f"n = {n}"
-        t = Table(title=f"{file.name} ({kind}, {size})")
-        for col in ("status", "solver", "residual", "iterations", "time"):
-            t.add_column(col)
-        t.add_row(res.status.value, res.solver, f"{res.residual:.2e}", str(res.iterations), f"{res.time_s*1e3:.3f} ms")
-        Console().print(t)
+        _print_table(f"{file.name} ({kind}, {size})", ("status", "solver", "residual", "iterations", "time"),
+                     [[res.status.value, res.solver, f"{res.residual:.2e}", str(res.iterations),
+                       f"{res.time_s*1e3:.3f} ms"]])
         if res.message:
             Console().print(res.message)
     # a finished solve exits 0 whatever its status (the status is the answer); bad input exits 2
@@ -174,12 +168,10 @@ def _solve_nosbench(file: Path, as_json: bool, time_limit: float = 60.0) -> None
     if as_json:
         sys.stdout.write(json.dumps({"kind": "mpcc", **out}) + "\n")
     else:
-        t = Table(title=f"{file.name} (NOSBENCH MPCC, n_w = {out['n_w']}, {out['n_comp']} pairs)")
-        for col in ("status", "strategy", "objective", "max G_i H_i", "feasibility", "time"):
-            t.add_column(col)
-        t.add_row(out["status"], out["strategy"], str(out["objective"]), str(out["comp_residual"]),
-                  str(out["feasibility"]), f"{out['time_s']:.3f} s")
-        Console().print(t)
+        _print_table(f"{file.name} (NOSBENCH MPCC, n_w = {out['n_w']}, {out['n_comp']} pairs)",
+                     ("status", "strategy", "objective", "max G_i H_i", "feasibility", "time"),
+                     [[out["status"], out["strategy"], str(out["objective"]), str(out["comp_residual"]),
+                       str(out["feasibility"]), f"{out['time_s']:.3f} s"]])
         Console().print(out["message"])
     raise typer.Exit(0)
 
@@ -229,13 +221,10 @@ def multistart(
     if as_json:
         sys.stdout.write(json.dumps(summary) + "\n")
         raise typer.Exit(0)
-    t = Table(title=f"{file.name}: {res.n_distinct} distinct verified solution(s) from {starts} starts")
-    for col in ("#", "solution (first 6 entries)", "starts reaching it", "share", "residual", "verified"):
-        t.add_column(col)
-    for i, c in enumerate(res.clusters):
-        x = ", ".join(f"{v:.4g}" for v in c.x[:6]) + (", ..." if len(c.x) > 6 else "")
-        t.add_row(str(i), x, str(c.count), f"{c.share:.3f}", f"{c.residual:.1e}", str(c.verified))
-    Console().print(t)
+    _print_table(f"{file.name}: {res.n_distinct} distinct verified solution(s) from {starts} starts",
+                 ("#", "solution (first 6 entries)", "starts reaching it", "share", "residual", "verified"),
+                 [[str(i), ", ".join(f"{v:.4g}" for v in c.x[:6]) + (", ..." if len(c.x) > 6 else ""), str(c.count),
+                   f"{c.share:.3f}", f"{c.residual:.1e}", str(c.verified)] for i, c in enumerate(res.clusters)])
     if res.extras.get("cut_short"):
         Console().print(f"[yellow]time limit {limit:g} s reached:[/yellow] {res.n_run} of {starts} starts finished "
                         f"({res.extras['starts_not_run']} not run); rerun the same command to resume")
@@ -292,19 +281,10 @@ def list_() -> None:
         ("LCP solvers (--solver)", LCP_SOLVERS, DEFAULT_LCP_ORDER),
         ("fc3d (Coulomb-cone) solvers (--solver)", FC3D_SOLVERS, DEFAULT_FC3D_ORDER),
     ):
-        t = Table(title=title)
-        t.add_column("name")
-        t.add_column("module")
-        for k, v in registry.items():
-            t.add_row(k, v)
-        Console().print(t)
+        _print_table(title, ("name", "module"), [[k, v] for k, v in registry.items()])
         Console().print(f"default (no --solver) tries: {', '.join(order)}")
-    s = Table(title="Case studies (contactmp study NAME)")
-    s.add_column("name")
-    s.add_column("what it shows")
-    for k in STUDIES:
-        s.add_row(k, getattr(study_module(k), "DESCRIPTION", ""))
-    Console().print(s)
+    _print_table("Case studies (contactmp study NAME)", ("name", "what it shows"),
+                 [[k, getattr(study_module(k), "DESCRIPTION", "")] for k in STUDIES])
 
 
 def main() -> None:

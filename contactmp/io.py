@@ -102,19 +102,8 @@ import numpy as np
 from contactmp.errors import InputError
 
 __all__ = [
-    "FC3D_FORMATS",
-    "Format",
-    "JSON_EXPANSION",
-    "LCP_FORMATS",
-    "MAX_BYTES_ENV",
-    "MAX_PROBLEM_BYTES",
-    "PROBLEM_KINDS",
-    "load_fc3d",
-    "load_lcp",
-    "load_problem",
-    "max_problem_bytes",
-    "read_capped",
-    "sniff_format",
+    "FC3D_FORMATS", "Format", "JSON_EXPANSION", "LCP_FORMATS", "MAX_BYTES_ENV", "MAX_PROBLEM_BYTES",
+    "PROBLEM_KINDS", "load_fc3d", "load_lcp", "load_problem", "max_problem_bytes", "read_capped", "sniff_format",
 ]
 
 T = TypeVar("T")
@@ -897,19 +886,10 @@ def _read_lcp_dat(path: Path, cap: int) -> tuple[np.ndarray, np.ndarray]:
 
 #: LCP formats, tried in order on the file's first bytes
 LCP_FORMATS: tuple[Format[tuple[np.ndarray, np.ndarray]], ...] = (
-    Format(
-        name="npz",
-        description="a NumPy .npz archive (zip) with float arrays M (n x n) and q (n)",
-        sniff=_is_zip,
-        read=_read_lcp_npz,
-        members=("M", "q"),
-    ),
-    Format(
-        name="siconos-lcp-dat",
-        description="Siconos' LCP text format starting 'n storage rows cols' with rows == cols == n",
-        sniff=_is_siconos_lcp_dat,
-        read=_read_lcp_dat,
-    ),
+    Format("npz", "a NumPy .npz archive (zip) with float arrays M (n x n) and q (n)", _is_zip, _read_lcp_npz,
+           members=("M", "q")),
+    Format("siconos-lcp-dat", "Siconos' LCP text format starting 'n storage rows cols' with rows == cols == n",
+           _is_siconos_lcp_dat, _read_lcp_dat),
 )
 
 
@@ -1223,26 +1203,11 @@ def _read_fclib_hdf5(path: Path, cap: int) -> Fc3dArrays:
 
 #: fc3d formats, tried in order on the file's first bytes
 FC3D_FORMATS: tuple[Format[Fc3dArrays], ...] = (
-    Format(
-        name="npz",
-        description="a NumPy .npz archive (zip) with float arrays W (3nc x 3nc), q (3nc) and mu (nc)",
-        sniff=_is_zip,
-        read=_read_fc3d_npz,
-        members=("W", "q", "mu"),
-    ),
-    Format(
-        name="siconos-fc3d-dat",
-        description="Siconos' fc3d text format starting 'dim nc storage rows cols' with dim = 3 and "
-        "rows == cols == 3 nc",
-        sniff=_is_siconos_fc3d_dat,
-        read=_read_fc3d_dat,
-    ),
-    Format(
-        name="fclib-hdf5",
-        description="an FCLIB HDF5 file with a local problem (group fclib_local)",
-        sniff=_is_hdf5,
-        read=_read_fclib_hdf5,
-    ),
+    Format("npz", "a NumPy .npz archive (zip) with float arrays W (3nc x 3nc), q (3nc) and mu (nc)", _is_zip,
+           _read_fc3d_npz, members=("W", "q", "mu")),
+    Format("siconos-fc3d-dat", "Siconos' fc3d text format starting 'dim nc storage rows cols' with dim = 3 and "
+           "rows == cols == 3 nc", _is_siconos_fc3d_dat, _read_fc3d_dat),
+    Format("fclib-hdf5", "an FCLIB HDF5 file with a local problem (group fclib_local)", _is_hdf5, _read_fclib_hdf5),
 )
 
 

@@ -36,12 +36,7 @@ from typing import Any, Literal
 import casadi
 import numpy as np
 import pyomo.environ as pyo
-from pyomo.core.expr.numeric_expr import (
-    DivisionExpression,
-    NegationExpression,
-    ProductExpression,
-    SumExpression,
-)
+from pyomo.core.expr.numeric_expr import DivisionExpression, NegationExpression, ProductExpression, SumExpression
 
 from contactmp.errors import InputError, UnsupportedProgramError
 
@@ -234,14 +229,9 @@ def _as_leaf(leaf: Any) -> Any:
     return leaf
 
 
-def translate(
-    exprs: casadi.SX,
-    symbols: casadi.SX,
-    leaves: Sequence[Any],
-    *,
-    share: Callable[[Any], Any] | None = None,
-    minmax: Literal["expr_if", "abs"] = "expr_if",
-) -> list[Any]:
+def translate(exprs: casadi.SX, symbols: casadi.SX, leaves: Sequence[Any], *,
+              share: Callable[[Any], Any] | None = None,
+              minmax: Literal["expr_if", "abs"] = "expr_if") -> list[Any]:
     """Pyomo expressions for each entry of the column ``exprs`` (SX), where the i-th pure symbol in
     the column ``symbols`` stands for ``leaves[i]`` (a Pyomo VarData / ParamData / number).
 
@@ -437,10 +427,7 @@ class PyomoToSX:
     def _make_builders(self) -> list[tuple[type, Callable[[Any, list[Any]], Any]]]:
         from pyomo.core.expr import numeric_expr as ne
         from pyomo.core.expr.relational_expr import (
-            EqualityExpression,
-            InequalityExpression,
-            NotEqualExpression,
-            RangedExpression,
+            EqualityExpression, InequalityExpression, NotEqualExpression, RangedExpression,
         )
 
         B, U = casadi.SX.binary, casadi.SX.unary

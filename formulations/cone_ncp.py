@@ -85,7 +85,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, UnsupportedProgramError
-from contactmp.models.contact_model import ContactModel
+from contactmp.models.contact_model import ContactModel, StackedSolution
 from contactmp.solvers.fc3d_ipopt import FC3DBlock, FORMS, _check_form, _cone_law, add_fc3d_block
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -105,7 +105,7 @@ def fc3d_permutation(n_c: int) -> np.ndarray:
 # The instantaneous cone problem of a ContactModel
 # ----------------------------------------------------------------------------------------------
 @dataclass
-class ConeSolution:
+class ConeSolution(StackedSolution):
     """A solution of the cone model mapped back to physics.
 
     ``c_n, c_t, c_o`` and ``a_n, a_t, a_o`` have one entry per contact (model order); ``qddot``
@@ -127,16 +127,6 @@ class ConeSolution:
     modes: list[str]
     gamma: np.ndarray
     x: np.ndarray | None = None
-
-    @property
-    def c(self) -> np.ndarray:
-        """``(c_n, c_t, c_o)`` stacked (the model's ``3 n_c`` grouping)."""
-        return np.concatenate([self.c_n, self.c_t, self.c_o])
-
-    @property
-    def a(self) -> np.ndarray:
-        """``(a_n, a_t, a_o)`` stacked."""
-        return np.concatenate([self.a_n, self.a_t, self.a_o])
 
 
 class ConeNCP:
@@ -268,16 +258,8 @@ class ConeNCP:
         return W, self.model.b[p].copy(), self.model.mu.copy()
 
     # -----------------------------------------------------------------------------------------
-    def solution(
-        self,
-        x: ArrayLike | None = None,
-        *,
-        c: ArrayLike | None = None,
-        r: ArrayLike | None = None,
-        program: "Program | None" = None,
-        name: str = "cone_ncp",
-        tol: float = 1e-8,
-    ) -> ConeSolution:
+    def solution(self, x: ArrayLike | None = None, *, c: ArrayLike | None = None, r: ArrayLike | None = None,
+                 program: "Program | None" = None, name: str = "cone_ncp", tol: float = 1e-8) -> ConeSolution:
         """Map an answer to forces, accelerations ``qddot`` (22), ``lddot`` (23), ``a`` (6), modes.
 
         Give exactly one of: ``x``, a solution of the Program of :meth:`to_program` (read through
@@ -342,13 +324,6 @@ class ConeNCP:
             c_n=c_n.copy(), c_t=c_t.copy(), c_o=c_o.copy(), a_n=a_n.copy(), a_t=a_t.copy(), a_o=a_o.copy(),
             qddot=qdd, lddot=ldd, modes=modes, gamma=gamma, x=xv,
         )
-
-    @staticmethod
-    def c_from_program(prog: "Program", x: ArrayLike, name: str = "cone_ncp") -> np.ndarray:
-        """``y = (c_n, c_Rt, c_Ro)`` (the program's force variables) from a solution ``x``."""
-        blk = prog.blocks[name]
-        vals = {h.name.rsplit("/", 1)[-1]: prog.value(h, x) for h in blk.variables}
-        return np.concatenate([vals[k] for k in ("c_n", "c_t", "c_o") if k in vals])
 
     def check(self, sol: ConeSolution) -> dict[str, float]:
         """Residuals of the model's conditions computed from the physical quantities of ``sol``.

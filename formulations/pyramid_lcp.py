@@ -46,7 +46,7 @@ from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, check_number
 from contactmp.friction_polygon import facet_generators, facet_normals
-from contactmp.models.contact_model import ContactModel
+from contactmp.models.contact_model import ContactModel, StackedSolution
 from contactmp.models.random_problems import SceneStyle, random_problem
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -56,7 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 @dataclass
-class PyramidSolution:
+class PyramidSolution(StackedSolution):
     """A solution of the pyramid model mapped back to physics.
 
     ``c_n, c_t, c_o`` and ``a_n, a_t, a_o`` have one entry per contact (all contacts, in the model's
@@ -78,16 +78,6 @@ class PyramidSolution:
     lddot: np.ndarray
     modes: list[str]
     facets: int
-
-    @property
-    def c(self) -> np.ndarray:
-        """``(c_n, c_t, c_o)`` stacked (the model's ``3 n_c`` ordering)."""
-        return np.concatenate([self.c_n, self.c_t, self.c_o])
-
-    @property
-    def a(self) -> np.ndarray:
-        """``(a_n, a_t, a_o)`` stacked."""
-        return np.concatenate([self.a_n, self.a_t, self.a_o])
 
 
 class PyramidLCP:

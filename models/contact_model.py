@@ -39,14 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError
-from contactmp.models.rigid_bodies import (
-    BodyRef,
-    Manipulator,
-    RigidBody,
-    as_array,
-    as_body_ref,
-    cross,
-)
+from contactmp.models.rigid_bodies import BodyRef, Manipulator, RigidBody, as_array, as_body_ref, cross
 
 _FRAME_TOL = 1e-9
 
@@ -120,6 +113,20 @@ class Contact:
     def frame(self) -> np.ndarray:
         """``C_j = [n t o]`` (3 x 3, world columns)."""
         return np.column_stack([self.normal, self.tangent, self.other])
+
+
+class StackedSolution:
+    """Mixin of the formulations' solutions, which hold ``c_n, c_t, c_o`` and ``a_n, a_t, a_o`` per contact."""
+
+    @property
+    def c(self) -> np.ndarray:
+        """``(c_n, c_t, c_o)`` stacked (the model's ``3 n_c`` ordering)."""
+        return np.concatenate([self.c_n, self.c_t, self.c_o])  # type: ignore[attr-defined]
+
+    @property
+    def a(self) -> np.ndarray:
+        """``(a_n, a_t, a_o)`` stacked."""
+        return np.concatenate([self.a_n, self.a_t, self.a_o])  # type: ignore[attr-defined]
 
 
 @dataclass(eq=False)
@@ -215,28 +222,15 @@ class ContactModel:
             raise InputError(name, f"link {ref.index} does not exist (n_l = {self.n_l})")
 
     # kinematics of one body at a point ---------------------------------------------------------
-    def _point_velocity(self, ref: BodyRef, p: np.ndarray) -> np.ndarray:
+    def _kinematics(self, ref: BodyRef, what: str, *p: np.ndarray) -> np.ndarray:
+        """``what`` of body ``ref``: ``"point_velocity"`` or ``"point_bias"`` at the point ``p``, or
+        ``"angular_velocity"`` (zero for the ground)."""
         if ref.kind == "object":
-            return self.objects[ref.index].point_velocity(p)
+            value = getattr(self.objects[ref.index], what)
+            return value(*p) if p else np.asarray(value)
         if ref.kind == "link":
             assert self.manipulator is not None
-            return self.manipulator.point_velocity(ref.index, p)
-        return np.zeros(3)
-
-    def _point_bias(self, ref: BodyRef, p: np.ndarray) -> np.ndarray:
-        if ref.kind == "object":
-            return self.objects[ref.index].point_bias(p)
-        if ref.kind == "link":
-            assert self.manipulator is not None
-            return self.manipulator.point_bias(ref.index, p)
-        return np.zeros(3)
-
-    def _angular_velocity(self, ref: BodyRef) -> np.ndarray:
-        if ref.kind == "object":
-            return np.asarray(self.objects[ref.index].angular_velocity)
-        if ref.kind == "link":
-            assert self.manipulator is not None
-            return self.manipulator.angular_velocity(ref.index)
+            return getattr(self.manipulator, what)(ref.index, *p)
         return np.zeros(3)
 
     # assembly -------------------------------------------------------------------------------
@@ -287,10 +281,9 @@ class ContactModel:
                 elif ref.kind == "link":
                     assert man is not None
                     J[cols, :] -= sign * (C.T @ man.point_jacobian(ref.index, p))
-            v_rel = self._point_velocity(c.body_i, p) - self._point_velocity(c.body_k, p)
-            face_ref = c.body_i if c.face == "i" else c.body_k
-            w_f = self._angular_velocity(face_ref)
-            acc_bias = self._point_bias(c.body_i, p) - self._point_bias(c.body_k, p)
+            v_rel = self._kinematics(c.body_i, "point_velocity", p) - self._kinematics(c.body_k, "point_velocity", p)
+            w_f = self._kinematics(c.body_i if c.face == "i" else c.body_k, "angular_velocity")
+            acc_bias = self._kinematics(c.body_i, "point_bias", p) - self._kinematics(c.body_k, "point_bias", p)
             bias[cols] = C.T @ (acc_bias - 2.0 * cross(w_f, v_rel))
             v[cols] = C.T @ v_rel
         self.W = W

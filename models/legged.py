@@ -128,8 +128,7 @@ def spider_standing(ground_height: float = SPIDER_GEOMETRY["ground_height"], *,
                     body_radius: float = SPIDER_GEOMETRY["body_radius"],
                     upper_length: float = SPIDER_GEOMETRY["upper_length"],
                     foot_length: float = SPIDER_GEOMETRY["foot_length"],
-                    foot_radius: float = SPIDER_GEOMETRY["foot_radius"],
-                    body_height: float = 0.43) -> np.ndarray:
+                    foot_radius: float = SPIDER_GEOMETRY["foot_radius"], body_height: float = 0.43) -> np.ndarray:
     """The nominal standing pose: body level at ``z = ground_height + body_height``, every hip
     angle 0 (upper legs horizontal and radial) and every knee at ``kappa = asin(d / L2)`` with
     ``d = body_height - foot_radius`` the drop from knee to foot center, so that all four feet touch
@@ -155,15 +154,12 @@ def _rod_inertia(m: float, length: float, radius: float) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------- model
 def spider(mu: float = 1.5, ground_height: float = SPIDER_GEOMETRY["ground_height"], *,
-           mass: float = SPIDER_GEOMETRY["mass"],
-           body_radius: float = SPIDER_GEOMETRY["body_radius"],
+           mass: float = SPIDER_GEOMETRY["mass"], body_radius: float = SPIDER_GEOMETRY["body_radius"],
            upper_length: float = SPIDER_GEOMETRY["upper_length"],
-           foot_length: float = SPIDER_GEOMETRY["foot_length"],
-           foot_radius: float = SPIDER_GEOMETRY["foot_radius"],
+           foot_length: float = SPIDER_GEOMETRY["foot_length"], foot_radius: float = SPIDER_GEOMETRY["foot_radius"],
            body_fraction: float = SPIDER_GEOMETRY["body_fraction"],
            upper_fraction: float = SPIDER_GEOMETRY["upper_fraction"],
-           link_radius: float = SPIDER_GEOMETRY["link_radius"],
-           g: float = GRAVITY) -> ContactSystem:
+           link_radius: float = SPIDER_GEOMETRY["link_radius"], g: float = GRAVITY) -> ContactSystem:
     """The four-legged spider (module docstring) as a ContactSystem, ``n_q = n_v = 19``, ``n_u = 16``,
     four foot contacts named ``FL, HL, HR, FR``.
 

@@ -43,7 +43,6 @@ The pyramid LCP (37) of such a problem has size ``n_S + 5 n_R``.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -52,15 +51,7 @@ import numpy as np
 from contactmp.errors import InputError
 from contactmp.models.contact_model import Contact, ContactModel
 from contactmp.models.rigid_bodies import (
-    GRAVITY,
-    GROUND,
-    Manipulator,
-    RigidBody,
-    box_inertia,
-    cross,
-    link,
-    obj,
-    rotation_about,
+    GRAVITY, GROUND, Manipulator, RigidBody, box_inertia, cross, link, obj, rotation_about,
 )
 
 
@@ -549,17 +540,9 @@ def _check_counts(n_bodies: Any, n_sliding: Any, n_rolling: Any) -> tuple[int, i
     return nb, ns, nr
 
 
-def random_problem(
-    seed: int,
-    n_bodies: int,
-    n_sliding: int,
-    n_rolling: int,
-    mu: float = 0.5,
-    *,
-    gravity: float = GRAVITY,
-    max_attempts: int = 50,
-    style: str | SceneStyle = "classic",
-) -> ContactModel:
+def random_problem(seed: int, n_bodies: int, n_sliding: int, n_rolling: int, mu: float = 0.5, *,
+                   gravity: float = GRAVITY, max_attempts: int = 50,
+                   style: str | SceneStyle = "classic") -> ContactModel:
     """A random, physically meaningful contact problem with exactly ``n_S = n_sliding`` sliding and
     ``n_R = n_rolling`` rolling contacts among ``n_bodies`` boxes, furnished as ``style`` says (a
     name of :data:`STYLES` or a :class:`SceneStyle`; see the module docstring).
@@ -684,12 +667,3 @@ def trinkle_dataset(seed: int = 0) -> list[DataSet]:
                 model=base.with_mu(mu), style=style,
             ))
     return out
-
-
-def generation_time(n: int = 20, seed: int = 0) -> float:
-    """Mean seconds to build one problem of :data:`TRINKLE_PROBLEMS` (a quick benchmark)."""
-    t0 = time.perf_counter()
-    for k in range(n):
-        nb, ns, nr, _, style = TRINKLE_PROBLEMS[k % len(TRINKLE_PROBLEMS)]
-        random_problem(problem_seed(seed, k), nb, ns, nr, style=style)
-    return (time.perf_counter() - t0) / n

@@ -235,17 +235,9 @@ class RigidBody:
         return cross(w, cross(w, p - self.position))
 
     @classmethod
-    def box(
-        cls,
-        half_extents: ArrayLike,
-        mass: float,
-        position: ArrayLike = (0.0, 0.0, 0.0),
-        rotation: ArrayLike | None = None,
-        velocity: ArrayLike = (0.0, 0.0, 0.0),
-        angular_velocity: ArrayLike = (0.0, 0.0, 0.0),
-        gravity: float = GRAVITY,
-        name: str = "",
-    ) -> "RigidBody":
+    def box(cls, half_extents: ArrayLike, mass: float, position: ArrayLike = (0.0, 0.0, 0.0),
+            rotation: ArrayLike | None = None, velocity: ArrayLike = (0.0, 0.0, 0.0),
+            angular_velocity: ArrayLike = (0.0, 0.0, 0.0), gravity: float = GRAVITY, name: str = "") -> "RigidBody":
         """A solid box under gravity ``-gravity e_z`` (``g_obj = (0, 0, -m g, 0, 0, 0)``)."""
         return cls(
             mass=mass,
@@ -406,19 +398,10 @@ class Manipulator:
         return ld @ terms
 
     @classmethod
-    def from_links(
-        cls,
-        axes: ArrayLike,
-        origins: ArrayLike,
-        parents: Sequence[int],
-        joint_velocities: ArrayLike,
-        link_masses: ArrayLike,
-        link_centers: ArrayLike,
-        link_inertias: ArrayLike,
-        efforts: ArrayLike | None = None,
-        gravity: float = GRAVITY,
-        joint_positions: ArrayLike | None = None,
-    ) -> "Manipulator":
+    def from_links(cls, axes: ArrayLike, origins: ArrayLike, parents: Sequence[int], joint_velocities: ArrayLike,
+                   link_masses: ArrayLike, link_centers: ArrayLike, link_inertias: ArrayLike,
+                   efforts: ArrayLike | None = None, gravity: float = GRAVITY,
+                   joint_positions: ArrayLike | None = None) -> "Manipulator":
         """A manipulator whose ``M_man``, ``g_man`` and ``h_man`` come from its links' inertia.
 
         For links with mass ``m_L``, center ``c_L`` and world inertia ``I_L`` (about ``c_L``):

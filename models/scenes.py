@@ -8,14 +8,8 @@ from contactmp.models.contact_model import Contact, ContactModel
 from contactmp.models.rigid_bodies import GRAVITY, GROUND, RigidBody, obj, rotation_about
 
 
-def box_on_plane(
-    half_extents: ArrayLike = (0.5, 0.5, 0.1),
-    mass: float = 1.0,
-    slope: float = 0.0,
-    speed: float = 0.0,
-    mu: float = 0.5,
-    gravity: float = GRAVITY,
-) -> ContactModel:
+def box_on_plane(half_extents: ArrayLike = (0.5, 0.5, 0.1), mass: float = 1.0, slope: float = 0.0,
+                 speed: float = 0.0, mu: float = 0.5, gravity: float = GRAVITY) -> ContactModel:
     """A box on a fixed plane inclined by ``slope`` (radians, about the world y axis), touching it at
     its 4 bottom corners, under gravity ``-gravity e_z``.
 
@@ -57,14 +51,8 @@ def two_stacks(mu: float = 0.5, gravity: float = GRAVITY) -> ContactModel:
     return ContactModel(objects=objects, contacts=contacts, name="two_stacks")
 
 
-def block_between_jaws(
-    half_extents: ArrayLike = (0.2, 0.15, 0.1),
-    mass: float = 1.0,
-    speed: float = 0.5,
-    mu: float = 0.5,
-    height: float = 0.5,
-    gravity: float = GRAVITY,
-) -> ContactModel:
+def block_between_jaws(half_extents: ArrayLike = (0.2, 0.15, 0.1), mass: float = 1.0, speed: float = 0.5,
+                       mu: float = 0.5, height: float = 0.5, gravity: float = GRAVITY) -> ContactModel:
     """A box held between the tips of two fixed pins on the vertical line through its center (a
     block in a slot, or clamped between two grounded jaws), sliding along ``t = e_x`` with velocity
     ``speed`` (``speed = 0``: at rest, both contacts rolling), center at ``height``.

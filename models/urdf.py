@@ -278,13 +278,11 @@ def _base_pose(base_pose: ArrayLike | None) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------- the model
-def urdf_system(urdf: str | os.PathLike,
-                contact_points: Mapping[str, ContactSpec] | Sequence[ContactSpec], *,
+def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpec] | Sequence[ContactSpec], *,
                 floating_base: bool = True, planar: bool = False, mu: float | ArrayLike = 0.5,
                 joints: Sequence[str] | None = None, actuated: Sequence[str] | None = None,
-                ground_height: float = 0.0, base_pose: ArrayLike | None = None,
-                q_nominal: ArrayLike | None = None, g: float = GRAVITY,
-                name: str | None = None) -> ContactSystem:
+                ground_height: float = 0.0, base_pose: ArrayLike | None = None, q_nominal: ArrayLike | None = None,
+                g: float = GRAVITY, name: str | None = None) -> ContactSystem:
     """A URDF robot with point contacts against the ground, as a ContactSystem (module docstring).
 
     Parameters

@@ -264,9 +264,8 @@ def _milp_base(s: _Scaled, extra_bin: int) -> tuple[np.ndarray, list[LinearConst
     return c, cons, integrality, bounds
 
 
-def _pattern_lp(
-    s: _Scaled, basis: np.ndarray, side: tuple[int, int, float] | None
-) -> tuple[str, np.ndarray | None]:
+def _pattern_lp(s: _Scaled, basis: np.ndarray,
+                side: tuple[int, int, float] | None) -> tuple[str, np.ndarray | None]:
     """The solutions with support pattern ``basis`` (``w_B = 0``, ``z_N = 0``), in scaled units.
 
     ``side = (i, sign, bound)`` adds ``z'_i >= bound`` (``sign = +1``) or ``z'_i <= bound``
@@ -308,11 +307,9 @@ def _pattern_lp(
     return "feasible", z
 
 
-def _check_pattern(
-    M: np.ndarray, q: np.ndarray, s: _Scaled, basis: np.ndarray,
-    sides: list[tuple[int, int, float] | None], z_raw: np.ndarray, tol: float,
-    z1: np.ndarray | None, delta: float,
-) -> tuple[np.ndarray | None, float, str]:
+def _check_pattern(M: np.ndarray, q: np.ndarray, s: _Scaled, basis: np.ndarray,
+                   sides: list[tuple[int, int, float] | None], z_raw: np.ndarray, tol: float, z1: np.ndarray | None,
+                   delta: float) -> tuple[np.ndarray | None, float, str]:
     """Look for a verified solution with support pattern ``basis`` (on one of ``sides``).
 
     Tries ``z_raw = E y / alpha`` (and its support polish), then the pattern LP for each side in
@@ -361,11 +358,9 @@ def _no_good(x_bin: np.ndarray, nv: int, offset: int) -> LinearConstraint:
     return LinearConstraint(row[None, :], 1.0 - ones.sum(), np.inf)
 
 
-def _milp_certificate(
-    M: Any, q: Any, z1: Any | None, delta: float | None, *, time_limit: float, tol: float,
-    alpha_tol: float, scale: bool, max_rounds: int, mip_rel_gap: float, spurious_before_floor: int,
-    feas_tol: float,
-) -> MilpCertificate:
+def _milp_certificate(M: Any, q: Any, z1: Any | None, delta: float | None, *, time_limit: float, tol: float,
+                      alpha_tol: float, scale: bool, max_rounds: int, mip_rel_gap: float,
+                      spurious_before_floor: int, feas_tol: float) -> MilpCertificate:
     t0 = time.perf_counter()
     M, q = validate_lcp(M, q)
     time_limit = check_number("time_limit", time_limit, positive=True, allow_inf=True)
@@ -493,11 +488,9 @@ def _milp_certificate(
     return done(Verdict.UNDECIDED, None, last_res, f"{max_rounds} rounds of no-good cuts did not settle (P)")
 
 
-def lcp_existence_milp(
-    M: Any, q: Any, *, time_limit: float = 60.0, tol: float = 1e-8, alpha_tol: float = 1e-6,
-    scale: bool = True, max_rounds: int = 50, mip_rel_gap: float = 0.5, spurious_before_floor: int = 2,
-    feas_tol: float = 1e-9,
-) -> MilpCertificate:
+def lcp_existence_milp(M: Any, q: Any, *, time_limit: float = 60.0, tol: float = 1e-8, alpha_tol: float = 1e-6,
+                       scale: bool = True, max_rounds: int = 50, mip_rel_gap: float = 0.5,
+                       spurious_before_floor: int = 2, feas_tol: float = 1e-9) -> MilpCertificate:
     """Decide whether LCP(q, M) has a solution with the scaled MILP (P) of Pardalos and Rosen.
 
     ``max alpha s.t. 0 <= M y + alpha q <= 1 - b, 0 <= y <= b, b in {0,1}^n, 0 <= alpha <= 1``
@@ -523,12 +516,10 @@ def lcp_existence_milp(
                              spurious_before_floor=spurious_before_floor, feas_tol=feas_tol)
 
 
-def lcp_second_solution_milp(
-    M: Any, q: Any, z1: Any, delta: float, *, time_limit: float = 60.0, tol: float = 1e-8,
-    alpha_tol: float = 1e-6, scale: bool = True, max_rounds: int = 50, mip_rel_gap: float = 0.5,
-    spurious_before_floor: int = 2,
-    feas_tol: float = 1e-9,
-) -> MilpCertificate:
+def lcp_second_solution_milp(M: Any, q: Any, z1: Any, delta: float, *, time_limit: float = 60.0, tol: float = 1e-8,
+                             alpha_tol: float = 1e-6, scale: bool = True, max_rounds: int = 50,
+                             mip_rel_gap: float = 0.5, spurious_before_floor: int = 2,
+                             feas_tol: float = 1e-9) -> MilpCertificate:
     """Search a solution ``z2`` of LCP(q, M) with ``||z2 - z1||_inf >= delta`` (uniqueness up to delta).
 
     (P) plus, per component ``i``, binaries ``s+_i``, ``s-_i`` with ``sum(s+) + sum(s-) = 1``::

@@ -200,20 +200,9 @@ def residual_watch(solver: str, time_limit: float | None, progress: Reporter | N
     return watch, offer
 
 
-def verified_fc3d_result(
-    W: np.ndarray,
-    q: np.ndarray,
-    mu: np.ndarray,
-    r: np.ndarray | None,
-    *,
-    solver: str,
-    claimed: Status,
-    tol: float,
-    iterations: int,
-    t_start: float,
-    message: str = "",
-    **extras: Any,
-) -> Result:
+def verified_fc3d_result(W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: np.ndarray | None, *, solver: str,
+                         claimed: Status, tol: float, iterations: int, t_start: float, message: str = "",
+                         **extras: Any) -> Result:
     """A :class:`Result` for an fc3d answer ``r``, with the solver's claim checked independently.
 
     As :func:`contactmp.solvers.lcp.verified_result`: a claimed ``SOLVED`` above ``tol`` becomes
@@ -235,20 +224,8 @@ def verified_fc3d_result(
                                iterations=iterations, t_start=t_start, message=message, **extras)
 
 
-def checked_fc3d_result(
-    r: np.ndarray,
-    u: np.ndarray,
-    res: float,
-    dual: float,
-    *,
-    solver: str,
-    claimed: Status,
-    tol: float,
-    iterations: int,
-    t_start: float,
-    message: str = "",
-    **extras: Any,
-) -> Result:
+def checked_fc3d_result(r: np.ndarray, u: np.ndarray, res: float, dual: float, *, solver: str, claimed: Status,
+                        tol: float, iterations: int, t_start: float, message: str = "", **extras: Any) -> Result:
     """The judgment of :func:`verified_fc3d_result` once its two measures are known: ``res`` (the
     natural-map residual of ``r``, from ``_residual_kernel``, which also wrote ``u = W r + q``) and
     ``dual`` (``dual_violation(q, mu, u)``, ``inf`` when ``res`` is not finite). Passing means

@@ -469,13 +469,17 @@ def _nonneg(field: str, v: Any) -> float:
     return f
 
 
-def _prev(r_prev: Any) -> np.ndarray:
-    if r_prev is None:
-        return np.zeros(3)
-    prev = np.ascontiguousarray(r_prev, dtype=np.float64).ravel()
+def _one_contact(kernel: Any, W: Any, q: Any, qname: str, bound_name: str, bound: Any,
+                 r_prev: Any) -> tuple[np.ndarray, float]:
+    """Check the data of one contact, run the compiled local solver ``kernel``; ``(r, residual)``."""
+    W, q = _block(W, q, qname)
+    bound = _nonneg(bound_name, bound)
+    prev = np.zeros(3) if r_prev is None else np.ascontiguousarray(r_prev, dtype=np.float64).ravel()
     if prev.shape != (3,) or not np.isfinite(prev).all():
         raise InputError("r_prev", f"must be a finite 3-vector, got shape {prev.shape}")
-    return prev
+    out = np.zeros(3)
+    res = kernel(W, q, bound, prev, out)
+    return out, float(res)
 
 
 def one_contact_cone(W: Any, q: Any, mu: float, r_prev: Any = None) -> tuple[np.ndarray, float]:
@@ -484,20 +488,10 @@ def one_contact_cone(W: Any, q: Any, mu: float, r_prev: Any = None) -> tuple[np.
     ``r in K_mu``, ``u = W r + q``, ``u + mu ||u_T|| e_n in K_mu^*``, ``r . u_hat = 0``; the residual
     is ``||r - P_K(r - u_hat)||`` (not normalized). ``r_prev`` only seeds the sliding angle.
     """
-    W, q = _block(W, q)
-    mu = _nonneg("mu", mu)
-    out = np.zeros(3)
-    prev = _prev(r_prev)
-    res = solve_cone_local(W, q, mu, prev, out)
-    return out, float(res)
+    return _one_contact(solve_cone_local, W, q, "q", "mu", mu, r_prev)
 
 
 def one_contact_cylinder(W: Any, b: Any, s: float, r_prev: Any = None) -> tuple[np.ndarray, float]:
     """The exact solution of the one-contact Tresca problem (friction bound ``s``) and its residual
     ``||r - P_C(r - u)||``, ``C = R_+ x D(s)``."""
-    W, b = _block(W, b, "b")
-    s = _nonneg("s", s)
-    out = np.zeros(3)
-    prev = _prev(r_prev)
-    res = solve_cylinder_local(W, b, s, prev, out)
-    return out, float(res)
+    return _one_contact(solve_cylinder_local, W, b, "b", "s", s, r_prev)

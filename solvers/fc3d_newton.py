@@ -92,14 +92,9 @@ from contactmp.errors import InputError, OptionError
 from contactmp.progress import Reporter, check_progress
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import (
-    build_options,
-    dual_violation,
-    fc3d_residual,
-    project_cone,
-    validate_fc3d,
-    verified_fc3d_result,
+    build_options, dual_violation, fc3d_residual, project_cone, validate_fc3d, verified_fc3d_result,
 )
-from contactmp.solvers.lcp import SolverOptions
+from contactmp.solvers.lcp import SolverOptions, check_int, check_real
 from contactmp.validate import validate_start
 
 NAME = "newton"
@@ -157,19 +152,13 @@ class Options(SolverOptions):
         """Reject ill-typed or out-of-range values."""
         super().check()
         for name, low in (("max_iter", 0), ("memory", 1), ("stall", 1)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-                raise OptionError(f"{name} must be an integer >= {low}, got {v!r}")
+            check_int(name, getattr(self, name), low)
         if self.formulation not in FORMULATIONS:
             raise OptionError(f"formulation must be one of {FORMULATIONS}, got {self.formulation!r}")
         for name in ("sigma", "beta"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 < v < 1.0:
-                raise OptionError(f"{name} must lie in (0, 1), got {v!r}")
+            check_real(name, getattr(self, name), 0.0, 1.0)
         for name in ("min_step", "reg", "fb_weight", "prox_sigma"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 and math.isfinite(v)):
-                raise OptionError(f"{name} must be a positive finite number, got {v!r}")
+            check_real(name, getattr(self, name), 0.0)
         fb = self.fallback
         if isinstance(fb, str) or not isinstance(fb, (tuple, list)) or any(f not in FALLBACKS for f in fb):
             raise OptionError(f"fallback must be a sequence of {FALLBACKS}, got {fb!r}")
@@ -618,11 +607,6 @@ def _dense_solve(H: np.ndarray, rhs: np.ndarray, shift: float = 0.0) -> np.ndarr
 
 
 _getrf, _getrs = sla.get_lapack_funcs(("getrf", "getrs"), (np.empty((1, 1)),))
-
-
-def _merit(phi: np.ndarray) -> float:
-    """``||phi||^2 / 2`` (inf on overflow or NaN)."""
-    return float(_merit_kernel(phi))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -24,29 +24,17 @@ from typing import Any, Callable
 import numba
 import numpy as np
 
-from contactmp.errors import OptionError
 from contactmp.progress import CHUNK_SECONDS, Reporter
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import (
-    residual_watch,
-    _residual_kernel,
-    build_options,
-    checked_fc3d_result,
-    dual_violation,
-    natural_map_residual,
-    validate_fc3d,
-    verified_fc3d_result,
+    residual_watch, _residual_kernel, build_options, checked_fc3d_result, dual_violation, natural_map_residual,
+    validate_fc3d, verified_fc3d_result,
 )
 from contactmp.solvers.fc3d_local import solve_cone_local
-from contactmp.solvers.lcp import SolverOptions
+from contactmp.solvers.lcp import SolverOptions, check_bool, check_int, check_real
 from contactmp.validate import _first_bad, validate_start
 
 NAME = "nsgs"
-
-
-def _positive_int(name: str, v: Any) -> None:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
-        raise OptionError(f"{name} must be a positive int, got {v!r}")
 
 
 @dataclass
@@ -86,12 +74,10 @@ class Options(SolverOptions):
     def check(self) -> None:
         """Reject ill-typed values."""
         super().check()
-        _positive_int("max_iter", self.max_iter)
-        _positive_int("check_every", self.check_every)
-        if isinstance(self.omega, bool) or not isinstance(self.omega, (int, float)) or not 0.0 < self.omega < 2.0:
-            raise OptionError(f"omega must be a number in (0, 2), got {self.omega!r}")
-        if not isinstance(self.early_stop, bool):
-            raise OptionError(f"early_stop must be True or False, got {self.early_stop!r}")
+        check_int("max_iter", self.max_iter)
+        check_int("check_every", self.check_every)
+        check_real("omega", self.omega, 0.0, 2.0)
+        check_bool("early_stop", self.early_stop)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from contactmp.friction_polygon import facet_generators
 from contactmp.progress import Reporter, check_progress
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import fc3d_residual, validate_fc3d, verified_fc3d_result
-from contactmp.solvers.lcp import SolverOptions
+from contactmp.solvers.lcp import SolverOptions, check_int, check_real
 
 NAME = "pyramid"
 
@@ -80,14 +80,10 @@ class Options(SolverOptions):
         """Reject ill-typed values."""
         super().check()
         for name, low in (("k_start", 3), ("k_max", 3), ("max_size", 1)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-                raise OptionError(f"{name} must be an int >= {low}, got {v!r}")
+            check_int(name, getattr(self, name), low)
         if self.k_max < self.k_start:
             raise OptionError(f"k_max ({self.k_max}) must be >= k_start ({self.k_start})")
-        v = self.cone_tol
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < np.inf:
-            raise OptionError(f"cone_tol must be a finite number >= 0, got {v!r}")
+        check_real("cone_tol", self.cone_tol, 0.0, lo_open=False)
 
 
 def pyramid_lcp(W: np.ndarray, q: np.ndarray, mu: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:

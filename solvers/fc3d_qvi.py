@@ -45,16 +45,15 @@ from typing import Any
 import numba
 import numpy as np
 
-from contactmp.errors import OptionError
 from contactmp.progress import Reporter
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import build_options, residual_watch, validate_fc3d, verified_fc3d_result
 from contactmp.solvers.fc3d_local import solve_cylinder_local
 from contactmp.solvers.fc3d_nsgs import (
-    _positive_int, bad_diagonal, block_data, csr_residual, csr_velocity, local_q,
+    bad_diagonal, block_data, csr_residual, csr_velocity, local_q,
     relaxed_update, run_batches,
 )
-from contactmp.solvers.lcp import SolverOptions
+from contactmp.solvers.lcp import SolverOptions, check_int, check_real
 from contactmp.validate import validate_start
 
 NAME = "qvi"
@@ -96,17 +95,11 @@ class Options(SolverOptions):
     def check(self) -> None:
         """Reject ill-typed values."""
         super().check()
-        _positive_int("max_iter", self.max_iter)
-        _positive_int("inner_max_iter", self.inner_max_iter)
-        v = self.inner_tol
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < np.inf):
-            raise OptionError(f"inner_tol must be a positive number or None, got {v!r}")
-        v = self.inner_ratio
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 < v < 1.0:
-            raise OptionError(f"inner_ratio must be a number in (0, 1), got {v!r}")
-        v = self.inner_omega
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 < v < 2.0:
-            raise OptionError(f"inner_omega must be a number in (0, 2), got {v!r}")
+        check_int("max_iter", self.max_iter)
+        check_int("inner_max_iter", self.inner_max_iter)
+        check_real("inner_tol", self.inner_tol, 0.0, none_ok=True)
+        check_real("inner_ratio", self.inner_ratio, 0.0, 1.0)
+        check_real("inner_omega", self.inner_omega, 0.0, 2.0)
 
 
 @numba.njit(cache=True)

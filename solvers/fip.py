@@ -50,15 +50,10 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linprog
 
-from contactmp.errors import OptionError
 from contactmp.progress import Reporter, watch_for
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import (
-    SolverOptions,
-    lcp_residual,
-    polish_lcp,
-    validate_lcp,
-    verified_result,
+    SolverOptions, check_bool, check_int, check_real, lcp_residual, polish_lcp, validate_lcp, verified_result,
 )
 
 NAME = "fip"
@@ -104,31 +99,16 @@ class Options(SolverOptions):
     def check(self) -> None:
         """Reject values outside the ranges Appendix B allows."""
         super().check()
-
-        def num(name: str, lo: float, hi: float, lo_open: bool, hi_open: bool) -> None:
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
-                raise OptionError(f"{name} must be a finite number, got {v!r}")
-            if (v <= lo if lo_open else v < lo) or (v >= hi if hi_open else v > hi):
-                lb = "(" if lo_open else "["
-                ub = ")" if hi_open else "]"
-                raise OptionError(f"{name} must lie in {lb}{lo}, {hi}{ub}, got {v!r}")
-
-        num("gap_tol", 0.0, np.inf, True, True)
-        num("beta0", 0.0, 1.0, False, True)
-        num("beta_factor", 0.0, 1.0, True, False)
-        num("beta_min", 0.0, 1.0, False, True)
-        num("rho", 0.0, 1.0, True, True)
-        num("sigma", 0.0, 1.0, True, True)
-        num("eta", 0.0, 1.0, True, True)
-        num("nfp_tol", 0.0, np.inf, False, True)
-        if self.zeta is not None:
-            num("zeta", 0.0, np.inf, True, True)
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) \
-                or self.max_iter < 0:
-            raise OptionError(f"max_iter must be a nonnegative integer, got {self.max_iter!r}")
-        if not isinstance(self.purify, (bool, np.bool_)):
-            raise OptionError(f"purify must be True or False, got {self.purify!r}")
+        check_real("gap_tol", self.gap_tol, 0.0)
+        check_real("beta0", self.beta0, 0.0, 1.0, lo_open=False)
+        check_real("beta_factor", self.beta_factor, 0.0, 1.0, hi_open=False)
+        check_real("beta_min", self.beta_min, 0.0, 1.0, lo_open=False)
+        for name in ("rho", "sigma", "eta"):
+            check_real(name, getattr(self, name), 0.0, 1.0)
+        check_real("nfp_tol", self.nfp_tol, 0.0, lo_open=False)
+        check_real("zeta", self.zeta, 0.0, none_ok=True)
+        check_int("max_iter", self.max_iter, 0)
+        check_bool("purify", self.purify)
 
 
 def phase_one(M: np.ndarray, q: np.ndarray, time_limit: float | None = None) -> tuple[float, np.ndarray | None, str]:

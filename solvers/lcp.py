@@ -64,19 +64,8 @@ def lcp_residual(M: np.ndarray, q: np.ndarray, z: np.ndarray) -> float:
     return float(w_and_residual_kernel(M, q, z, np.empty_like(q)))
 
 
-def verified_result(
-    M: np.ndarray,
-    q: np.ndarray,
-    z: np.ndarray | None,
-    *,
-    solver: str,
-    claimed: Status,
-    tol: float,
-    iterations: int,
-    t_start: float,
-    message: str = "",
-    **extras: Any,
-) -> Result:
+def verified_result(M: np.ndarray, q: np.ndarray, z: np.ndarray | None, *, solver: str, claimed: Status, tol: float,
+                    iterations: int, t_start: float, message: str = "", **extras: Any) -> Result:
     """Build a :class:`Result`, checking the solver's claim independently.
 
     ``M`` and ``q`` must be the validated float64 arrays of :func:`validate_lcp`. A claimed
@@ -96,19 +85,8 @@ def verified_result(
                          t_start=t_start, message=message, extras=extras)
 
 
-def judged_result(
-    z: np.ndarray,
-    w: np.ndarray,
-    residual: float,
-    *,
-    solver: str,
-    claimed: Status,
-    tol: float,
-    iterations: int,
-    t_start: float,
-    message: str,
-    extras: dict[str, Any],
-) -> Result:
+def judged_result(z: np.ndarray, w: np.ndarray, residual: float, *, solver: str, claimed: Status, tol: float,
+                  iterations: int, t_start: float, message: str, extras: dict[str, Any]) -> Result:
     """The :class:`Result` of :func:`verified_result` from an already computed check:
     ``w = M z + q`` and ``residual = ||min(z, w)||_inf`` evaluated from the original ``M, q`` and
     the returned ``z`` (for example by :func:`w_and_residual_kernel` inside a solver's compiled
@@ -173,9 +151,34 @@ class SolverOptions:
 
     def check(self) -> None:
         """Reject ill-typed values (subclasses extend this)."""
-        if isinstance(self.tol, bool) or not (isinstance(self.tol, (int, float)) and self.tol > 0 and np.isfinite(self.tol)):
-            raise OptionError(f"tol must be a positive finite number, got {self.tol!r}")
+        check_real("tol", self.tol, 0.0)
         check_time_limit(self.time_limit)
+
+
+def check_int(name: str, v: Any, low: int = 1, *, none_ok: bool = False) -> None:
+    """Reject option ``name`` unless ``v`` is an int (not a bool) ``>= low`` (or None if ``none_ok``)."""
+    if none_ok and v is None:
+        return
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+        raise OptionError(f"{name} must be an int >= {low}{' or None' if none_ok else ''}, got {v!r}")
+
+
+def check_real(name: str, v: Any, lo: float = -np.inf, hi: float = np.inf, *, lo_open: bool = True,
+               hi_open: bool = True, none_ok: bool = False) -> None:
+    """Reject option ``name`` unless ``v`` is a finite real number (not a bool) in the interval from
+    ``lo`` to ``hi`` (open or closed at each end), or None if ``none_ok``."""
+    if none_ok and v is None:
+        return
+    ok = not isinstance(v, bool) and isinstance(v, (int, float)) and -np.inf < v < np.inf
+    if not ok or (v <= lo if lo_open else v < lo) or (v >= hi if hi_open else v > hi):
+        interval = f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+        raise OptionError(f"{name} must be a finite number in {interval}{' or None' if none_ok else ''}, got {v!r}")
+
+
+def check_bool(name: str, v: Any) -> None:
+    """Reject option ``name`` unless ``v`` is True or False."""
+    if not isinstance(v, (bool, np.bool_)):
+        raise OptionError(f"{name} must be True or False, got {v!r}")
 
 
 def polish_lcp(M: np.ndarray, q: np.ndarray, z: np.ndarray) -> np.ndarray | None:

@@ -26,15 +26,11 @@ from typing import Any
 import numba
 import numpy as np
 
-from contactmp.errors import InputError, OptionError
+from contactmp.errors import InputError
 from contactmp.progress import Reporter, Watch, check_progress, next_chunk
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import (
-    SolverOptions,
-    judged_result,
-    residual_kernel,
-    validate_lcp,
-    w_and_residual_kernel,
+    SolverOptions, check_bool, check_int, judged_result, residual_kernel, validate_lcp, w_and_residual_kernel,
 )
 
 NAME = "lemke"
@@ -83,17 +79,10 @@ class Options(SolverOptions):
     def check(self) -> None:
         """Reject ill-typed values."""
         super().check()
-        if self.max_iter is not None and not (
-            isinstance(self.max_iter, (int, np.integer)) and not isinstance(self.max_iter, bool)
-            and self.max_iter > 0
-        ):
-            raise OptionError(f"max_iter must be a positive int or None, got {self.max_iter!r}")
-        for name in ("restarts", "seed"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0):
-                raise OptionError(f"{name} must be a nonnegative int, got {v!r}")
-        if not isinstance(self.lexicographic, (bool, np.bool_)):
-            raise OptionError(f"lexicographic must be a bool, got {self.lexicographic!r}")
+        check_int("max_iter", self.max_iter, none_ok=True)
+        check_int("restarts", self.restarts, 0)
+        check_int("seed", self.seed, 0)
+        check_bool("lexicographic", self.lexicographic)
 
 
 _DEFAULT_OPTIONS = Options()

@@ -89,16 +89,12 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from contactmp.errors import InputError, OptionError
+from contactmp.errors import InputError
 from contactmp.progress import Reporter, Watch, next_chunk, watch_for
 from contactmp.result import Result, Status
 from contactmp.solvers import _newton_kernels as _kernels
 from contactmp.solvers.lcp import (
-    SolverOptions,
-    lcp_residual,
-    residual_kernel,
-    validate_lcp,
-    verified_result,
+    SolverOptions, check_bool, check_int, check_real, lcp_residual, residual_kernel, validate_lcp, verified_result,
 )
 from contactmp.validate import validate_start
 
@@ -173,30 +169,14 @@ class Options(SolverOptions):
         """Reject ill-typed or out-of-range values."""
         super().check()
         for name, low in (("max_iter", 0), ("memory", 1), ("free_memory", 1), ("polish_every", 0)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-                raise OptionError(f"{name} must be an integer >= {low}, got {v!r}")
-        lam = self.lam
-        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0.0 < lam <= 1.0:
-            raise OptionError(f"lam must lie in (0, 1], got {lam!r}")
-        for name in ("sigma", "beta"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 < v < 1.0:
-                raise OptionError(f"{name} must lie in (0, 1), got {v!r}")
-        if isinstance(self.rho, bool) or not isinstance(self.rho, (int, float)) or not (
-            self.rho > 0 and np.isfinite(self.rho)
-        ):
-            raise OptionError(f"rho must be a positive finite number, got {self.rho!r}")
-        if isinstance(self.lm, bool) or not isinstance(self.lm, (int, float)) or not (
-            self.lm >= 0 and np.isfinite(self.lm)
-        ):
-            raise OptionError(f"lm must be a finite number >= 0, got {self.lm!r}")
-        if not isinstance(self.restart, (bool, np.bool_)):
-            raise OptionError(f"restart must be a bool, got {self.restart!r}")
-        if isinstance(self.p, bool) or not isinstance(self.p, (int, float)) or not (
-            self.p > 2 and np.isfinite(self.p)
-        ):
-            raise OptionError(f"p must be a finite number > 2, got {self.p!r}")
+            check_int(name, getattr(self, name), low)
+        check_real("lam", self.lam, 0.0, 1.0, hi_open=False)
+        check_real("sigma", self.sigma, 0.0, 1.0)
+        check_real("beta", self.beta, 0.0, 1.0)
+        check_real("rho", self.rho, 0.0)
+        check_real("lm", self.lm, 0.0, lo_open=False)
+        check_bool("restart", self.restart)
+        check_real("p", self.p, 2.0)
 
 
 _DEFAULT_OPTIONS = Options()
@@ -404,18 +384,10 @@ def _lm_direction(h: np.ndarray | sp.spmatrix, grad: np.ndarray, nu: float) -> n
     return _linear_solve(a, -grad)
 
 
-def _run(
-    F: Callable[[np.ndarray], np.ndarray],
-    jac: Callable[[np.ndarray], Any],
-    box: _Box,
-    z0: np.ndarray,
-    opts: Options,
-    max_iter: int,
-    free: bool = False,
-    memory: int | None = None,
-    polish: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray] | None] | None = None,
-    watch: Watch | None = None,
-) -> _Outcome:
+def _run(F: Callable[[np.ndarray], np.ndarray], jac: Callable[[np.ndarray], Any], box: _Box, z0: np.ndarray,
+         opts: Options, max_iter: int, free: bool = False, memory: int | None = None,
+         polish: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray] | None] | None = None,
+         watch: Watch | None = None) -> _Outcome:
     """The globalized semismooth Newton iteration from ``z0`` (in the box), at most ``max_iter``
     iterations. ``free``: search along the straight lines ``z + t d`` instead of their projections
     onto the box (only for an ``F`` defined everywhere, as the LCP's ``M z + q``). ``memory``
@@ -519,18 +491,9 @@ def _run(
         k += 1
 
 
-def _search(
-    F: Callable[[np.ndarray], np.ndarray],
-    box: _Box,
-    z: np.ndarray,
-    d: np.ndarray,
-    grad: np.ndarray,
-    ref: float,
-    opts: Options,
-    t_min: float,
-    n: int,
-    free: bool = False,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float] | None:
+def _search(F: Callable[[np.ndarray], np.ndarray], box: _Box, z: np.ndarray, d: np.ndarray, grad: np.ndarray,
+            ref: float, opts: Options, t_min: float, n: int,
+            free: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float] | None:
     """Nonmonotone Armijo search along ``P(z + t d)`` (``z + t d`` when ``free``); the accepted
     ``(z, F, Phi, Psi, t)`` or None."""
     t = 1.0
@@ -605,16 +568,9 @@ def _bounds(lb: Any, ub: Any, n: int | None) -> tuple[np.ndarray, np.ndarray]:
     return lb_a, ub_a
 
 
-def solve_mcp(
-    F: Callable[[np.ndarray], np.ndarray],
-    jac: Callable[[np.ndarray], Any],
-    lb: Any,
-    ub: Any,
-    z0: Any = None,
-    options: Options | None = None,
-    progress: Reporter | None = None,
-    **overrides: Any,
-) -> Result:
+def solve_mcp(F: Callable[[np.ndarray], np.ndarray], jac: Callable[[np.ndarray], Any], lb: Any, ub: Any,
+              z0: Any = None, options: Options | None = None, progress: Reporter | None = None,
+              **overrides: Any) -> Result:
     """Solve MCP(F, [lb, ub]) with the globalized semismooth Newton method on Billups' FB system.
 
     ``F(z)`` returns a vector of length ``n``; ``jac(z)`` returns ``F'(z)`` as a dense array or a

@@ -20,10 +20,11 @@ from typing import Any
 import numba
 import numpy as np
 
-from contactmp.errors import OptionError
 from contactmp.progress import Reporter, Watch, check_progress, next_chunk
 from contactmp.result import Result, Status
-from contactmp.solvers.lcp import SolverOptions, residual_kernel, validate_lcp, verified_result
+from contactmp.solvers.lcp import (
+    SolverOptions, check_int, check_real, residual_kernel, validate_lcp, verified_result,
+)
 from contactmp.validate import validate_start
 
 NAME = "pgs"
@@ -52,13 +53,8 @@ class Options(SolverOptions):
     def check(self) -> None:
         """Reject ill-typed values."""
         super().check()
-        if not (
-            isinstance(self.max_iter, (int, np.integer)) and not isinstance(self.max_iter, bool)
-            and self.max_iter > 0
-        ):
-            raise OptionError(f"max_iter must be a positive int, got {self.max_iter!r}")
-        if not (isinstance(self.omega, (int, float)) and 0.0 < self.omega < 2.0):
-            raise OptionError(f"omega must be a number in (0, 2), got {self.omega!r}")
+        check_int("max_iter", self.max_iter)
+        check_real("omega", self.omega, 0.0, 2.0)
 
 
 _DEFAULT_OPTIONS = Options()

@@ -36,17 +36,21 @@ LCP_SOLVERS: dict[str, str] = {
 DEFAULT_LCP_ORDER: tuple[str, ...] = ("lemke", "newton", "fip", "ipopt")
 
 
+def _load(name: Any, table: dict[str, str], loaded: dict[str, Callable[..., Result]],
+          what: str) -> Callable[..., Result]:
+    """The ``solve`` function of the module ``table[name]`` (strict, with a hint), imported once."""
+    if not isinstance(name, str) or name not in table:
+        hint = did_you_mean(name, table)
+        raise OptionError(f"unknown {what} solver {name!r} (known: {', '.join(table)}){hint}")
+    fn = loaded.get(name)
+    if fn is None:
+        fn = loaded[name] = importlib.import_module(table[name]).solve
+    return fn
+
+
 def lcp_solver(name: str) -> Callable[..., Result]:
     """Return the ``solve`` function registered under ``name`` (strict, with a hint)."""
-    if name not in LCP_SOLVERS:
-        hint = did_you_mean(name, LCP_SOLVERS)
-        raise OptionError(f"unknown LCP solver '{name}' (known: {', '.join(LCP_SOLVERS)}){hint}")
-    if not isinstance(name, str):
-        raise OptionError(f"solver must be a name (one of {', '.join(LCP_SOLVERS)}), got {name!r}")
-    fn = _LOADED.get(name)
-    if fn is None:
-        fn = _LOADED[name] = importlib.import_module(LCP_SOLVERS[name]).solve
-    return fn
+    return _load(name, LCP_SOLVERS, _LOADED, "LCP")
 
 
 _LOADED: dict[str, Callable[..., Result]] = {}
@@ -92,11 +96,9 @@ def solve_lcp(M: Any, q: Any, solver: str | tuple[str, ...] | None = None, **opt
 _AUTO_OPTIONS = frozenset(("tol", "time_limit", "progress"))
 
 
-def _try_in_order(
-    order: tuple[str, ...], lookup: Callable[[str], Callable[..., Result]], args: tuple[Any, ...],
-    options: dict[str, Any], allowed: set[str], per_entry: list[dict[str, Any] | None] | None = None,
-    tried: list[Result] | None = None, t0: float | None = None,
-) -> tuple[Result, list[Result]]:
+def _try_in_order(order: tuple[str, ...], lookup: Callable[[str], Callable[..., Result]], args: tuple[Any, ...],
+                  options: dict[str, Any], allowed: set[str], per_entry: list[dict[str, Any] | None] | None = None,
+                  tried: list[Result] | None = None, t0: float | None = None) -> tuple[Result, list[Result]]:
     """The auto mode: try ``order`` until a verified solution; return the best answer (smallest
     residual) with ``extras["attempts"]`` listing every attempt, and all the attempts. Only the
     ``allowed`` options (those every solver of ``order`` takes) are passed on, plus
@@ -174,13 +176,7 @@ _LOADED_FC3D: dict[str, Callable[..., Result]] = {}
 
 def fc3d_solver(name: str) -> Callable[..., Result]:
     """Return the fc3d ``solve`` function registered under ``name`` (strict, with a hint)."""
-    if not isinstance(name, str) or name not in FC3D_SOLVERS:
-        hint = did_you_mean(name, FC3D_SOLVERS)
-        raise OptionError(f"unknown fc3d solver {name!r} (known: {', '.join(FC3D_SOLVERS)}){hint}")
-    fn = _LOADED_FC3D.get(name)
-    if fn is None:
-        fn = _LOADED_FC3D[name] = importlib.import_module(FC3D_SOLVERS[name]).solve
-    return fn
+    return _load(name, FC3D_SOLVERS, _LOADED_FC3D, "fc3d")
 
 
 def solve_fc3d(W: Any, q: Any, mu: Any, solver: str | None = None, **options: Any) -> Result:

@@ -32,11 +32,18 @@ DESCRIPTION = "contact-implicit TO: box and hopper x formulations x MPCC strateg
 STARTS, QUICK_STARTS = 20, 3
 
 
-def formulations() -> list[str]:
-    """The formulations ContactImplicitTO accepts."""
-    from contactmp.transcriptions.contact_implicit import FORMULATIONS
+#: the built-in formulations the study compares, in its table's order (each must be registered)
+COMPARED = ("pyramid", "cone", "compliant", "nmdp", "mdp")
 
-    return list(FORMULATIONS)
+
+def formulations() -> list[str]:
+    """The formulations the study compares (:data:`COMPARED`, checked against the registry)."""
+    from contactmp.formulations.base import registered
+
+    missing = set(COMPARED) - set(registered())
+    if missing:  # pragma: no cover - the built-ins register themselves
+        raise RuntimeError(f"formulations {sorted(missing)} are not registered")
+    return list(COMPARED)
 
 
 def strategies() -> list[str]:

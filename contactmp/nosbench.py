@@ -59,8 +59,6 @@ FEAS_TOL = 1e-6
 #: the paper's complementarity tolerance on max_i G_i H_i
 COMP_TOL = 1e-7
 
-_FUNCTION_FIELDS = ("g_fun", "G_fun", "H_fun", "objective_fun")
-_VECTOR_FIELDS = ("w0", "lbw", "ubw", "p0", "lbg", "ubg")
 _ALLOWED_CLASSES = ("SXFunction", "MXFunction")
 # class names in a serialized stream that mean "loads code" (shared library, compiler, Python)
 _FORBIDDEN_TOKENS = (b"External", b"DllLibrary", b"Importer", b"Callback", b"ShellCompiler", b"Clang")

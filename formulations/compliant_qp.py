@@ -443,12 +443,6 @@ class CompliantQP:
         s[self._idx] = self.gap_rate(lam) / self.diagA
         return s
 
-    def add_to_program(self, prog: Program, *, form: str = "velocity", prefix: str = "compliant") -> "CompliantBlock":
-        """This step as a Program block (see :func:`as_program_block`)."""
-        kind = ["unilateral" if u else "bilateral" for u in self.unilateral]
-        return as_program_block(prog, M=self.M, f=self.f, v0=self.v0, G=self.G, phi0=self.phi0, K=self.K,
-                                B=self.B, h=self.h, kind=kind, form=form, prefix=prefix)
-
 
 def compliant_step(M: Any, f: Any, v0: Any, G: Any, phi0: Any, K: Any, B: Any, h: float,
                    kind: str | Sequence[str] = "bilateral", solver: str = "auto",

@@ -246,10 +246,15 @@ def _trivially_infeasible(model: Any, err: Exception, found: str) -> SolverResul
 def _deliver(results: SolverResults, model: Any, info: Any, xs: list[float],
              values: dict[str, tuple[str, list[float]]], objective: float, sense: int, tc: Any, ss: Any,
              sol_status: SolutionStatus, text: str, load: bool, import_suffixes: dict[str, Any],
-             warning: tuple[Any, str]) -> None:
-    """A finite answer ``xs`` into ``results``: the objective bound it gives, then the values loaded
-    into the model (``load``; ``warning``: the status and detail logged when it is not ``ok``) or kept
-    as a Solution for ``model.solutions.load_from(results)``."""
+             warning: tuple[Any, str], missing: str) -> None:
+    """The answer ``xs`` into ``results``: the objective bound it gives, then the values loaded into
+    the model (``load``; ``warning``: the status and detail logged when it is not ``ok``) or kept as a
+    Solution for ``model.solutions.load_from(results)``; nothing when ``xs`` is not finite (logging
+    ``missing`` with ``load``)."""
+    if not np.isfinite(xs).all():
+        if load:
+            logger.warning("%s: %s", NAME, missing)
+        return
     if info.objectives and tc == TerminationCondition.optimal:  # a feasible point bounds f*
         if sense > 0:
             results.problem.upper_bound = objective
@@ -341,14 +346,9 @@ def _solve(model: Any, options: dict[str, Any], *, tee: bool, load: bool,
     if report_timing:
         print(f"      {t_write - t0:6.3f} s write .nl, {t_import - t_write:6.3f} s import, "
               f"{t_build - t_import:6.3f} s nlpsol, {t_solve - t_build:6.3f} s IPOPT")
-    if not np.isfinite(sol.x).all():
-        if load:
-            logger.warning("%s: no solution to load (IPOPT return_status=%s)", NAME, status)
-        return results
-
     values = _suffix_values(sense, sol.lam_g.tolist(), sol.lam_x.tolist(), wanted)
     _deliver(results, model, info, sol.x.tolist(), values, sense * sol.f, sense, tc, ss, sol_status, status,
-             load, import_suffixes, (ss, status))
+             load, import_suffixes, (ss, status), f"no solution to load (IPOPT return_status={status})")
     return results
 
 
@@ -728,10 +728,7 @@ def _solve_mpcc(model: Any, options: dict[str, Any], *, tee: bool, load: bool,
     if report_timing:
         print(f"      {t_build - t0:6.3f} s Pyomo -> Program, {t_solve - t_build:6.3f} s {strategy} "
               f"({len(res.extras.get('homotopy', []))} NLPs)")
-    if not np.isfinite(res.x).all():
-        if load:
-            logger.warning("%s: no finite point to load (%s)", NAME, res.status.value)
-        return results, res, pp
     _deliver(results, model, view, [float(v) for v in res.x], {}, read.sense * float(res.objective), read.sense,
-             tc, ss, sol_status, res.backend_status, load, {}, (res.status.value, res.message))
+             tc, ss, sol_status, res.backend_status, load, {}, (res.status.value, res.message),
+             f"no finite point to load ({res.status.value})")
     return results, res, pp

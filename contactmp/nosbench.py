@@ -101,9 +101,7 @@ class NosbenchProblem:
         return int(self.G_fun.size1_out(0))
 
 
-# ----------------------------------------------------------------------------------------------
-# Reading and checking
-# ----------------------------------------------------------------------------------------------
+# -- Reading and checking ----------------------------------------------------------------------
 def _decode(text: str, fieldname: str) -> bytes:
     """The bytes of CasADi's serialized text (two letters 'a'..'p' per byte, low nibble first)."""
     if not isinstance(text, str) or not text:
@@ -266,9 +264,7 @@ def is_nosbench_file(path: str | os.PathLike[str]) -> bool:
     return head.startswith(b"{")
 
 
-# ----------------------------------------------------------------------------------------------
-# Program and the paper's measures
-# ----------------------------------------------------------------------------------------------
+# -- Program and the paper's measures ----------------------------------------------------------
 @dataclass
 class NosbenchHandles:
     """The handles of the Program built by :func:`to_program` (``g``/``comp`` None when empty)."""

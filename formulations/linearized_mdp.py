@@ -156,9 +156,7 @@ class LinearizedMDP:
         return float(np.max(np.abs(r), initial=0.0))
 
 
-# ----------------------------------------------------------------------------------------------
-# The step as a Program block (LCP form)
-# ----------------------------------------------------------------------------------------------
+# -- The step as a Program block (LCP form) ----------------------------------------------------
 @dataclass
 class LinearizedMDPBlock:
     """Handles of one linearized-MDP step (see :func:`add_linearized_mdp_step`)."""

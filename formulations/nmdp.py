@@ -74,9 +74,7 @@ __all__ = ["NMDP", "NMDPFunctions", "NMDPBlock", "add_nmdp_step",
 OBJECTIVES = ("effective", "kinetic")
 
 
-# ----------------------------------------------------------------------------------------------
-# Validation and the polytope
-# ----------------------------------------------------------------------------------------------
+# -- Validation and the polytope ---------------------------------------------------------------
 def selection_matrix(system: ContactSystem) -> np.ndarray:
     """``B`` of ``system`` as a numeric 0/1 matrix after checking that the system has minimal
     coordinates (``qdot = v``) and that ``B`` is a constant selection of actuated coordinates
@@ -242,9 +240,7 @@ def step_expressions(system: ContactSystem, theta: ca.SX, q_n: ca.SX, qd_n: ca.S
     return G_free, 0.5 * ca.dot(qd, ca.mtimes(M, qd)), qd
 
 
-# ----------------------------------------------------------------------------------------------
-# The numeric callables of one step
-# ----------------------------------------------------------------------------------------------
+# -- The numeric callables of one step ---------------------------------------------------------
 @dataclass(frozen=True)
 class NMDPFunctions:
     """Numeric callables of ONE NMDP step (step data fixed), for the projected gradient method.
@@ -336,9 +332,7 @@ class _Compiled:
         self._solvers: dict[str, Any] = {}
 
 
-# ----------------------------------------------------------------------------------------------
-# The formulation
-# ----------------------------------------------------------------------------------------------
+# -- The formulation ---------------------------------------------------------------------------
 class NMDP:
     """The NMDP of ``system`` (module docstring) with a pyramid polytope per contact.
 
@@ -469,9 +463,7 @@ class NMDP:
                     "w_violation": viol, "magnitudes": self._c.magnitudes(theta).full().ravel() if finite else None})
 
 
-# ----------------------------------------------------------------------------------------------
-# The KKT conditions as a Program block (contact-implicit trajectory optimization)
-# ----------------------------------------------------------------------------------------------
+# -- The KKT conditions as a Program block (contact-implicit trajectory optimization) ----------
 @dataclass
 class NMDPBlock:
     """Handles of one NMDP step written as its KKT conditions (see :func:`add_nmdp_step`).
@@ -558,9 +550,7 @@ def add_nmdp_step(prog: Program, system: ContactSystem, q0: Any, v0: Any, q1: An
     return NMDPBlock(w, nu, lam_w, lam_s, dyn, stq, stw, dis, smp, qde, Ke, groups, coeffs)
 
 
-# ----------------------------------------------------------------------------------------------
-# The step formulations "nmdp" (and, in linearized_mdp.py, "mdp")
-# ----------------------------------------------------------------------------------------------
+# -- The step formulations "nmdp" (and, in linearized_mdp.py, "mdp") ---------------------------
 @dataclass(eq=False, kw_only=True)
 class PolytopeStep(StepBlock):
     """A wrench-polytope step block (NMDP or linearized MDP) as a

@@ -101,9 +101,7 @@ DEFAULT_SCALE = {"lcp": 1.0, "fc3d": 1.0, "program": 1.0, "trajectory": 0.1}
 _FORMAT = "ms1"
 
 
-# ------------------------------------------------------------------------------------------------
-# Results
-# ------------------------------------------------------------------------------------------------
+# -- Results -------------------------------------------------------------------------------------
 @dataclass
 class Cluster:
     """One distinct solution found by the multistart.
@@ -188,9 +186,7 @@ class MultistartResult:
         return jsonable({**out, "starts": self.starts} if with_starts else out)
 
 
-# ------------------------------------------------------------------------------------------------
-# What a worker needs to run start i (picklable)
-# ------------------------------------------------------------------------------------------------
+# -- What a worker needs to run start i (picklable) ----------------------------------------------
 @dataclass(frozen=True)
 class _Spec:
     kind: str
@@ -492,9 +488,7 @@ def _result_of(prog: Any, rec: dict[str, Any], solver: str) -> Result:
                   objective=_float(rec["objective"]), program=prog)
 
 
-# ------------------------------------------------------------------------------------------------
-# Clustering and verification
-# ------------------------------------------------------------------------------------------------
+# -- Clustering and verification -----------------------------------------------------------------
 def cluster_points(points: list[np.ndarray], tol: float, objectives: list[float] | None = None) -> list[int]:
     """Leader clustering in the given order: the cluster index of each point.
 
@@ -555,9 +549,7 @@ def _verify(kind: str, prep: _Prepared, x: np.ndarray, options: dict[str, Any]) 
     return res, bool(r["bound"] <= o.feas_tol and r["constraint"] <= o.feas_tol and comp <= o.comp_tol)
 
 
-# ------------------------------------------------------------------------------------------------
-# The front door
-# ------------------------------------------------------------------------------------------------
+# -- The front door ------------------------------------------------------------------------------
 def _classify(problem: Any, kind: str) -> tuple[str, Any, Callable[[], Any] | None]:
     """(kind, problem object, factory or None); arrays validated."""
     from contactmp.program import Program

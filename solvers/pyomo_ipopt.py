@@ -415,9 +415,7 @@ def _load(info: Any, xs: list[float], values: dict[str, tuple[str, list[float]]]
     StaleFlagManager.mark_all_as_stale(delayed=True)
 
 
-# ----------------------------------------------------------------------------------------------
-# Complementarity models solved with an MPCC strategy (the model read into a Program)
-# ----------------------------------------------------------------------------------------------
+# -- Complementarity models solved with an MPCC strategy (the model read into a Program) -------
 #: solver options read by the strategy path itself (besides the fields of NLPOptions)
 _PLUGIN_KEYS = ("strategy", "backend")
 

@@ -51,20 +51,15 @@ def tilt_stats(theta: Any) -> dict[str, float]:
     return {"tilt_max_deg": float(np.max(np.abs(th))), "tilt_rms_deg": float(np.sqrt(np.mean(th ** 2)))}
 
 
-def _height_series(t: Any, z: Any, period: float) -> tuple[np.ndarray, np.ndarray]:
-    t = _series("t", t)
-    z = _series("z", z, t.size)
-    if not (isinstance(period, (int, float)) and period > 0):
-        raise InputError("period", f"must be > 0, got {period!r}")
-    return t, z
-
-
 def height_periodicity(t: Any, z: Any, period: float, skip_periods: int = 1) -> float:
     """How periodic the torso height is with the gait period ``T``: the RMS of ``z(t) - z(t - T)``
     over ``t >= (skip_periods + 1) T`` divided by the RMS of ``z - mean(z)`` over the same window
     (0: exactly periodic; about 1.4 for uncorrelated noise). ``nan`` when the run is shorter than
     ``skip_periods + 2`` periods. ``z(t - T)`` is interpolated linearly between samples."""
-    t, z = _height_series(t, z, period)
+    t = _series("t", t)
+    z = _series("z", z, t.size)
+    if not (isinstance(period, (int, float)) and period > 0):
+        raise InputError("period", f"must be > 0, got {period!r}")
     start = (skip_periods + 1) * period
     win = t >= start
     if t.size < 3 or t[-1] < start + period:
@@ -81,7 +76,10 @@ def height_amplitude(t: Any, z: Any, period: float, skip_periods: int = 1) -> fl
     """The torso's height swing per gait period (a jump's height): the median over the complete
     periods after the first ``skip_periods`` of ``max z - min z`` within the period [m]; over the
     whole run when it is shorter than ``skip_periods + 1`` periods."""
-    t, z = _height_series(t, z, period)
+    t = _series("t", t)
+    z = _series("z", z, t.size)
+    if not (isinstance(period, (int, float)) and period > 0):
+        raise InputError("period", f"must be > 0, got {period!r}")
     if t.size == 0:
         return math.nan
     k = np.floor((t - t[0]) / period).astype(int)

@@ -106,22 +106,18 @@ def _box_task(formulation: str, quick: bool) -> Any:
 
     system = box_2d(m=1.0, width=0.4, height=0.2, mu=0.5)
     N = 20 if quick else 40
-    if formulation == "compliant":
-        to = ContactImplicitTO(system, N, 1.0 / N, formulation=formulation, **BOX_GAINS)
-        z0 = 0.1 - 1.0 * 9.81 / (2.0 * BOX_GAINS["stiffness"])
+    if formulation in ("compliant", "nmdp", "mdp"):
+        if formulation == "compliant":
+            to = ContactImplicitTO(system, N, 1.0 / N, formulation=formulation, **BOX_GAINS)
+            z0 = 0.1 - 1.0 * 9.81 / (2.0 * BOX_GAINS["stiffness"])
+        else:
+            depth = POLYTOPE_DEPTH["box"]
+            to = ContactImplicitTO(system, N, 1.0 / N, formulation=formulation,
+                                   **polytope_options(1.0 * 9.81 / 2.0, depth))
+            z0 = 0.1 - POLYTOPE_START * depth
         to.set_initial_state([0.0, z0, 0.0], [0.0, 0.0, 0.0])
-        to.set_final_state([1.0, z0, 0.0], q_indices=[0])  # z_N, theta_N free (the springs settle them)
+        to.set_final_state([1.0, z0, 0.0], q_indices=[0])  # z_N, theta_N free (the springs / depth settle them)
         v_end = to.v[-1]  # vx_N = 0 exactly; vz_N, omega_N settling (see the docstring)
-        v_end.lb = np.array([0.0, -BOX_SETTLE_SPEED, -BOX_SETTLE_SPEED])
-        v_end.ub = np.array([0.0, BOX_SETTLE_SPEED, BOX_SETTLE_SPEED])
-    elif formulation in ("nmdp", "mdp"):
-        depth = POLYTOPE_DEPTH["box"]
-        to = ContactImplicitTO(system, N, 1.0 / N, formulation=formulation,
-                               **polytope_options(1.0 * 9.81 / 2.0, depth))
-        z0 = 0.1 - POLYTOPE_START * depth
-        to.set_initial_state([0.0, z0, 0.0], [0.0, 0.0, 0.0])
-        to.set_final_state([1.0, z0, 0.0], q_indices=[0])  # the depth settles z_N, theta_N
-        v_end = to.v[-1]
         v_end.lb = np.array([0.0, -BOX_SETTLE_SPEED, -BOX_SETTLE_SPEED])
         v_end.ub = np.array([0.0, BOX_SETTLE_SPEED, BOX_SETTLE_SPEED])
     else:
@@ -156,19 +152,17 @@ def _hopper_task(formulation: str, quick: bool) -> Any:
     system = hopper_2d()
     N, d = (20, 0.3) if quick else (30, 0.5)
     q0 = np.array([0.0, 1.0, 0.0, 0.0, 1.0])
+    free_height = [0, 2, 3, 4] if formulation in ("compliant", "nmdp", "mdp") else None
     if formulation == "compliant":
         to = ContactImplicitTO(system, N, 0.05, formulation=formulation, **HOPPER_GAINS)
         q0[1] -= 11.0 * 9.81 / HOPPER_GAINS["stiffness"]
-        free_height = [0, 2, 3, 4]
     elif formulation in ("nmdp", "mdp"):
         depth = POLYTOPE_DEPTH["hopper"]
         to = ContactImplicitTO(system, N, 0.05, formulation=formulation,
                                **polytope_options(11.0 * 9.81, depth))
         q0[1] -= POLYTOPE_START * depth
-        free_height = [0, 2, 3, 4]
     else:
         to = ContactImplicitTO(system, N, 0.05, formulation=formulation)
-        free_height = None
     qf = q0.copy()
     qf[0] = d
     to.set_initial_state(q0, np.zeros(5))

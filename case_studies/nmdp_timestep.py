@@ -76,9 +76,6 @@ PARAMS: dict[str, dict[str, float]] = {
 }
 METHODS = ("ipopt", "pgm", "zopgm", "mdp", "mdp-explicit")
 NMDP_METHODS = ("ipopt", "pgm", "zopgm", "pgm-kinetic")
-#: the same steps minimizing the plain kinetic energy 1/2 qd+^T M qd+ (the notes' literal objective)
-#: instead of the stable-PD effective metric: run to show what the metric does (walk only)
-KINETIC_METHODS = ("pgm-kinetic", "mdp-kinetic")
 DTS_MS = (5, 10, 20, 30, 40, 50)
 T_FULL, T_QUICK = 10.0, 2.0
 #: Solo12's horizon in the full study: its PGM frames need 160-480 proximal steps (a 2.5 kg robot on

@@ -59,8 +59,6 @@ FEAS_TOL = 1e-6
 #: the paper's complementarity tolerance on max_i G_i H_i
 COMP_TOL = 1e-7
 
-_FUNCTION_FIELDS = ("g_fun", "G_fun", "H_fun", "objective_fun")
-_VECTOR_FIELDS = ("w0", "lbw", "ubw", "p0", "lbg", "ubg")
 _ALLOWED_CLASSES = ("SXFunction", "MXFunction")
 # class names in a serialized stream that mean "loads code" (shared library, compiler, Python)
 _FORBIDDEN_TOKENS = (b"External", b"DllLibrary", b"Importer", b"Callback", b"ShellCompiler", b"Clang")
@@ -103,9 +101,7 @@ class NosbenchProblem:
         return int(self.G_fun.size1_out(0))
 
 
-# ----------------------------------------------------------------------------------------------
-# Reading and checking
-# ----------------------------------------------------------------------------------------------
+# -- Reading and checking ----------------------------------------------------------------------
 def _decode(text: str, fieldname: str) -> bytes:
     """The bytes of CasADi's serialized text (two letters 'a'..'p' per byte, low nibble first)."""
     if not isinstance(text, str) or not text:
@@ -268,9 +264,7 @@ def is_nosbench_file(path: str | os.PathLike[str]) -> bool:
     return head.startswith(b"{")
 
 
-# ----------------------------------------------------------------------------------------------
-# Program and the paper's measures
-# ----------------------------------------------------------------------------------------------
+# -- Program and the paper's measures ----------------------------------------------------------
 @dataclass
 class NosbenchHandles:
     """The handles of the Program built by :func:`to_program` (``g``/``comp`` None when empty)."""

@@ -95,9 +95,7 @@ class RunReport:
         return [self.store[k] for k in self.keys if k in self.store]
 
 
-# ------------------------------------------------------------------------------------------------
-# Running one batch (in a worker or in this process)
-# ------------------------------------------------------------------------------------------------
+# -- Running one batch (in a worker or in this process) ------------------------------------------
 def _run_batch(fn: Callable[[Any], Any], batch: list[tuple[str, Any]]) -> list[tuple[str, bool, Any]]:
     """``[(key, True, record) | (key, False, error text)]`` for each ``(key, item)`` of ``batch``.
 
@@ -118,9 +116,7 @@ def _run_batch(fn: Callable[[Any], Any], batch: list[tuple[str, Any]]) -> list[t
     return out
 
 
-# ------------------------------------------------------------------------------------------------
-# Clusters
-# ------------------------------------------------------------------------------------------------
+# -- Clusters ------------------------------------------------------------------------------------
 def _check_workers(workers: Any) -> int:
     if workers is None:
         return DEFAULT_WORKERS
@@ -168,9 +164,7 @@ def dask_client(workers: int | None = None, scheduler: str | None = None) -> Ite
         cluster.close()
 
 
-# ------------------------------------------------------------------------------------------------
-# The front door
-# ------------------------------------------------------------------------------------------------
+# -- The front door ------------------------------------------------------------------------------
 def run_tasks(
     fn: Callable[[Any], dict[str, Any]],
     items: Sequence[Any],

@@ -75,7 +75,7 @@ class Watch:
     ``iteration`` hold the best) and the reporter, if any, is called.
     """
 
-    __slots__ = ("solver", "limit", "t0", "deadline", "progress", "x", "residual", "iteration", "checkpoints")
+    __slots__ = ("solver", "limit", "t0", "deadline", "progress", "x", "residual", "iteration")
 
     def __init__(self, solver: str, time_limit: float = math.inf, progress: Optional[Reporter] = None,
                  t0: Optional[float] = None) -> None:
@@ -87,17 +87,11 @@ class Watch:
         self.x: Any = None
         self.residual = math.inf
         self.iteration = 0
-        self.checkpoints = 0
 
     @property
     def limited(self) -> bool:
         """Whether there is a time limit."""
         return self.limit < math.inf
-
-    @property
-    def active(self) -> bool:
-        """Whether the solve must stop at checkpoints (a time limit or a reporter)."""
-        return self.limit < math.inf or self.progress is not None
 
     def expired(self) -> bool:
         """Whether the deadline has passed."""
@@ -109,7 +103,6 @@ class Watch:
 
     def offer(self, x: Any, residual: float, iteration: int) -> None:
         """A checkpoint: keep a copy of ``x`` if ``residual`` is the smallest so far; report it."""
-        self.checkpoints += 1
         residual = float(residual)
         if self.x is None or residual < self.residual:
             self.x = x.copy()

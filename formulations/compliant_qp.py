@@ -443,12 +443,6 @@ class CompliantQP:
         s[self._idx] = self.gap_rate(lam) / self.diagA
         return s
 
-    def add_to_program(self, prog: Program, *, form: str = "velocity", prefix: str = "compliant") -> "CompliantBlock":
-        """This step as a Program block (see :func:`as_program_block`)."""
-        kind = ["unilateral" if u else "bilateral" for u in self.unilateral]
-        return as_program_block(prog, M=self.M, f=self.f, v0=self.v0, G=self.G, phi0=self.phi0, K=self.K,
-                                B=self.B, h=self.h, kind=kind, form=form, prefix=prefix)
-
 
 def compliant_step(M: Any, f: Any, v0: Any, G: Any, phi0: Any, K: Any, B: Any, h: float,
                    kind: str | Sequence[str] = "bilateral", solver: str = "auto",
@@ -515,11 +509,8 @@ def as_program_block(prog: Program, *, M: Any, f: Any, v0: Any, G: Any, phi0: An
     G_ = _sym_or_array(G_, (m, n), "G")
     M_ = _sym_or_array(M, (n, n), "M")
     check_spd(M_)
-    f_ = _sym_or_array(f, (n, 1), "f")
-    v0_ = _sym_or_array(v0, (n, 1), "v0")
-    phi_ = _sym_or_array(phi0, (m, 1), "phi0")
-    K_ = _sym_or_array(K, (m, 1), "K")
-    B_ = _sym_or_array(B, (m, 1), "B")
+    f_, v0_, phi_, K_, B_ = (_sym_or_array(x, (k, 1), name) for x, k, name in
+                             ((f, n, "f"), (v0, n, "v0"), (phi0, m, "phi0"), (K, m, "K"), (B, m, "B")))
     for arr, name in ((K_, "K"), (B_, "B")):
         if isinstance(arr, np.ndarray) and (arr < 0).any():
             raise InputError(name, "must be >= 0")

@@ -44,34 +44,18 @@ from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, OptionError, check_number
 from contactmp.formulations.base import Step, register
-from contactmp.formulations.nmdp import (OBJECTIVES, PolytopeFormulation, PolytopeStep, _per, _radius,
-                                        polytope_columns, selection_matrix, vertex_coefficients)
+from contactmp.formulations.nmdp import (PolytopeFormulation, PolytopeStep, _block_inputs, _set_polytope, _step_data,
+                                        polytope_columns, polytope_forces)
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, Constraint, Program, Variables
 from contactmp.result import Result, Status
+from contactmp.solvers.nmdp_pgm import project_W as project_capped_simplices  # the product of capped simplices
 from contactmp.solvers.qp import solve_qp
 
 __all__ = ["LinearizedMDP", "LinearizedMDPBlock", "add_linearized_mdp_step",
            "project_capped_simplices"]
 
 PD_MODES = ("stable", "explicit")
-
-
-def project_capped_simplices(y: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
-    """Euclidean projection of ``y`` onto ``{w : w >= 0, sum(w[g]) <= 1 for every group g}``
-    (groups disjoint and covering ``y``): per group ``max(y, 0)`` if its sum is ``<= 1``, else the
-    projection onto the simplex ``sum = 1`` (sort-based threshold)."""
-    out = np.maximum(np.asarray(y, dtype=float), 0.0)
-    for g in groups:
-        z = out[g]
-        if z.sum() <= 1.0:
-            continue
-        u = np.sort(y[g])[::-1]
-        css = np.cumsum(u) - 1.0
-        k = np.arange(1, u.size + 1)
-        rho = np.nonzero(u - css / k > 0)[0][-1]
-        out[g] = np.maximum(y[g] - css[rho] / (rho + 1), 0.0)
-    return out
 
 
 class LinearizedMDP:
@@ -81,27 +65,10 @@ class LinearizedMDP:
     def __init__(self, system: ContactSystem, *, vertices: int | None = None, stiffness: ArrayLike = 0.0,
                  relax: ArrayLike = 0.0, radius: ArrayLike = 0.0, kp: ArrayLike = 0.0,
                  kd: ArrayLike = 0.0, pd: str = "stable", objective: str = "effective") -> None:
-        if objective not in OBJECTIVES:
-            raise InputError("objective", f"must be one of {', '.join(map(repr, OBJECTIVES))}, got {objective!r}")
-        self.objective = objective
-        self.B = selection_matrix(system)
-        self.S = self.B.T
-        self.system = system
-        if vertices is None:
-            vertices = 2 if system.planar else 4
-        self.coeffs = vertex_coefficients(vertices, system.planar)
-        self.vertices = int(vertices)
-        n_c, n_u = system.n_c, system.n_u
-        self.stiffness = _per("stiffness", stiffness, n_c)
-        self.relax = _per("relax", relax, n_c)
-        self.radius = _radius(radius, n_c)
-        self.kp = _per("kp", kp, n_u)
-        self.kd = _per("kd", kd, n_u)
+        _set_polytope(self, system, vertices, stiffness, relax, radius, kp, kd, objective)
         if pd not in PD_MODES:
             raise OptionError(f"pd must be one of {PD_MODES}, got {pd!r}")
         self.pd = pd
-        self.n, self.n_w = system.n_v, n_c * self.vertices
-        self.groups = [np.arange(i * self.vertices, (i + 1) * self.vertices) for i in range(n_c)]
         q, v = system.q, system.v
         W, mags = polytope_columns(system, q, self.coeffs, self.stiffness, self.relax, self.radius)
         self._data = ca.Function("lmdp_data", [q, v], [system.M, system.h, W, mags])
@@ -110,13 +77,7 @@ class LinearizedMDP:
            qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> dict[str, np.ndarray]:
         """The QP data of one step: ``Q``, ``c``, ``qd_star``, ``P`` (``qd+ = qd* + P w``), ``M``,
         ``magnitudes``. Defaults as in :meth:`NMDP.parameters`."""
-        s = self.system
-        qn = s._vec("q_n", q_n, s.n_q)
-        qdn = s._vec("qd_n", qd_n, s.n_v)
-        hh = check_number("h", h, positive=True)
-        qd = self.S @ qn if q_d is None else s._vec("q_d", q_d, s.n_u)
-        qdd = np.zeros(s.n_u) if qd_d is None else s._vec("qd_d", qd_d, s.n_u)
-        t0 = np.zeros(s.n_u) if tau_0 is None else s._vec("tau_0", tau_0, s.n_u)
+        qn, qdn, hh, qd, qdd, t0 = _step_data(self, q_n, qd_n, h, q_d, qd_d, tau_0)
         M, hb, W, mags = (x.full() for x in self._data(qn, qdn))
         hb, mags = hb.ravel(), mags.ravel()
         W = W.reshape(self.n, self.n_w)
@@ -175,10 +136,7 @@ class LinearizedMDP:
             Status.NUMERICAL_ERROR if not finite else Status.NOT_SOLVED)
         qd_next = d["qd_star"] + d["P"] @ w
         q_next = d["q_n"] + float(d["h"]) * qd_next
-        Wr = w.reshape(-1, self.vertices)
-        mu = self.system.mu
-        forces = mags[:, None] * np.column_stack([Wr.sum(axis=1), mu * (Wr @ self.coeffs[:, 0]),
-                                                  mu * (Wr @ self.coeffs[:, 1])])
+        forces = polytope_forces(self.system, self.coeffs, mags, w)
         return Result(
             status=status, x=q_next, solver="qpoases", residual=res, tol=tol, iterations=iters, time_s=dt,
             message="" if status is Status.SOLVED else f"qpOASES: {text}; natural residual {res:.3g}",
@@ -198,9 +156,7 @@ class LinearizedMDP:
         return float(np.max(np.abs(r), initial=0.0))
 
 
-# ----------------------------------------------------------------------------------------------
-# The step as a Program block (LCP form)
-# ----------------------------------------------------------------------------------------------
+# -- The step as a Program block (LCP form) ----------------------------------------------------
 @dataclass
 class LinearizedMDPBlock:
     """Handles of one linearized-MDP step (see :func:`add_linearized_mdp_step`)."""
@@ -230,23 +186,11 @@ def add_linearized_mdp_step(prog: Program, system: ContactSystem, q0: Any, v0: A
     ``W^T v+`` is the power of each vertex direction; ``sigma`` is the largest power a contact can
     still dissipate. With numeric ``q0, v0, u`` the block is an LCP (``Program.to_lcp``).
     """
-    if not isinstance(prog, Program):
-        raise InputError("prog", f"must be a contactmp Program, got {type(prog).__name__}")
-    B = selection_matrix(system)
-    hh = check_number("h", h, positive=True)
-    if vertices is None:
-        vertices = 2 if system.planar else 4
-    coeffs = vertex_coefficients(vertices, system.planar)
-    V, n, n_c, n_u = coeffs.shape[0], system.n_v, system.n_c, system.n_u
-    W, _ = polytope_columns(system, system.q, coeffs, _per("stiffness", stiffness, n_c),
-                            _per("relax", relax, n_c), _radius(radius, n_c))
+    B, hh, coeffs, k_, r_, rad, args = _block_inputs(prog, system, h, vertices, stiffness, relax, radius,
+                                                     q0=q0, v0=v0, u=u)
+    V, n, n_c = coeffs.shape[0], system.n_v, system.n_c
+    W, _ = polytope_columns(system, system.q, coeffs, k_, r_, rad)
     data = ca.Function("lmdp_block_data", [system.q, system.v], [system.M, system.h, W])
-    args = {}
-    for nm, x, m in (("q0", q0, n), ("v0", v0, n), ("u", u, n_u)):
-        e = x if isinstance(x, ca.SX) else ca.SX(np.asarray(x, dtype=float).reshape(-1, 1))
-        if e.shape != (m, 1):
-            raise InputError(nm, f"must have shape ({m}, 1), got {e.shape}")
-        args[nm] = e
     M, hb, Wq = data(args["q0"], args["v0"])
     n_w = n_c * V
     E = np.kron(np.eye(n_c), np.ones((V, 1)))

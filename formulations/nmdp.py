@@ -74,9 +74,7 @@ __all__ = ["NMDP", "NMDPFunctions", "NMDPBlock", "add_nmdp_step",
 OBJECTIVES = ("effective", "kinetic")
 
 
-# ----------------------------------------------------------------------------------------------
-# Validation and the polytope
-# ----------------------------------------------------------------------------------------------
+# -- Validation and the polytope ---------------------------------------------------------------
 def selection_matrix(system: ContactSystem) -> np.ndarray:
     """``B`` of ``system`` as a numeric 0/1 matrix after checking that the system has minimal
     coordinates (``qdot = v``) and that ``B`` is a constant selection of actuated coordinates
@@ -143,6 +141,70 @@ def _radius(radius: Any, n_c: int) -> np.ndarray:
     return rad
 
 
+def _set_polytope(obj: Any, system: ContactSystem, vertices: int | None, stiffness: ArrayLike, relax: ArrayLike,
+                  radius: ArrayLike, kp: ArrayLike, kd: ArrayLike, objective: str) -> None:
+    """Check and set the polytope, gains and objective of :class:`NMDP` and of
+    :class:`~contactmp.formulations.linearized_mdp.LinearizedMDP` (``B``, ``S = B^T``, ``coeffs``,
+    ``vertices``, per-contact ``stiffness``, ``relax``, ``radius``, per-input ``kp``, ``kd``, ``n``,
+    ``n_w``, ``groups``)."""
+    if objective not in OBJECTIVES:
+        raise InputError("objective", f"must be one of {', '.join(map(repr, OBJECTIVES))}, got {objective!r}")
+    obj.objective = objective
+    obj.B = selection_matrix(system)
+    obj.S = obj.B.T
+    obj.system = system
+    if vertices is None:
+        vertices = 2 if system.planar else 4
+    obj.coeffs = vertex_coefficients(vertices, system.planar)
+    obj.vertices = int(vertices)
+    n_c, n_u = system.n_c, system.n_u
+    obj.stiffness = _per("stiffness", stiffness, n_c)
+    obj.relax = _per("relax", relax, n_c)
+    obj.radius = _radius(radius, n_c)
+    obj.kp = _per("kp", kp, n_u)
+    obj.kd = _per("kd", kd, n_u)
+    obj.n, obj.n_w = system.n_v, n_c * obj.vertices
+    obj.groups = [np.arange(i * obj.vertices, (i + 1) * obj.vertices) for i in range(n_c)]
+
+
+def _step_data(obj: Any, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None,
+               qd_d: ArrayLike | None, tau_0: ArrayLike | None) -> tuple[Any, ...]:
+    """``(q_n, qd_n, h, q_d, qd_d, tau_0)`` of one step of ``obj`` (an NMDP or a LinearizedMDP),
+    checked, with the defaults of :meth:`NMDP.parameters`."""
+    s = obj.system
+    qn = s._vec("q_n", q_n, s.n_q)
+    qdn = s._vec("qd_n", qd_n, s.n_v)
+    hh = check_number("h", h, positive=True)
+    qd = obj.S @ qn if q_d is None else s._vec("q_d", q_d, s.n_u)
+    qdd = np.zeros(s.n_u) if qd_d is None else s._vec("qd_d", qd_d, s.n_u)
+    t0 = np.zeros(s.n_u) if tau_0 is None else s._vec("tau_0", tau_0, s.n_u)
+    return qn, qdn, hh, qd, qdd, t0
+
+
+def _block_inputs(prog: Program, system: ContactSystem, h: float, vertices: int | None, stiffness: ArrayLike,
+                  relax: ArrayLike, radius: ArrayLike, **exprs: Any) -> tuple[Any, ...]:
+    """The checked inputs of :func:`add_nmdp_step` and
+    :func:`~contactmp.formulations.linearized_mdp.add_linearized_mdp_step`: ``(B, h, coefficients,
+    stiffness, relax, radius, {name: SX column})`` (``u`` has ``n_u`` rows, the others ``n_v``)."""
+    if not isinstance(prog, Program):
+        raise InputError("prog", f"must be a contactmp Program, got {type(prog).__name__}")
+    B = selection_matrix(system)
+    hh = check_number("h", h, positive=True)
+    if vertices is None:
+        vertices = 2 if system.planar else 4
+    coeffs = vertex_coefficients(vertices, system.planar)
+    n_c = system.n_c
+    k_, r_, rad = _per("stiffness", stiffness, n_c), _per("relax", relax, n_c), _radius(radius, n_c)
+    args = {}
+    for nm, x in exprs.items():
+        m = system.n_u if nm == "u" else system.n_v
+        e = x if isinstance(x, ca.SX) else ca.SX(np.asarray(x, dtype=float).reshape(-1, 1))
+        if e.shape != (m, 1):
+            raise InputError(nm, f"must have shape ({m}, 1), got {e.shape}")
+        args[nm] = e
+    return B, hh, coeffs, k_, r_, rad, args
+
+
 def polytope_columns(system: ContactSystem, theta: ca.SX, coeffs: np.ndarray, stiffness: np.ndarray,
                      relax: np.ndarray, radius: np.ndarray, magnitudes: ca.SX | None = None
                      ) -> tuple[ca.SX, ca.SX]:
@@ -178,9 +240,7 @@ def step_expressions(system: ContactSystem, theta: ca.SX, q_n: ca.SX, qd_n: ca.S
     return G_free, 0.5 * ca.dot(qd, ca.mtimes(M, qd)), qd
 
 
-# ----------------------------------------------------------------------------------------------
-# The numeric callables of one step
-# ----------------------------------------------------------------------------------------------
+# -- The numeric callables of one step ---------------------------------------------------------
 @dataclass(frozen=True)
 class NMDPFunctions:
     """Numeric callables of ONE NMDP step (step data fixed), for the projected gradient method.
@@ -272,9 +332,7 @@ class _Compiled:
         self._solvers: dict[str, Any] = {}
 
 
-# ----------------------------------------------------------------------------------------------
-# The formulation
-# ----------------------------------------------------------------------------------------------
+# -- The formulation ---------------------------------------------------------------------------
 class NMDP:
     """The NMDP of ``system`` (module docstring) with a pyramid polytope per contact.
 
@@ -296,25 +354,7 @@ class NMDP:
     def __init__(self, system: ContactSystem, *, vertices: int | None = None, stiffness: ArrayLike = 0.0,
                  relax: ArrayLike = 0.0, radius: ArrayLike = 0.0, kp: ArrayLike = 0.0,
                  kd: ArrayLike = 0.0, objective: str = "effective") -> None:
-        if objective not in OBJECTIVES:
-            raise InputError("objective", f"must be one of {', '.join(map(repr, OBJECTIVES))}, got {objective!r}")
-        self.objective = objective
-        self.B = selection_matrix(system)
-        self.S = self.B.T
-        self.system = system
-        if vertices is None:
-            vertices = 2 if system.planar else 4
-        self.coeffs = vertex_coefficients(vertices, system.planar)
-        self.vertices = int(vertices)
-        n_c, n_u = system.n_c, system.n_u
-        self.stiffness = _per("stiffness", stiffness, n_c)
-        self.relax = _per("relax", relax, n_c)
-        self.radius = _radius(radius, n_c)
-        self.kp = _per("kp", kp, n_u)
-        self.kd = _per("kd", kd, n_u)
-        self.n = system.n_v
-        self.n_w = n_c * self.vertices
-        self.groups = [np.arange(i * self.vertices, (i + 1) * self.vertices) for i in range(n_c)]
+        _set_polytope(self, system, vertices, stiffness, relax, radius, kp, kd, objective)
         self._c = _Compiled(self)
 
     # ------------------------------------------------------------------------- step data
@@ -322,13 +362,7 @@ class NMDP:
                    qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> np.ndarray:
         """The parameter vector ``p = (q_n, qd_n, h, q_d, qd_d, tau_0)`` after validation.
         Defaults: ``q_d = S q_n`` (hold the current pose), ``qd_d = 0``, ``tau_0 = 0``."""
-        s = self.system
-        qn = s._vec("q_n", q_n, s.n_q)
-        qdn = s._vec("qd_n", qd_n, s.n_v)
-        hh = check_number("h", h, positive=True)
-        qd = self.S @ qn if q_d is None else s._vec("q_d", q_d, s.n_u)
-        qdd = np.zeros(s.n_u) if qd_d is None else s._vec("qd_d", qd_d, s.n_u)
-        t0 = np.zeros(s.n_u) if tau_0 is None else s._vec("tau_0", tau_0, s.n_u)
+        qn, qdn, hh, qd, qdd, t0 = _step_data(self, q_n, qd_n, h, q_d, qd_d, tau_0)
         return np.concatenate([qn, qdn, [hh], qd, qdd, t0])
 
     def functions(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
@@ -429,9 +463,7 @@ class NMDP:
                     "w_violation": viol, "magnitudes": self._c.magnitudes(theta).full().ravel() if finite else None})
 
 
-# ----------------------------------------------------------------------------------------------
-# The KKT conditions as a Program block (contact-implicit trajectory optimization)
-# ----------------------------------------------------------------------------------------------
+# -- The KKT conditions as a Program block (contact-implicit trajectory optimization) ----------
 @dataclass
 class NMDPBlock:
     """Handles of one NMDP step written as its KKT conditions (see :func:`add_nmdp_step`).
@@ -486,23 +518,9 @@ def add_nmdp_step(prog: Program, system: ContactSystem, q0: Any, v0: Any, q1: An
     ``q0, v0, q1, u`` are CasADi expressions (normally the symbols of existing program variables)
     or numbers; ``h > 0`` a number. The polytope options are those of :class:`NMDP`.
     """
-    if not isinstance(prog, Program):
-        raise InputError("prog", f"must be a contactmp Program, got {type(prog).__name__}")
-    B = selection_matrix(system)
-    hh = check_number("h", h, positive=True)
-    if vertices is None:
-        vertices = 2 if system.planar else 4
-    coeffs = vertex_coefficients(vertices, system.planar)
+    B, hh, coeffs, k_, r_, rad, args = _block_inputs(prog, system, h, vertices, stiffness, relax, radius,
+                                                     q0=q0, v0=v0, q1=q1, u=u)
     V, n, n_c, n_u = coeffs.shape[0], system.n_v, system.n_c, system.n_u
-    k_ = _per("stiffness", stiffness, n_c)
-    r_ = _per("relax", relax, n_c)
-    rad = _radius(radius, n_c)
-    args = {}
-    for nm, x, m in (("q0", q0, n), ("v0", v0, n), ("q1", q1, n), ("u", u, n_u)):
-        e = x if isinstance(x, ca.SX) else ca.SX(np.asarray(x, dtype=float).reshape(-1, 1))
-        if e.shape != (m, 1):
-            raise InputError(nm, f"must have shape ({m}, 1), got {e.shape}")
-        args[nm] = e
     n_w = n_c * V
     # the conditions in internal symbols, then substituted by a Function call
     th, a0, b0, uu = ca.SX.sym("theta", n), ca.SX.sym("q0", n), ca.SX.sym("v0", n), ca.SX.sym("u", n_u)
@@ -532,9 +550,7 @@ def add_nmdp_step(prog: Program, system: ContactSystem, q0: Any, v0: Any, q1: An
     return NMDPBlock(w, nu, lam_w, lam_s, dyn, stq, stw, dis, smp, qde, Ke, groups, coeffs)
 
 
-# ----------------------------------------------------------------------------------------------
-# The step formulations "nmdp" (and, in linearized_mdp.py, "mdp")
-# ----------------------------------------------------------------------------------------------
+# -- The step formulations "nmdp" (and, in linearized_mdp.py, "mdp") ---------------------------
 @dataclass(eq=False, kw_only=True)
 class PolytopeStep(StepBlock):
     """A wrench-polytope step block (NMDP or linearized MDP) as a

@@ -64,18 +64,10 @@ class _ConeLCP:
 
     def solve(self, solver: str = "ipopt", *, tol: float = 1e-10, polish: bool = True,
               polish_iters: int = 8) -> Result:
-        """The cone QP by ``solver``, polished on its active set; never raises on failure.
-
-        ``solver``: ``"ipopt"`` (``casadi.nlpsol`` on the squared cone ``mu^2 x_n^2 - |x_T|^2 >= 0``,
-        ``x_n >= 0``) or ``"superscs"`` (``casadi.conic``'s SuperSCS plugin with the true second-order
-        cones given as ``soc(x_T, mu x_n)`` psd constraints, which CasADi hands to SCS as SOC blocks).
-        ``status`` is ``SOLVED`` only if :meth:`residual` ``<= tol``. The result's ``solver`` is the
-        backend name, with ``"+active-set"`` / ``"+newton"`` appended when the polish produced the
-        answer. Returns a :class:`~contactmp.result.Result` with ``x = lambda`` (per contact
-        ``(n, t[, o])`` [N]), ``residuals`` the conic KKT measures of :meth:`residual`, ``extras``:
-        ``v1``, ``active`` (``lambda_n > 0``), ``modes`` (``"separated" | "stick" | "slide"`` per
-        contact), ``backend_status``, ``backend_residual``.
-        """
+        """:func:`solve_cone_lcp` of this problem. ``solver``: ``"ipopt"`` (``casadi.nlpsol`` on the
+        squared cone ``mu^2 x_n^2 - |x_T|^2 >= 0``, ``x_n >= 0``) or ``"superscs"`` (``casadi.conic``'s
+        SuperSCS plugin with the true second-order cones given as ``soc(x_T, mu x_n)`` psd constraints,
+        which CasADi hands to SCS as SOC blocks)."""
         if solver not in CONE_SOLVERS:
             raise OptionError(f"unknown cone solver {solver!r}; choose from {CONE_SOLVERS}")
         if not (isinstance(tol, (int, float)) and tol > 0):
@@ -151,17 +143,14 @@ class _ConeLCP:
         e = {i: lam[i * d + 1:(i + 1) * d] / max(np.linalg.norm(lam[i * d + 1:(i + 1) * d]), 1e-300)
              for i, md in enumerate(modes) if md == "slide"}
         best, best_r = None, np.inf
+        eye = np.eye(self.nc * d)
         for k in range(1, iters + 1):
             cols = []
             for i, md in enumerate(modes):
                 if md == "stick":
-                    for j in range(d):
-                        col = np.zeros(self.nc * d)
-                        col[i * d + j] = 1.0
-                        cols.append(col)
+                    cols += [eye[:, i * d + j] for j in range(d)]
                 elif md == "slide":
-                    col = np.zeros(self.nc * d)
-                    col[i * d] = 1.0
+                    col = eye[:, i * d].copy()
                     col[i * d + 1:(i + 1) * d] = self.mu[i] * e[i]
                     cols.append(col)
             if cols:

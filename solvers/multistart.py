@@ -50,10 +50,7 @@ violation ``<= sqrt(tol)``, programs :meth:`Program.residuals` against ``feas_to
 ``comp_tol`` of the NLP options. A problem with a continuum of solutions (a rank-deficient
 contact LCP) gives as many clusters as distinct points the starts happened to reach.
 
-:func:`solve_from_guesses` runs the same loop over a Program from initial guesses the caller
-gives (a transcription's own seeded starts, for example): no structured starts, the same records,
-store, resume, Dask and time limit, and the best start kept by :func:`best_start` (the solved
-start of least objective, else the start of least ``max(constraint, comp_min)`` violation).
+:func:`solve_from_guesses` runs the same loop from the caller's initial guesses.
 
 Every start's outcome is one JSON-able record (start, structured, pattern, method, status,
 residual, iterations, time, ``x``, objective, mode) written through
@@ -104,9 +101,7 @@ DEFAULT_SCALE = {"lcp": 1.0, "fc3d": 1.0, "program": 1.0, "trajectory": 0.1}
 _FORMAT = "ms1"
 
 
-# ------------------------------------------------------------------------------------------------
-# Results
-# ------------------------------------------------------------------------------------------------
+# -- Results -------------------------------------------------------------------------------------
 @dataclass
 class Cluster:
     """One distinct solution found by the multistart.
@@ -191,9 +186,7 @@ class MultistartResult:
         return jsonable({**out, "starts": self.starts} if with_starts else out)
 
 
-# ------------------------------------------------------------------------------------------------
-# What a worker needs to run start i (picklable)
-# ------------------------------------------------------------------------------------------------
+# -- What a worker needs to run start i (picklable) ----------------------------------------------
 @dataclass(frozen=True)
 class _Spec:
     kind: str
@@ -443,8 +436,7 @@ def _program_start(spec: _Spec, prep: _Prepared, i: int, rng: np.random.Generato
     else:
         prog = prep.problem
         x0, pattern = _program_guess(spec, prep, i, rng, structured, None)
-    return _program_record(spec, prep, i, _solve_from(prog, x0, spec.backend, spec.strategy, opts), pattern,
-                           "solve_program")
+    return _program_record(spec, prep, i, _solve_from(prog, x0, spec.backend, spec.strategy, opts), pattern)
 
 
 def _solve_from(prog: Any, x0: np.ndarray, backend: str, strategy: str, opts: dict[str, Any]) -> Any:
@@ -463,11 +455,12 @@ def _solve_from(prog: Any, x0: np.ndarray, backend: str, strategy: str, opts: di
             h.init = init
 
 
-def _program_record(spec: _Spec, prep: _Prepared, i: int, res: Any, pattern: str | None, method: str) -> dict[str, Any]:
+def _program_record(spec: _Spec, prep: _Prepared, i: int, res: Any, pattern: str | None) -> dict[str, Any]:
     if spec.keep_results:
         prep.results[int(i)] = res
     r = res.residuals
-    return {"method": method, "status": res.status.value, "residual": max(r["bound"], r["constraint"], r["comp_min"]),
+    return {"method": "solve_program", "status": res.status.value,
+            "residual": max(r["bound"], r["constraint"], r["comp_min"]),
             "iterations": int(res.iterations), "pattern": pattern, "x": res.x,
             "objective": float(res.objective), "backend_status": res.backend_status,
             "comp_violation": float(r["comp_min"]), "constraint_violation": float(r["constraint"]),
@@ -495,9 +488,7 @@ def _result_of(prog: Any, rec: dict[str, Any], solver: str) -> Result:
                   objective=_float(rec["objective"]), program=prog)
 
 
-# ------------------------------------------------------------------------------------------------
-# Clustering and verification
-# ------------------------------------------------------------------------------------------------
+# -- Clustering and verification -----------------------------------------------------------------
 def cluster_points(points: list[np.ndarray], tol: float, objectives: list[float] | None = None) -> list[int]:
     """Leader clustering in the given order: the cluster index of each point.
 
@@ -558,9 +549,7 @@ def _verify(kind: str, prep: _Prepared, x: np.ndarray, options: dict[str, Any]) 
     return res, bool(r["bound"] <= o.feas_tol and r["constraint"] <= o.feas_tol and comp <= o.comp_tol)
 
 
-# ------------------------------------------------------------------------------------------------
-# The front door
-# ------------------------------------------------------------------------------------------------
+# -- The front door ------------------------------------------------------------------------------
 def _classify(problem: Any, kind: str) -> tuple[str, Any, Callable[[], Any] | None]:
     """(kind, problem object, factory or None); arrays validated."""
     from contactmp.program import Program

@@ -151,12 +151,6 @@ def _positive_finite(o: NLPOptions, name: str) -> None:
         raise OptionError(f"{name} must be a positive finite number, got {v!r}")
 
 
-def _positive_finite(o: NLPOptions, name: str) -> None:
-    v = getattr(o, name)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 and math.isfinite(v)):
-        raise OptionError(f"{name} must be a positive finite number, got {v!r}")
-
-
 def solve_program(
     prog: Program,
     backend: str = "casadi",

@@ -55,9 +55,7 @@ _REQUIRED = ("n", "n_w", "groups", "q_n", "h", "G", "G_theta", "G_theta_zo", "G_
 _FEAS_TOL = 1e-12
 
 
-# ----------------------------------------------------------------------------------------------
-# the feasible set W = prod_i {w_i >= 0, 1^T w_i <= 1}
-
+# -- the feasible set W = prod_i {w_i >= 0, 1^T w_i <= 1} --------------------------------------
 
 def _check_groups(groups: Any, n_w: int) -> list[np.ndarray]:
     """The groups as int arrays; InputError (field ``groups``) unless disjoint and in range."""
@@ -118,9 +116,7 @@ def stationarity(w: np.ndarray, g: np.ndarray, groups: list[np.ndarray]) -> floa
     return float(np.max(np.abs(w - project_W(w - g, groups)))) if w.size else 0.0
 
 
-# ----------------------------------------------------------------------------------------------
-# the proximal QP
-
+# -- the proximal QP ---------------------------------------------------------------------------
 
 def _constraints(w: np.ndarray, groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """``A, r`` with ``W = {w + d : A d >= r}``: rows ``e_j`` (``w_j + d_j >= 0``) then
@@ -211,9 +207,7 @@ def prox_qp(g: np.ndarray, P: np.ndarray, w: np.ndarray, groups: list[np.ndarray
     return x - w, lam, ok, it
 
 
-# ----------------------------------------------------------------------------------------------
-# projection onto the manifold G(., w) = 0
-
+# -- projection onto the manifold G(., w) = 0 --------------------------------------------------
 
 def project(fns: Any, theta: np.ndarray, w: np.ndarray, *, zeroth_order: bool = False,
             tol: float = 1e-8, max_iter: int = 50, residuals: list[float] | None = None,
@@ -276,9 +270,7 @@ def project(fns: Any, theta: np.ndarray, w: np.ndarray, *, zeroth_order: bool = 
     return th, False, max_iter
 
 
-# ----------------------------------------------------------------------------------------------
-# PGM
-
+# -- PGM ---------------------------------------------------------------------------------------
 
 def _validate_fns(fns: Any) -> tuple[int, int, list[np.ndarray], np.ndarray]:
     missing = [a for a in _REQUIRED if not hasattr(fns, a)]
@@ -453,9 +445,7 @@ def pgm(fns: Any, theta0: np.ndarray | None = None, w0: np.ndarray | None = None
                           "K_history": history})
 
 
-# ----------------------------------------------------------------------------------------------
-# adaptive time step (Algorithm 2)
-
+# -- adaptive time step (Algorithm 2) ----------------------------------------------------------
 
 def adaptive_step(step_fn: Callable[[Any, float], tuple[Any, bool]], h: float, state: Any = None,
                   *, h_min: float = 1e-5) -> Result:

@@ -31,11 +31,8 @@ Models with ``pyomo.mpec`` Complementarity components are solved in one of two w
   whose rows ``a_i b_i <= mpec_bound = 0`` are the "direct" MPCC form) and solved as an NLP;
 * untransformed, with the solver option ``strategy`` (a name of
   :data:`contactmp.solvers.nlp.STRATEGIES`: ``"scholtes"``, ``"elastic_l1"``, ``"direct"``, ...).
-  The model becomes a :class:`~contactmp.program.Program` (:func:`pyomo_to_program`: the active
-  objective, rows and complementarity conditions converted to CasADi SX by
-  :class:`~contactmp.pyomo_bridge.PyomoToSX`, a walk over Pyomo's expression DAG that converts
-  each shared node once, so no .nl file and no tree expansion; variables, rows and pairs in the
-  model's declaration order) and is solved by
+  The model becomes a :class:`~contactmp.program.Program` (:func:`pyomo_to_program`; no .nl
+  file) and is solved by
   :func:`contactmp.solvers.nlp.solve_program` -- the same homotopy, warm starts, IPOPT defaults
   (``bound_relax_factor = 0``, adaptive barrier) and independent residual checks as a Program
   built in CasADi. Options: ``strategy``, ``backend`` (``"casadi"`` or ``"cyipopt"``) and the
@@ -164,14 +161,13 @@ class CasadiIpopt(OptSolver):
         if kwds:
             raise ValueError(f"Solver={NAME} passed unrecognized keywords: {sorted(kwds)}")
         self.last_result = self.last_program = None
+        run = dict(tee=tee, load=load, timelimit=timelimit, keepfiles=keepfiles, suffixes=suffixes,
+                   report_timing=report_timing)
         if options.get("strategy") is not None:
-            results, self.last_result, self.last_program = _solve_mpcc(
-                model, options, tee=tee, load=load, timelimit=timelimit, keepfiles=keepfiles,
-                suffixes=suffixes, report_timing=report_timing)
+            results, self.last_result, self.last_program = _solve_mpcc(model, options, **run)
             return results
         options.pop("strategy", None)
-        return _solve(model, options, tee=tee, load=load, timelimit=timelimit,
-                      keepfiles=keepfiles, suffixes=suffixes, report_timing=report_timing)
+        return _solve(model, options, **run)
 
 
 def _check_model(model: Any) -> None:
@@ -221,27 +217,59 @@ def _make_results(model: Any, info: Any, sense: int) -> SolverResults:
     return results
 
 
-def _set_status(results: SolverResults, status: str, detail: str = "") -> tuple:
-    tc, ss, sol = PYOMO_STATUS[ipopt_status(status, verified=True)]
+def _set_status(results: SolverResults, status: str, detail: str = "", verdict: Status | None = None,
+                termination: str = "") -> tuple:
+    """Set the solver status of ``results`` from IPOPT's text ``status`` (the Pyomo status of
+    ``verdict`` when given, else IPOPT's claim); ``(termination, solver status, solution status)``."""
+    tc, ss, sol = PYOMO_STATUS[ipopt_status(status, verified=True) if verdict is None else verdict]
     results.solver.status = ss
     results.solver.termination_condition = tc
     results.solver.message = status
-    results.solver.termination_message = f"IPOPT return_status={status}" + (
+    results.solver.termination_message = termination or f"IPOPT return_status={status}" + (
         f": {detail}" if detail else "")
     results.solver.return_code = 0
     return tc, ss, sol
 
 
-def _trivially_infeasible(model: Any, err: Exception) -> SolverResults:
-    """The results of a model with a violated row that has no variables (strategy path)."""
+def _trivially_infeasible(model: Any, err: Exception, found: str) -> SolverResults:
+    """The results of a model with a violated row that has no variables."""
     results = SolverResults()
     results.problem.name = model.name
     results.solver.name = NAME
     results.solver.status = SolverStatus.warning
     results.solver.termination_condition = TerminationCondition.infeasible
-    results.solver.message = "trivially infeasible (a violated row without variables)"
+    results.solver.message = f"trivially infeasible ({found})"
     results.solver.termination_message = str(err)
     return results
+
+
+def _deliver(results: SolverResults, model: Any, info: Any, xs: list[float],
+             values: dict[str, tuple[str, list[float]]], objective: float, sense: int, tc: Any, ss: Any,
+             sol_status: SolutionStatus, text: str, load: bool, import_suffixes: dict[str, Any],
+             warning: tuple[Any, str], missing: str) -> None:
+    """The answer ``xs`` into ``results``: the objective bound it gives, then the values loaded into
+    the model (``load``; ``warning``: the status and detail logged when it is not ``ok``) or kept as a
+    Solution for ``model.solutions.load_from(results)``; nothing when ``xs`` is not finite (logging
+    ``missing`` with ``load``)."""
+    if not np.isfinite(xs).all():
+        if load:
+            logger.warning("%s: %s", NAME, missing)
+        return
+    if info.objectives and tc == TerminationCondition.optimal:  # a feasible point bounds f*
+        if sense > 0:
+            results.problem.upper_bound = objective
+        else:
+            results.problem.lower_bound = objective
+    if load:
+        if ss != SolverStatus.ok:
+            logger.warning("%s: loading a solution with status %s into model %r: %s", NAME, warning[0],
+                           model.name, warning[1])
+        _load(info, xs, values, import_suffixes)
+    else:
+        soln, smap = _solution(info, xs, values, objective, sol_status, text)
+        results.solution.insert(soln)
+        results._smap = smap  # model.solutions.load_from(results) maps labels through it
+        results._smap_id = None
 
 
 def _solve(model: Any, options: dict[str, Any], *, tee: bool, load: bool,
@@ -264,14 +292,7 @@ def _solve(model: Any, options: dict[str, Any], *, tee: bool, load: bool,
         try:
             info = _write_nl(model, path)
         except InfeasibleConstraintException as err:
-            results = SolverResults()
-            results.problem.name = model.name
-            results.solver.name = NAME
-            results.solver.status = SolverStatus.warning
-            results.solver.termination_condition = TerminationCondition.infeasible
-            results.solver.message = "trivially infeasible (found by the NL writer)"
-            results.solver.termination_message = str(err)
-            return results
+            return _trivially_infeasible(model, err, "found by the NL writer")
         discrete = [v.name for v in info.variables if v.is_integer()]
         if discrete:
             raise UnsupportedProgramError(
@@ -325,29 +346,9 @@ def _solve(model: Any, options: dict[str, Any], *, tee: bool, load: bool,
     if report_timing:
         print(f"      {t_write - t0:6.3f} s write .nl, {t_import - t_write:6.3f} s import, "
               f"{t_build - t_import:6.3f} s nlpsol, {t_solve - t_build:6.3f} s IPOPT")
-    if not np.isfinite(sol.x).all():
-        if load:
-            logger.warning("%s: no solution to load (IPOPT return_status=%s)", NAME, status)
-        return results
-
-    xs, lam_g, lam_x = sol.x.tolist(), sol.lam_g.tolist(), sol.lam_x.tolist()
-    objective = sense * sol.f
-    if info.objectives and tc == TerminationCondition.optimal:  # a feasible point bounds f*
-        if sense > 0:
-            results.problem.upper_bound = objective
-        else:
-            results.problem.lower_bound = objective
-    values = _suffix_values(sense, lam_g, lam_x, wanted)
-    if load:
-        if ss != SolverStatus.ok:
-            logger.warning("%s: loading a solution with status %s into model %r: %s",
-                           NAME, ss, model.name, status)
-        _load(info, xs, values, import_suffixes)
-    else:
-        soln, smap = _solution(info, xs, values, objective, sol_status, status)
-        results.solution.insert(soln)
-        results._smap = smap  # model.solutions.load_from(results) maps labels through it
-        results._smap_id = None
+    values = _suffix_values(sense, sol.lam_g.tolist(), sol.lam_x.tolist(), wanted)
+    _deliver(results, model, info, sol.x.tolist(), values, sense * sol.f, sense, tc, ss, sol_status, status,
+             load, import_suffixes, (ss, status), f"no solution to load (IPOPT return_status={status})")
     return results
 
 
@@ -414,9 +415,7 @@ def _load(info: Any, xs: list[float], values: dict[str, tuple[str, list[float]]]
     StaleFlagManager.mark_all_as_stale(delayed=True)
 
 
-# ----------------------------------------------------------------------------------------------
-# Complementarity models solved with an MPCC strategy (the model read into a Program)
-# ----------------------------------------------------------------------------------------------
+# -- Complementarity models solved with an MPCC strategy (the model read into a Program) -------
 #: solver options read by the strategy path itself (besides the fields of NLPOptions)
 _PLUGIN_KEYS = ("strategy", "backend")
 
@@ -454,17 +453,12 @@ class PyomoProgram:
 
     def load(self, x: Any) -> None:
         """Set the model's variables to the program vector ``x`` (Pyomo stale flags updated)."""
-        from pyomo.core.staleflag import StaleFlagManager
-
         xv = np.asarray(x, dtype=float).ravel()
         if xv.shape != (len(self.variables),):
             from contactmp.errors import InputError
 
             raise InputError("x", f"must have length {len(self.variables)}, got shape {xv.shape}")
-        StaleFlagManager.mark_all_as_stale()
-        for v, val in zip(self.variables, xv.tolist()):
-            v.set_value(val, skip_validation=True)
-        StaleFlagManager.mark_all_as_stale(delayed=True)
+        _load(self, xv.tolist(), {}, {})
 
 
 def _relation_side(conv: Any, cdata: Any, arg: Any) -> tuple[str, Any]:
@@ -605,11 +599,11 @@ def _read_model(model: Any) -> _Read:
     )
 
 
-def _program(read: _Read, name: str) -> PyomoProgram:
-    """The Program of a read model (see :class:`PyomoProgram`)."""
+def _program(read: _Read, model: Any) -> PyomoProgram:
+    """The Program of a read ``model`` (see :class:`PyomoProgram`), named as the model."""
     from contactmp.program import Program
 
-    prog = Program(name)
+    prog = Program(str(getattr(model, "name", "") or "").strip() or "pyomo_model")
     xh = prog.add_variables("x", len(read.variables), lb=read.lbx, ub=read.ubx, init=read.x0)
     parts = [casadi.SX(e) if type(e) is float else e
              for e in ([read.f] if read.f is not None else []) + read.g + read.a + read.b]
@@ -648,12 +642,7 @@ def pyomo_to_program(model: Any) -> PyomoProgram:
 
         v = read.variables[int(bad[0])]
         raise InputError("model", f"variable {v.name} has lower bound {v.lb} > upper bound {v.ub}")
-    return _program(read, _program_name(model))
-
-
-def _program_name(model: Any) -> str:
-    name = str(getattr(model, "name", "") or "").strip()
-    return name or "pyomo_model"
+    return _program(read, model)
 
 
 def _mpcc_options(options: dict[str, Any], tee: bool,
@@ -716,7 +705,7 @@ def _solve_mpcc(model: Any, options: dict[str, Any], *, tee: bool, load: bool,
     try:
         read = _read_model(model)
     except InfeasibleConstraintException as err:
-        return _trivially_infeasible(model, err), None, None
+        return _trivially_infeasible(model, err, "a violated row without variables"), None, None
     view = SimpleNamespace(variables=read.variables, constraints=read.rows,
                            objectives=read.objectives)
     results = _make_results(model, view, read.sense)
@@ -724,42 +713,20 @@ def _solve_mpcc(model: Any, options: dict[str, Any], *, tee: bool, load: bool,
     if (read.lbx > read.ubx).any():
         _set_status(results, "Infeasible_Problem_Detected", "a lower bound exceeds its upper bound")
         return results, None, None
-    pp = _program(read, _program_name(model))
+    pp = _program(read, model)
     t_build = time.perf_counter()
     res = solve_program(pp.program, backend=backend, strategy=strategy, **kw)
     t_solve = time.perf_counter()
-    tc, ss, sol_status = PYOMO_STATUS[res.status]
+    tc, ss, sol_status = _set_status(results, res.backend_status, verdict=res.status,
+                                     termination=f"{res.status.value}: {res.message}")
     results.problem.number_of_constraints = pp.program.n_g + pp.program.n_comp
-    results.solver.status = ss
-    results.solver.termination_condition = tc
-    results.solver.message = res.backend_status
-    results.solver.termination_message = f"{res.status.value}: {res.message}"
-    results.solver.return_code = 0
     results.solver.iterations = int(res.iterations)
     results.solver.wallclock_time = t_solve - t0
     results.solver.time = t_solve - t_build
     if report_timing:
         print(f"      {t_build - t0:6.3f} s Pyomo -> Program, {t_solve - t_build:6.3f} s {strategy} "
               f"({len(res.extras.get('homotopy', []))} NLPs)")
-    if not np.isfinite(res.x).all():
-        if load:
-            logger.warning("%s: no finite point to load (%s)", NAME, res.status.value)
-        return results, res, pp
-    objective = read.sense * float(res.objective)
-    if read.objectives and tc == TerminationCondition.optimal:
-        if read.sense > 0:
-            results.problem.upper_bound = objective
-        else:
-            results.problem.lower_bound = objective
-    if load:
-        if ss != SolverStatus.ok:
-            logger.warning("%s: loading a solution with status %s into model %r: %s", NAME,
-                           res.status.value, model.name, res.message)
-        pp.load(res.x)
-    else:
-        soln, smap = _solution(view, [float(v) for v in res.x], {}, objective, sol_status,
-                               res.backend_status)
-        results.solution.insert(soln)
-        results._smap = smap
-        results._smap_id = None
+    _deliver(results, model, view, [float(v) for v in res.x], {}, read.sense * float(res.objective), read.sense,
+             tc, ss, sol_status, res.backend_status, load, {}, (res.status.value, res.message),
+             f"no finite point to load ({res.status.value})")
     return results, res, pp

@@ -216,12 +216,11 @@ def test_lcp_solvers_on_a_zero_matrix(mod) -> None:
 
 
 def test_lcp_solver_input_and_option_errors() -> None:
-    with pytest.raises(InputError) as err:
-        ipopt_lcp.solve(np.ones((2, 3)), np.ones(2))
-    assert err.value.field == "M"
-    with pytest.raises(InputError) as err:
-        ipopt_lcp_cy.solve(np.eye(2), [1.0, np.nan])
-    assert err.value.field == "q"
+    for solve, M, q, field in ((ipopt_lcp.solve, np.ones((2, 3)), np.ones(2), "M"),
+                               (ipopt_lcp_cy.solve, np.eye(2), [1.0, np.nan], "q")):
+        with pytest.raises(InputError) as err:
+            solve(M, q)
+        assert err.value.field == field
     with pytest.raises(OptionError, match="did you mean 'max_iter'"):
         ipopt_lcp.solve(M2, Q2, max_iters=10)
     with pytest.raises(OptionError, match="did you mean 'scholtes'"):

@@ -196,6 +196,14 @@ class StepBlock:
         return {"rows": float(max((np.max(np.abs(r), initial=0.0) for r in rows), default=0.0)),
                 "complementarity": float(max((np.max(np.abs(c), initial=0.0) for c in pairs), default=0.0))}
 
+    def speed_modes(self, p_n: Variables, speed: Variables, x: Any, tol: float) -> list[str]:
+        """Per contact ``"separated"`` (``p_n = 0``), ``"sliding"`` (the sliding speed ``speed > 0``)
+        or ``"sticking"``, judged against ``tol`` times the largest entry (at least 1: impulses in
+        N s, speeds in m/s): the modes of a block with a sliding-speed variable."""
+        pn, g = self.program.value(p_n, x), self.program.value(speed, x)
+        sp, sg = tol * max(np.abs(pn).max(initial=0.0), 1.0), tol * max(np.abs(g).max(initial=0.0), 1.0)
+        return ["separated" if a <= sp else "sliding" if b > sg else "sticking" for a, b in zip(pn, g)]
+
     def value(self, name: str, x: Any) -> np.ndarray:
         """The values of the block's variables ``handles[name]`` at ``x``."""
         if name not in self.handles:
@@ -294,7 +302,7 @@ class Formulation:
         ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})``. Without contacts the step is free flight."""
         from contactmp.solvers.front import solve
 
-        s, nc, h = step.system, step.system.n_c, step.h
+        nc, h = step.system.n_c, step.h
         full = _with_contacts(step, None).data()
         idx = np.arange(nc) if step.contacts is None else np.asarray(step.contacts, dtype=int)
         if idx.size:

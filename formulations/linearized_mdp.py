@@ -44,7 +44,7 @@ from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, OptionError, check_number
 from contactmp.formulations.base import Step, register
-from contactmp.formulations.nmdp import (PolytopeFormulation, PolytopeStep, _block_inputs, _set_polytope, _step_data,
+from contactmp.formulations.nmdp import (PolytopeFormulation, PolytopeOptions, PolytopeStep, _block_inputs, _set_polytope, _step_data,
                                         polytope_columns, polytope_forces)
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, Constraint, Program, Variables
@@ -224,16 +224,9 @@ class MDPFormulation(PolytopeFormulation):
     problem_class = LinearizedMDP
 
     @dataclass(frozen=True)
-    class Options:
+    class Options(PolytopeOptions):
         """See the class docstring."""
 
-        vertices: int | None = None
-        stiffness: Any = 0.0
-        relax: Any = 0.0
-        radius: Any = 0.0
-        kp: Any = 0.0
-        kd: Any = 0.0
-        objective: str = "effective"
         pd: str = "stable"
 
         def __post_init__(self) -> None:

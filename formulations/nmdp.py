@@ -580,6 +580,19 @@ def _variable_positions(prog: Program, e: Any, field_name: str) -> np.ndarray:
     return np.array(pos, dtype=int)
 
 
+@dataclass(frozen=True)
+class PolytopeOptions:
+    """The options both polytope formulations have (see :class:`NMDP`)."""
+
+    vertices: int | None = None
+    stiffness: Any = 0.0
+    relax: Any = 0.0
+    radius: Any = 0.0
+    kp: Any = 0.0
+    kd: Any = 0.0
+    objective: str = "effective"
+
+
 class PolytopeFormulation(Formulation):
     """What the two wrench-polytope formulations share: the polytope options, one problem object per
     system (:class:`NMDP` or :class:`~contactmp.formulations.linearized_mdp.LinearizedMDP`, which
@@ -728,16 +741,9 @@ class NMDPFormulation(PolytopeFormulation):
     problem_class = NMDP
 
     @dataclass(frozen=True)
-    class Options:
+    class Options(PolytopeOptions):
         """See the class docstring."""
 
-        vertices: int | None = None
-        stiffness: Any = 0.0
-        relax: Any = 0.0
-        radius: Any = 0.0
-        kp: Any = 0.0
-        kd: Any = 0.0
-        objective: str = "effective"
         method: str = "pgm"
         adaptive: bool = True
         h_min: float = 1e-5

@@ -107,12 +107,8 @@ class VelocityConeStep(StepBlock):
         return np.column_stack([self.program.value(self.p_n, x), self.friction_impulse(x)])
 
     def modes(self, x: Any, tol: float = 1e-9) -> list[str]:
-        """Per contact ``"separated"`` (``p_n = 0``), ``"sliding"`` (sliding speed ``gamma > 0``)
-        or ``"sticking"``, judged against ``tol`` times the largest entry (at least 1: impulses in N s,
-        speeds in m/s)."""
-        pn, g = self.program.value(self.p_n, x), self.program.value(self.gamma, x)
-        sp, sg = tol * max(np.abs(pn).max(initial=0.0), 1.0), tol * max(np.abs(g).max(initial=0.0), 1.0)
-        return ["separated" if a <= sp else "sliding" if b > sg else "sticking" for a, b in zip(pn, g)]
+        """:meth:`StepBlock.speed_modes` with the sliding speed ``gamma``."""
+        return self.speed_modes(self.p_n, self.gamma, x, tol)
 
 
 def cone_block(prog: Program, prefix: str, v_next: Variables, p_n: Variables, p_t: Variables,

@@ -54,12 +54,8 @@ class VelocityPyramidStep(StepBlock):
         return np.column_stack([prog.value(self.p_n, x), self.friction_impulse(prog.value(self.beta, x))])
 
     def modes(self, x: Any, tol: float = 1e-9) -> list[str]:
-        """Per contact ``"separated"`` (``p_n = 0``), ``"sliding"`` (sliding speed ``lambda > 0``)
-        or ``"sticking"``, judged against ``tol`` times the largest entry (at least 1: impulses in N s,
-        speeds in m/s)."""
-        pn, lam = self.program.value(self.p_n, x), self.program.value(self.lam, x)
-        sp, sl = tol * max(np.abs(pn).max(initial=0.0), 1.0), tol * max(np.abs(lam).max(initial=0.0), 1.0)
-        return ["separated" if a <= sp else "sliding" if b > sl else "sticking" for a, b in zip(pn, lam)]
+        """:meth:`StepBlock.speed_modes` with the sliding speed ``lambda``."""
+        return self.speed_modes(self.p_n, self.lam, x, tol)
 
 
 def pyramid_generators(facets: int) -> np.ndarray:

@@ -41,7 +41,7 @@ step ``T / (20 N)``: the "re-sim err" column is the distance of that simulation'
 the goal (how much the optimized controls really achieve).
 
 Part B: every NOSBENCH problem in ``shared/data/nosbench`` solved by each MPCC strategy of
-``contactmp.solvers.nlp.STRATEGIES`` (``contactmp.nosbench.solve_nosbench``) and by a plain
+``contactmp.solvers.nlp.STRATEGIES`` (``contactmp.solvers.nosbench.solve_nosbench``) and by a plain
 Scholtes homotopy written here with ``casadi.nlpsol`` (sigma = 1, 0.1, ..., 1e-9, ``G_i H_i <=
 sigma``, signs of G and H from the bounds only, primal warm start, IPOPT with
 ``bound_relax_factor = 0`` and ``mu_strategy = adaptive``, stop at the first successful NLP with
@@ -441,8 +441,9 @@ def reference_scholtes(path: Path, time_limit: float) -> dict[str, Any]:
 
 
 def ours_nosbench(path: Path, strategy: str, time_limit: float) -> dict[str, Any]:
-    """``contactmp.nosbench.solve_nosbench`` with ``strategy``, judged again by the paper's criterion."""
-    from contactmp.nosbench import load_nosbench, solve_nosbench
+    """``contactmp.solvers.nosbench.solve_nosbench`` with ``strategy``, judged again by the paper's criterion."""
+    from contactmp.nosbench import load_nosbench
+    from contactmp.solvers.nosbench import solve_nosbench
 
     t0 = time.perf_counter()
     pb = load_nosbench(path)

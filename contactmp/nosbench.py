@@ -320,14 +320,3 @@ def nosbench_residuals(problem: NosbenchProblem, w: Any) -> dict[str, float]:
     comp = float(np.max(G * H, initial=0.0)) if G.size else 0.0
     out = {"feasibility": feas, "comp_residual": comp, "objective": f}
     return {k: (v if np.isfinite(v) else math.inf) for k, v in out.items()}
-
-
-def __getattr__(name: str) -> Any:
-    """TEMPORARY forward of ``solve_nosbench``, which moved to :mod:`contactmp.solvers.nosbench`
-    (the core does not import solvers), for ``benchmarks/mpcc_vs_nosnoc.py`` until it imports it
-    from there; to be deleted then."""
-    if name == "solve_nosbench":
-        import importlib
-
-        return importlib.import_module("contactmp.solvers.nosbench").solve_nosbench
-    raise AttributeError(f"module 'contactmp.nosbench' has no attribute {name!r}")

@@ -320,7 +320,8 @@ class Formulation:
             v_next = prog.value(blk.v_next, res.x)
             imp[idx] = blk.impulses(res.x)
             active[idx] = True
-            res.extras.update(block=blk, modes=blk.modes(res.x))
+            res.extras["modes"] = blk.modes(res.x)
+            res = res.replace(program=None)  # a trajectory keeps every step's result, not its Program
         dyn = full.M @ (v_next - step.v) - h * full.f - full.Jn.T @ imp[:, 0] - full.Jt.T @ imp[:, 1] \
             - full.Jo.T @ imp[:, 2]
         res.residuals["dynamics"] = float(np.max(np.abs(dyn), initial=0.0))

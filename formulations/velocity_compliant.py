@@ -256,9 +256,19 @@ class Compliant(Formulation):
                 out.append(gain_array(name, g, nc))
         return out[0], out[1], gain_array("tangential_damping", o.tangential_damping, nc)
 
+    def _step_gains(self, step: Step) -> tuple[np.ndarray, ...]:
+        """:meth:`gains` at the step's start (``q_nominal`` and zero gaps for a symbolic step, where
+        only constant gains are allowed), evaluated once per step (a callable gain is called once)."""
+        gains = step._cache.get("gains")
+        if gains is None:
+            s = step.system
+            q = step.q if step.numeric else s.q_nominal
+            gains = step._cache["gains"] = self.gains(s, s.eval_phi(q) if step.numeric else np.zeros(s.n_c), q)
+        return gains
+
     def step_contacts(self, step: Step, data: StepData) -> np.ndarray:
         """The step's contacts with ``h K + B > 0`` (the others carry no force in this step)."""
-        K, B, _ = self.gains(step.system, step.system.eval_phi(step.q), step.q)
+        K, B, _ = self._step_gains(step)
         idx = np.arange(step.system.n_c) if step.contacts is None else np.asarray(step.contacts, dtype=int)
         return np.flatnonzero(step.h * K[idx] + B[idx] > 0)
 
@@ -267,8 +277,7 @@ class Compliant(Formulation):
         o, s = self.options, step.system
         if self.callable_gains and not step.numeric:
             raise OptionError("configuration-dependent gains (callables) need numeric steps (TimeStepping)")
-        q = step.q if step.numeric else s.q_nominal
-        K, B, Bt = self.gains(s, s.eval_phi(q) if step.numeric else np.zeros(s.n_c), q)
+        K, B, Bt = self._step_gains(step)
         idx = slice(None) if step.contacts is None else np.asarray(step.contacts, dtype=int)
         d = step.data()
         return add_velocity_compliant_step(

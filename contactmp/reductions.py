@@ -16,7 +16,9 @@ with :func:`refusal` giving each one's reason for a program it does not take.
 """
 from __future__ import annotations
 
+import copy
 import math
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import casadi as ca
@@ -153,17 +155,12 @@ def to_lcp(prog: Program) -> LCPReduction:
 
     which needs ``J_FF`` nonsingular. ``invert(z_B)`` returns the full ``x``.
     """
-    mcp = to_mcp(prog)
-    zs, F = mcp.z, mcp.F_expr
-    J = ca.jacobian(F, zs)
-    if ca.depends_on(J, zs):
-        rows = [i for i in range(F.shape[0]) if ca.depends_on(J[i, :], zs)]
-        raise UnsupportedProgramError(
-            "F is not affine in the variables (an LCP needs F(z) = M z + q); nonlinear rows: "
-            + ", ".join(mcp.labels[i] for i in rows[:5]) + (" ..." if len(rows) > 5 else "")
-        )
-    fun = ca.Function("lcp_data", [zs, prog.p], [J, ca.substitute(F, zs, ca.DM.zeros(zs.shape[0]))])
-    Jn, cn = fun(np.zeros(zs.shape[0]), mcp.p0)
+    mcp, fun = _structure(prog, "lcp", _lcp_structure)
+    p0 = prog.p0
+    if p0.size:
+        mcp = copy.copy(mcp)
+        mcp.p0 = p0
+    Jn, cn = fun(np.zeros(mcp.z.shape[0]), p0)
     Jd = np.asarray(ca.DM(Jn).full(), dtype=float)
     c = np.asarray(cn, dtype=float).ravel()
     lb, ub = mcp.lb, mcp.ub
@@ -203,6 +200,38 @@ def to_lcp(prog: Program) -> LCPReduction:
         q = c_eff[B].copy()
     return LCPReduction(M=M, q=q, mcp=mcp, basis=B, free=Fr, fixed=X, fixed_values=zfix,
                         free_gain=S_B, free_offset=S_c, labels=[mcp.labels[i] for i in B])
+
+
+
+def _structure(prog: Program, key: str, build: Callable[[Program], Any]) -> Any:
+    """``build(prog)`` (the symbolic part of a reduction, a refusal included), cached on ``prog``
+    until its structure or its variable bounds change; parameter values may change in between
+    (a time-stepping step reuses its Program with the state as parameters)."""
+    bounds = (prog.lbx, prog.ubx)
+    hit = prog._cache.get(f"reduction/{key}")
+    if hit is None or not all(np.array_equal(a, b) for a, b in zip(hit[0], bounds)):
+        try:
+            out: Any = build(prog)
+        except UnsupportedProgramError as exc:
+            out = exc
+        hit = prog._cache[f"reduction/{key}"] = (bounds, out)
+    if isinstance(hit[1], UnsupportedProgramError):
+        raise UnsupportedProgramError(str(hit[1]))
+    return hit[1]
+
+
+def _lcp_structure(prog: Program) -> tuple[MCPReduction, ca.Function]:
+    """The MCP of ``prog`` and the compiled ``(J, F(0))`` of its ``F`` as a function of ``(z, p)``."""
+    mcp = to_mcp(prog)
+    zs, F = mcp.z, mcp.F_expr
+    J = ca.jacobian(F, zs)
+    if ca.depends_on(J, zs):
+        rows = [i for i in range(F.shape[0]) if ca.depends_on(J[i, :], zs)]
+        raise UnsupportedProgramError(
+            "F is not affine in the variables (an LCP needs F(z) = M z + q); nonlinear rows: "
+            + ", ".join(mcp.labels[i] for i in rows[:5]) + (" ..." if len(rows) > 5 else "")
+        )
+    return mcp, ca.Function("lcp_data", [zs, prog.p], [J, ca.substitute(F, zs, ca.DM.zeros(zs.shape[0]))])
 
 
 class MCPReduction:
@@ -362,6 +391,60 @@ def to_cone_problem(prog: Program) -> ConeReduction:
     matrix, and ``q = J v_free`` plus the gap term). ``W`` is symmetrized when it is symmetric to
     1e-10 relative (it is in exact arithmetic for every velocity step).
     """
+    st = _structure(prog, "cone", _cone_structure)
+    rows, r_index, other, fun = st.rows, st.r_index, st.other, st.fun
+    zero = np.zeros(prog.n_x)
+    JEn, e0, JUn, c0 = (np.asarray(ca.DM(v).full(), dtype=float) for v in fun(zero, prog.p0))
+    e0, c0 = e0.ravel(), c0.ravel()
+    R = np.flatnonzero(r_index >= 0)
+    A_r = np.zeros((len(rows), r_index.size))
+    C_r = np.zeros((r_index.size, r_index.size))
+    A_r[:, R], C_r[:, R] = JEn[:, r_index[R]], JUn[:, r_index[R]]
+    A_y, C_y = JEn[:, other], JUn[:, other]
+    if other.size:
+        try:
+            S = np.linalg.solve(A_y, np.column_stack([A_r, e0]))
+        except np.linalg.LinAlgError:
+            raise UnsupportedProgramError("the equalities do not determine the variables outside the cones "
+                                          "(singular Jacobian)") from None
+        gain, offset = S[:, :-1], S[:, -1]
+        W = C_r - C_y @ gain
+        q = c0 - C_y @ offset
+    else:
+        gain, offset = np.zeros((0, r_index.size)), np.zeros(0)
+        W, q = C_r, c0
+    if not (np.isfinite(W).all() and np.isfinite(q).all()):
+        raise UnsupportedProgramError("W or q is not finite at the current parameter values")
+    if np.abs(W - W.T).max(initial=0.0) <= 1e-10 * np.abs(W).max(initial=0.0):
+        W = 0.5 * (W + W.T)
+    planar_ = st.planar.copy()
+    if planar_.any():  # decoupled dummy o rows (r_o = 0 at every solution)
+        o = 3 * np.flatnonzero(planar_) + 2
+        w_dummy = max(float(np.max(np.diag(W)[1::3], initial=0.0)), 1e-12)
+        W[o, :] = 0.0
+        W[:, o] = 0.0
+        W[o, o] = w_dummy
+        q[o] = 0.0
+    return ConeReduction(W=W, q=q, mu=st.mu.copy(), associated=st.associated, n_x=prog.n_x, r_index=r_index,
+                         planar=planar_, other=other, other_gain=gain, other_offset=offset, cones=prog.cones)
+
+
+@dataclass(frozen=True)
+class _ConeStructure:
+    """The symbolic part of :func:`to_cone_problem`: which rows and variables play which role, and
+    the compiled ``(J_E, E(0), J_U, U(0))`` as a function of ``(x, p)``."""
+
+    rows: list[int]
+    r_index: np.ndarray
+    other: np.ndarray
+    planar: np.ndarray
+    mu: np.ndarray
+    associated: bool
+    fun: ca.Function
+
+
+def _cone_structure(prog: Program) -> _ConeStructure:
+    """See :func:`to_cone_problem` (what it accepts) and :class:`_ConeStructure`."""
     cones = prog.cones
     if not cones:
         raise UnsupportedProgramError("the program has no cone complementarity (Program.add_cone_complementarity)")
@@ -413,39 +496,7 @@ def to_cone_problem(prog: Program) -> ConeReduction:
         raise UnsupportedProgramError("the equality rows or the cones' velocities are not affine in x")
     zero = np.zeros(n_x)
     fun = ca.Function("cone_data", [x, prog.p], [JE, ca.substitute(E, x, zero), JU, ca.substitute(U, x, zero)])
-    JEn, e0, JUn, c0 = (np.asarray(ca.DM(v).full(), dtype=float) for v in fun(zero, prog.p0))
-    e0, c0 = e0.ravel(), c0.ravel()
-    R = np.flatnonzero(r_index >= 0)
-    A_r = np.zeros((len(rows), r_index.size))
-    C_r = np.zeros((r_index.size, r_index.size))
-    A_r[:, R], C_r[:, R] = JEn[:, r_index[R]], JUn[:, r_index[R]]
-    A_y, C_y = JEn[:, other], JUn[:, other]
-    if other.size:
-        try:
-            S = np.linalg.solve(A_y, np.column_stack([A_r, e0]))
-        except np.linalg.LinAlgError:
-            raise UnsupportedProgramError("the equalities do not determine the variables outside the cones "
-                                          "(singular Jacobian)") from None
-        gain, offset = S[:, :-1], S[:, -1]
-        W = C_r - C_y @ gain
-        q = c0 - C_y @ offset
-    else:
-        gain, offset = np.zeros((0, r_index.size)), np.zeros(0)
-        W, q = C_r, c0
-    if not (np.isfinite(W).all() and np.isfinite(q).all()):
-        raise UnsupportedProgramError("W or q is not finite at the current parameter values")
-    if np.abs(W - W.T).max(initial=0.0) <= 1e-10 * np.abs(W).max(initial=0.0):
-        W = 0.5 * (W + W.T)
-    planar_ = np.array(planar, dtype=bool)
-    if planar_.any():  # decoupled dummy o rows (r_o = 0 at every solution)
-        o = 3 * np.flatnonzero(planar_) + 2
-        w_dummy = max(float(np.max(np.diag(W)[1::3], initial=0.0)), 1e-12)
-        W[o, :] = 0.0
-        W[:, o] = 0.0
-        W[o, o] = w_dummy
-        q[o] = 0.0
-    return ConeReduction(W=W, q=q, mu=np.concatenate(mus), associated=kinds.pop(), n_x=n_x, r_index=r_index,
-                         planar=planar_, other=other, other_gain=gain, other_offset=offset, cones=cones)
+    return _ConeStructure(rows, r_index, other, np.array(planar, dtype=bool), np.concatenate(mus), kinds.pop(), fun)
 
 
 #: the reductions the solver front door tries, in order: name -> function (each refuses with the reason)

@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, ClassVar
 
 import casadi as ca
 import numpy as np
 
-from contactmp.errors import InputError, OptionError, did_you_mean
+from contactmp.errors import InputError, OptionError, check_spd, did_you_mean
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, ConeComplementarity, Constraint, Program, Variables
 from contactmp.result import Result, Status
@@ -265,6 +266,13 @@ class Formulation:
     backward_euler: ClassVar[bool] = False
     solver: ClassVar[Any] = None
     auto_options: ClassVar[dict[str, Any]] = {}
+    #: the default :meth:`advance` builds one Program per contact set, with the state ``(q, v, u)``
+    #: as parameters, and reuses it (and its reduction) while the set stays: set True only when
+    #: :meth:`add_step` takes nothing from a numeric step but ``step.data()``, as in trajectory
+    #: optimization (so the block is the same function of the state)
+    parametric: ClassVar[bool] = False
+    #: how many contact sets the parametric cache keeps (least recently used dropped first)
+    PARAMETRIC_CACHE_SIZE: ClassVar[int] = 32
 
     @dataclass(frozen=True)
     class Options:
@@ -313,8 +321,7 @@ class Formulation:
             v_next = step.v + np.linalg.solve(full.M, h * full.f)
             res = Result(Status.SOLVED, v_next, "free_flight", 0.0, tol)
         else:
-            prog = Program("time_step")
-            blk = self.add_step(prog, _with_contacts(step, idx))
+            prog, blk = self._step_program(step, idx, full)
             opts = self.auto_options if solver is None else {}
             res = solve(prog, solver=solver if solver is not None else self.solver, tol=tol, **opts)
             v_next = prog.value(blk.v_next, res.x)
@@ -329,6 +336,35 @@ class Formulation:
         q_next = step.q + h * step.qdot(step.q, v_next)
         return StepOutcome(np.asarray(q_next, dtype=float).ravel(), v_next, imp, active, res)
 
+
+    def _step_program(self, step: Step, idx: np.ndarray, full: StepData) -> tuple[Program, StepBlock]:
+        """The Program and block of a numeric step with the contacts ``idx``: built from the step's
+        numbers, or (:attr:`parametric`) the cached Program of this contact set with its
+        parameters ``state/q``, ``state/v``, ``state/u`` set to the step's state."""
+        if not self.parametric:
+            prog = Program("time_step")
+            return prog, self.add_step(prog, _with_contacts(step, idx))
+        check_spd(full.M)  # the numeric block checks M at every step; the parametric one here
+        cache = self.__dict__.setdefault("_step_programs", OrderedDict())
+        key = (id(step.system), float(step.h), step.prefix, idx.tobytes())
+        hit = cache.get(key)
+        if hit is None or hit[0] is not step.system:
+            s = step.system
+            prog = Program("time_step")
+            state = [prog.add_parameters(f"state/{n}", k, 0.0) if k else None
+                     for n, k in (("q", s.n_q), ("v", s.n_v), ("u", s.n_u))]
+            sym = [ca.SX(0, 1) if p is None else p.sym for p in state]
+            blk = self.add_step(prog, dataclasses.replace(step, q=sym[0], v=sym[1], u=sym[2], contacts=idx,
+                                                          _cache={}))
+            hit = cache[key] = (s, prog, blk, state)
+            while len(cache) > self.PARAMETRIC_CACHE_SIZE:
+                cache.popitem(last=False)
+        cache.move_to_end(key)
+        _, prog, blk, state = hit
+        for p, value in zip(state, (step.q, step.v, step.u)):
+            if p is not None:
+                p.value = value
+        return prog, blk
 
 def _with_contacts(step: Step, idx: np.ndarray | None) -> Step:
     return dataclasses.replace(step, contacts=idx)

@@ -43,7 +43,7 @@ above the spring's equilibrium depth (``s = ||u_T|| - ||lambda_T|| / Bt``). This
 layer of Anitescu's convex relaxation; it vanishes as ``h, B/K -> 0``. Frictionless contacts
 (``mu = 0``) reduce exactly to CompliantQP's unilateral LCP.
 
-Solver: IPOPT through ``casadi.nlpsol`` on the smooth description of the cone
+Solver (:mod:`contactmp.solvers.cone_lcp`): IPOPT on the smooth description of the cone
 ``mu^2 lambda_n^2 - ||lambda_T||^2 >= 0, lambda_n >= 0`` (these two smooth inequalities define exactly
 ``K_mu``; the plain norm form is not differentiable at ``lambda_T = 0``, which is the stiction mode).
 The squared form loses LICQ at the apex (separating contacts), so IPOPT's answer is then polished by

@@ -39,8 +39,9 @@ Many rows, few velocities (m >> n, e.g. an elastic foundation): ``W = U U^T`` wi
 solver never forms an m x m matrix: each active-set solve uses the Woodbury identity
 ``A_SS^-1 = E - E U_S (I/h + U_S^T E U_S)^-1 U_S^T E`` (``E = D_S^-1``; one n x n Cholesky, O(|S| n^2))
 and the residual uses the O(m n) product ``A x = D x + h U (U^T x)``; ``solver="auto"`` picks it when
-the loaded rows exceed ``LOWRANK_RATIO * n``. (30 x 30 foundation, n = 6: 0.7 ms per step instead of
-55-60 ms with the dense 900 x 900 active-set solve.)
+the loaded rows exceed ``LOWRANK_RATIO * n``. (30 x 30 foundation, n = 6: 0.7 ms per step instead
+of 55-60 ms with the dense 900 x 900 active-set solve.) This module holds the problem and its check;
+the solvers are in :mod:`contactmp.solvers.compliant_lcp`.
 
 Not yet here: the ``M^ Gdot v`` term of (23)/(74) (it needs ``M^ = W^-1``, undefined for redundant
 rows). ``K, B`` are inputs evaluated at ``q0`` and frozen over the step (configuration-dependent
@@ -51,24 +52,19 @@ Friction (the cone QP) is :mod:`contactmp.formulations.compliant_friction`, the 
 from __future__ import annotations
 
 import functools
-import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import casadi as ca
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
+from scipy.linalg import solve_triangular
 
-from contactmp.errors import InputError, OptionError, check_spd, did_you_mean
+from contactmp.errors import InputError, check_spd
 from contactmp.program import Complementarity, Constraint, Program, Variables
-from contactmp.result import Result, Status
-from contactmp.solvers.qp import QP_SOLVERS, available_qp_solvers, solve_qp
+from contactmp.result import Result
 
-__all__ = ["CompliantQP", "CompliantBlock", "compliant_step", "as_program_block", "LOWRANK_RATIO"]
+__all__ = ["CompliantQP", "CompliantBlock", "compliant_step", "as_program_block"]
 
-DIRECT_SOLVERS = ("cholesky", "lu-Y", "active-set", "lowrank")
-#: ``solver="auto"`` uses the Woodbury (``"lowrank"``) path when the loaded rows exceed this many times n
-LOWRANK_RATIO = 4
 KINDS = ("bilateral", "unilateral")
 
 
@@ -163,11 +159,11 @@ class CompliantQP:
         self.rate = self.h * self.K + self.B  # h K + B  [N s/m]
         self.loaded = self.rate > 0  # rows that can carry force
         idx = np.flatnonzero(self.loaded)
-        self._idx = idx
-        self._D = 1.0 / self.rate[idx]
-        self._Ul = self.U[idx]
-        self.diagA = self._D + self.h * np.einsum("ij,ij->i", self._Ul, self._Ul)
-        self.c = self._D * self.K[idx] * self.phi0[idx] + (G @ self.a)[idx]
+        self.loaded_rows = idx
+        self.D = 1.0 / self.rate[idx]
+        self.Ul = self.U[idx]
+        self.diagA = self.D + self.h * np.einsum("ij,ij->i", self.Ul, self.Ul)
+        self.c = self.D * self.K[idx] * self.phi0[idx] + (G @ self.a)[idx]
 
     @functools.cached_property
     def W(self) -> np.ndarray:
@@ -178,11 +174,11 @@ class CompliantQP:
     @functools.cached_property
     def A(self) -> np.ndarray:
         """``A = D + h W`` on the loaded rows (dense SPD; formed on first use)."""
-        return np.diag(self._D) + self.h * self.W[np.ix_(self._idx, self._idx)]
+        return np.diag(self.D) + self.h * self.W[np.ix_(self.loaded_rows, self.loaded_rows)]
 
-    def _A_times(self, x: np.ndarray) -> np.ndarray:
+    def A_times(self, x: np.ndarray) -> np.ndarray:
         """``A x = D x + h U (U^T x)`` on the loaded rows in O(m n), without forming ``A``."""
-        return self._D * x + self.h * (self._Ul @ (self._Ul.T @ x))
+        return self.D * x + self.h * (self.Ul @ (self.Ul.T @ x))
 
     # -- the paper's quantities --------------------------------------------------------------
     @property
@@ -218,7 +214,7 @@ class CompliantQP:
         """``w = D lambda + D K phi0 + G v1`` on the loaded rows (0 for bilateral rows at a solution;
         units m/s); ``(h K + B) w = Y lambda - r``."""
         lam = np.asarray(lam, dtype=float)
-        return self._A_times(lam[self._idx]) + self.c
+        return self.A_times(lam[self.loaded_rows]) + self.c
 
     def residual(self, lam: Any) -> tuple[float, dict[str, float]]:
         """The independent check of ``lambda``: ``(relative natural-map residual, details)``.
@@ -232,8 +228,8 @@ class CompliantQP:
             return float("inf"), {"natural_map": float("inf"), "sign": float("inf"), "dynamics": float("inf")}
         d = self.diagA
         s = self.gap_rate(lam) / d
-        li = lam[self._idx]
-        uni = self.unilateral[self._idx]
+        li = lam[self.loaded_rows]
+        uni = self.unilateral[self.loaded_rows]
         nat = np.where(uni, np.abs(np.minimum(li, s)), np.abs(s))
         unloaded = np.abs(lam[~self.loaded])
         r = max(float(np.max(nat, initial=0.0)), float(np.max(unloaded, initial=0.0)))
@@ -248,200 +244,15 @@ class CompliantQP:
         }
         return r / scale, details
 
-    # -- solving -----------------------------------------------------------------------------
-    def solve(self, solver: str = "auto", *, active: Any = None, tol: float = 1e-10, polish: bool = True,
-              max_pivots: int = 20) -> Result:
-        """Compute ``lambda`` (and ``v1``) of this step; never raises on failure (see ``status``).
+    def solve(self, solver: str = "auto", **options: Any) -> Result:
+        """Compute ``lambda`` (and ``v1``) of this step by
+        :func:`~contactmp.solvers.compliant_lcp.solve_compliant_lcp` (``solver``: ``"auto"``,
+        ``"cholesky"``, ``"lu-Y"``, ``"active-set"``, ``"lowrank"`` or a QP solver; ``options``:
+        ``active``, ``tol``, ``polish``, ``max_pivots``); ``SOLVED`` only when :meth:`residual`
+        ``<= tol``. Never raises on failure (see ``status``)."""
+        from contactmp.solvers.compliant_lcp import solve_compliant_lcp
 
-        ``solver``: ``"auto"`` (``"lowrank"`` when the loaded rows outnumber ``LOWRANK_RATIO * n``,
-        else ``"cholesky"`` for bilateral-only steps and ``"active-set"`` otherwise; a failed
-        unilateral attempt is retried with ``"qpoases"``), ``"cholesky"`` (``A lambda = -c``;
-        bilateral only), ``"lu-Y"`` (``Y lambda = r`` as the paper writes it; bilateral only),
-        ``"active-set"`` (dense solves on the active set ``active`` -- a boolean mask or row indices
-        of unilateral rows guessed to carry force; default the rows with ``c_i < 0`` -- updated by
-        block principal pivoting for at most ``max_pivots`` solves, verified against the KKT
-        conditions), ``"lowrank"`` (the same pivoting, each solve ``A_SS lambda_S = -c_S`` by the
-        Woodbury identity on ``A = D + h U U^T``, ``U = G L^-T``: O(|S| n^2) per solve, no m x m
-        matrix formed; bilateral-only steps are one such solve), or one of :data:`contactmp.solvers.qp.QP_SOLVERS`
-        (``casadi.conic`` on the QP; with ``polish`` an answer that fails the check is re-solved
-        densely on its active set and kept if that verifies). ``tol`` bounds :meth:`residual`.
-
-        Returns a :class:`~contactmp.result.Result`: ``x = lambda`` [N]; ``SOLVED`` only when
-        :meth:`residual` ``<= tol``; ``solver`` names what produced ``lambda`` (``"cholesky"``,
-        ``"lu-Y"``, ``"active-set"``, ``"lowrank"``, a QP solver, or ``"<qp solver>+active-set"``
-        when the dense solve on its active set polished the answer); ``residuals`` the separate
-        checks (``natural_map``, ``sign``, ``dynamics``); ``extras``: ``v1`` (the velocity
-        ``v0 + h M^-1 (f + G^T lambda)``), ``active`` (unilateral rows with ``lambda > 0``),
-        ``backend_status``, ``attempts``, ``raw_lam``, ``raw_residual``.
-        """
-        t0 = time.perf_counter()
-        if not isinstance(solver, str):
-            raise OptionError(f"solver must be a string, got {type(solver).__name__}")
-        names = ("auto",) + DIRECT_SOLVERS + tuple(QP_SOLVERS)
-        if solver not in names:
-            raise OptionError(f"unknown solver {solver!r} (known: {', '.join(names)}){did_you_mean(solver, names)}")
-        if not (isinstance(tol, (int, float)) and tol > 0):
-            raise OptionError(f"tol must be a positive number, got {tol!r}")
-        has_uni = bool(self.unilateral[self.loaded].any())
-        if solver in ("cholesky", "lu-Y") and has_uni:
-            raise OptionError(f"solver {solver!r} solves bilateral steps only; this step has unilateral rows")
-        if solver == "auto":
-            if self._idx.size > LOWRANK_RATIO * self.n:
-                solver = "lowrank"
-            else:
-                solver = "active-set" if has_uni else "cholesky"
-            res = self._dispatch(solver, active, tol, polish, max_pivots)
-            if not res.success and (has_uni or solver == "lowrank"):
-                first = res
-                res = self._dispatch("qpoases" if has_uni else "cholesky", None, tol, polish, max_pivots)
-                res = res.replace(extras={**res.extras, "attempts": [first.solver + ": " + first.message,
-                                                                      res.solver + ": " + res.message]})
-        else:
-            res = self._dispatch(solver, active, tol, polish, max_pivots)
-        return res.replace(time_s=time.perf_counter() - t0)
-
-    def _finish(self, lam: np.ndarray, solver: str, tol: float, iterations: int, message: str,
-                claimed: Status = Status.SOLVED, **extras: Any) -> Result:
-        r, kkt = self.residual(lam)
-        ok = r <= tol
-        status = Status.SOLVED if ok else (claimed if claimed is not Status.SOLVED else Status.NOT_SOLVED)
-        if claimed is Status.SOLVED and not ok:
-            message = (message + "; " if message else "") + f"claimed solved but residual {r:.3g} > tol {tol:.3g}"
-        active = (lam > 0) & self.unilateral if np.isfinite(lam).all() else np.zeros(self.m, bool)
-        v1 = self.velocity(lam) if np.isfinite(lam).all() else np.full(self.n, np.nan)
-        return Result(status, lam, solver, r, tol, iterations, message=message, residuals=kkt,
-                      extras={"v1": v1, "active": active, **extras})
-
-    def _dispatch(self, solver: str, active: Any, tol: float, polish: bool, max_pivots: int) -> Result:
-        if solver == "cholesky":
-            lam = np.zeros(self.m)
-            if self._idx.size:
-                lam[self._idx] = self._chol_solve(np.ones(self._idx.size, bool))
-            return self._finish(lam, "cholesky", tol, 1, "A lambda = -c by Cholesky")
-        if solver == "lu-Y":
-            try:
-                lam = np.linalg.solve(self.Y, self.rhs)
-            except np.linalg.LinAlgError as exc:  # cannot happen for K, B >= 0 (Y is nonsingular)
-                return self._finish(np.full(self.m, np.nan), "lu-Y", tol, 1, str(exc), Status.NUMERICAL_ERROR)
-            return self._finish(lam, "lu-Y", tol, 1, "Y lambda = r by LU")
-        if solver == "active-set":
-            return self._active_set(active, tol, max_pivots)
-        if solver == "lowrank":
-            return self._active_set(active, tol, max_pivots, lowrank=True)
-        return self._conic(solver, tol, polish, max_pivots)
-
-    def _chol_solve(self, on: np.ndarray) -> np.ndarray:
-        """Loaded-row forces with the rows ``on`` (mask over loaded rows) solved, the others 0."""
-        out = np.zeros(self._idx.size)
-        if on.any():
-            Aa = self.A[np.ix_(on, on)]
-            L = np.linalg.cholesky(Aa)
-            out[on] = -np.linalg.solve(L.T, np.linalg.solve(L, self.c[on]))
-        return out
-
-    def _woodbury_solve(self, on: np.ndarray, refine: int = 2) -> np.ndarray:
-        """As :meth:`_chol_solve`, by the Woodbury identity on ``A_SS = D_S + h U_S U_S^T``::
-
-            A_SS^-1 b = E b - E U_S (I/h + U_S^T E U_S)^-1 U_S^T E b,    E = D_S^-1 = diag(h K + B)_S,
-
-        one n x n Cholesky factorization (O(|S| n^2)), then ``refine`` steps of iterative refinement
-        with the O(|S| n) product ``A_SS x`` (the two terms cancel when ``h K + B`` is large).
-        """
-        out = np.zeros(self._idx.size)
-        if not on.any():
-            return out
-        U, E = self._Ul[on], 1.0 / self._D[on]
-        C = np.eye(self.n) / self.h + U.T @ (E[:, None] * U)
-        fac = cho_factor(C, lower=True)
-        b = -self.c[on]
-
-        def apply_inv(r: np.ndarray) -> np.ndarray:
-            Er = E * r
-            return Er - E * (U @ cho_solve(fac, U.T @ Er))
-
-        x = apply_inv(b)
-        for _ in range(refine):
-            res = b - (self._D[on] * x + self.h * (U @ (U.T @ x)))
-            x = x + apply_inv(res)
-        out[on] = x
-        return out
-
-    def _active_set(self, active: Any, tol: float, max_pivots: int, lowrank: bool = False) -> Result:
-        """Block principal pivoting on the SPD LCP (bilateral rows always in the basis); each basis
-        solve dense (:meth:`_chol_solve`) or by Woodbury (:meth:`_woodbury_solve`, ``lowrank``)."""
-        name = "lowrank" if lowrank else "active-set"
-        uni = self.unilateral[self._idx]
-        if active is None:
-            on = (~uni) | (self.c < 0)
-        else:
-            mask = np.zeros(self.m, bool)
-            arr = np.asarray(active)
-            if arr.dtype == bool:
-                if arr.shape != (self.m,):
-                    raise InputError("active", f"boolean mask must have length {self.m}")
-                mask = arr.copy()
-            else:
-                mask[arr.astype(int).ravel()] = True
-            on = (~uni) | mask[self._idx]
-        seen: set[bytes] = set()
-        lam = np.zeros(self.m)
-        solve_on = self._woodbury_solve if lowrank else self._chol_solve
-        for it in range(1, max_pivots + 1):
-            seen.add(on.tobytes())
-            try:
-                li = solve_on(on)
-            except np.linalg.LinAlgError as exc:
-                return self._finish(np.full(self.m, np.nan), name, tol, it, str(exc), Status.NUMERICAL_ERROR)
-            lam = np.zeros(self.m)
-            lam[self._idx] = li
-            w = self._A_times(li) + self.c
-            scale = max(1.0, float(np.max(np.abs(li), initial=0.0)))
-            wtol = 1e-13 * scale * self.diagA
-            bad_in = on & uni & (li < 0)
-            bad_out = ~on & (w < -wtol)
-            if not (bad_in.any() or bad_out.any()):
-                return self._finish(lam, name, tol, it, f"active set verified after {it} {name} solve(s)")
-            on = (on & ~bad_in) | bad_out
-            if on.tobytes() in seen:
-                return self._finish(lam, name, tol, it, "active-set pivoting cycled", Status.NOT_SOLVED)
-        return self._finish(lam, name, tol, max_pivots, f"no verified active set in {max_pivots} solves",
-                            Status.MAX_ITER)
-
-    def _conic(self, plugin: str, tol: float, polish: bool, max_pivots: int) -> Result:
-        """``min 1/2 mu^T A' mu + c'^T mu`` by :func:`~contactmp.solvers.qp.solve_qp`, with the
-        symmetric diagonal scaling ``mu = sqrt(A_ii) lambda``."""
-        k = self._idx.size
-        lam = np.zeros(self.m)
-        if k == 0:
-            if plugin not in available_qp_solvers():
-                solve_qp(plugin, np.zeros((0, 0)), np.zeros(0))  # raises the OptionError
-            return self._finish(lam, plugin, tol, 0, "no loaded rows")
-        d = np.sqrt(np.diag(self.A))
-        As = self.A / d[:, None] / d[None, :]
-        uni = self.unilateral[self._idx]
-        ans = solve_qp(plugin, 0.5 * (As + As.T), self.c / d, np.where(uni, 0.0, -np.inf), np.inf)
-        if not np.isfinite(ans.x).all() and ans.status.startswith(f"{plugin} failed"):
-            return self._finish(np.full(self.m, np.nan), plugin, tol, 0, ans.status, Status.NUMERICAL_ERROR)
-        lam[self._idx] = ans.x / d
-        backend, iters = ans.status, ans.iterations
-        raw = self._finish(lam, plugin, tol, iters, f"{plugin}: {backend}",
-                           Status.SOLVED if ans.success else Status.NOT_SOLVED, backend_status=backend)
-        raw = raw.replace(extras={**raw.extras, "raw_residual": raw.residual})
-        if not polish or raw.success or not np.isfinite(lam).all():
-            return raw
-        guess = lam > np.abs(self._scaled_w(lam))  # lambda_i > s_i: the row carries force
-        pol = self._active_set(guess & self.unilateral, tol, max_pivots)
-        if pol.success and pol.residual < raw.residual:
-            return pol.replace(solver=f"{plugin}+active-set", iterations=pol.iterations + iters,
-                               message=f"{plugin}: {backend}; polished on its active set ({pol.message})",
-                               extras={**pol.extras, "backend_status": backend, "raw_lam": lam,
-                                       "raw_residual": raw.residual})
-        return raw
-
-    def _scaled_w(self, lam: np.ndarray) -> np.ndarray:
-        s = np.zeros(self.m)
-        s[self._idx] = self.gap_rate(lam) / self.diagA
-        return s
+        return solve_compliant_lcp(self, solver, **options)
 
 
 def compliant_step(M: Any, f: Any, v0: Any, G: Any, phi0: Any, K: Any, B: Any, h: float,

@@ -210,6 +210,7 @@ class Cone(Formulation):
 
     name = "cone"
     auto_options = {"quick": False}  # Newton first: no Gauss-Seidel squeezing friction at rest
+    parametric = True
 
     @dataclass(frozen=True)
     class Options:

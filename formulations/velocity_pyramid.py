@@ -174,6 +174,7 @@ class Pyramid(Formulation):
 
     name = "pyramid"
     solver = {"lcp": ("lemke", "newton")}
+    parametric = True
 
     @dataclass(frozen=True)
     class Options:

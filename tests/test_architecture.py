@@ -52,3 +52,37 @@ def test_no_layer_imports_above_itself(layer):
 def test_no_formulation_name_comparisons_below_the_formulations(layer):
     found = [str(c) for c in ig.name_comparisons(ROOT, (layer,))]
     assert found == []
+
+
+#: solver backends: only solvers/ may call them (formulations build problems and call solvers/)
+BACKEND_ATTRIBUTES = frozenset({"conic", "qpsol", "nlpsol", "rootfinder", "cho_factor", "cho_solve", "lu_factor"})
+BACKEND_MODULES = ("cyipopt", "scipy.optimize", "pyomo.opt")
+
+
+def _backend_uses(path: Path, root: Path = ROOT) -> list[str]:
+    import ast
+
+    where = path.relative_to(root)
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and node.attr in BACKEND_ATTRIBUTES:
+            out.append(f"{where}:{node.lineno} .{node.attr}")
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+                 if isinstance(node, ast.ImportFrom) else [])
+        out += [f"{where}:{node.lineno} import {n}" for n in names
+                if n.startswith(BACKEND_MODULES) or n.rsplit(".", 1)[-1] in BACKEND_ATTRIBUTES]
+    return out
+
+
+@pytest.mark.parametrize("layer", ["models", "formulations", "transcriptions"])
+def test_solver_backends_are_called_only_in_solvers(layer):
+    files = [p for p in ig.package_files(ROOT) if ig.file_layer(ROOT, p) == layer]
+    assert files
+    assert [u for p in files for u in _backend_uses(p)] == []
+
+
+def test_the_backend_check_sees_a_backend(tmp_path):
+    bad = tmp_path / "probe.py"
+    bad.write_text("import casadi as ca\nfrom scipy.linalg import cho_factor\nS = ca.nlpsol('s', 'ipopt', {})\n")
+    assert [u.split(" ", 1)[1] for u in _backend_uses(bad, tmp_path)] == ["import scipy.linalg.cho_factor", ".nlpsol"]

@@ -92,7 +92,7 @@ def _natural_map(p: CompliantQP, lam: np.ndarray) -> np.ndarray:
     """Per row, the (unscaled) bilateral natural map of :meth:`CompliantQP.residual`:
     ``|w_i / A_ii|`` on loaded rows, ``|lam_i|`` on rows with ``h K + B = 0``."""
     out = np.abs(lam).copy()
-    out[p._idx] = np.abs(p.gap_rate(lam) / p.diagA)
+    out[p.loaded_rows] = np.abs(p.gap_rate(lam) / p.diagA)
     return out
 
 
@@ -115,8 +115,8 @@ def _lu_natural_map_bound(p: CompliantQP, lam: np.ndarray) -> np.ndarray:
     gamma = k * EPS / (1 - k * EPS)
     y_form = (Pm @ (np.abs(Lf) @ (np.abs(Uf) @ al)) + np.abs(p.Y) @ al + np.abs(p.rhs)) / np.diag(p.Y)
     bound = gamma * y_form
-    idx, Ul = p._idx, np.abs(p._Ul)
-    a_form = (p._D * al[idx] + p.h * Ul @ (Ul.T @ al[idx]) + np.abs(p.c)) / p.diagA
+    idx, Ul = p.loaded_rows, np.abs(p.Ul)
+    a_form = (p.D * al[idx] + p.h * Ul @ (Ul.T @ al[idx]) + np.abs(p.c)) / p.diagA
     bound[idx] += gamma * a_form
     unloaded = ~p.loaded
     bound[idx] += (np.abs(p.Y[np.ix_(idx, unloaded)]) @ al[unloaded]) / np.diag(p.Y)[idx]
@@ -158,7 +158,7 @@ def test_Y_nonsingular_for_rank_deficient_G_and_zero_gains():
         nat, bound = _natural_map(p, b.x), _lu_natural_map_bound(p, b.x)
         assert np.all(nat <= bound), (nat, bound)
         # rows with h K + B = 0 carry no force: exactly 0 from the Cholesky path
-        idx, scale = p._idx, max(1.0, np.abs(a.x).max())
+        idx, scale = p.loaded_rows, max(1.0, np.abs(a.x).max())
         assert np.all(a.x[~p.loaded] == 0.0)
         if idx.size == 0:
             continue
@@ -359,7 +359,7 @@ def test_lowrank_equals_dense_solve_for_many_rows(seed, kind):
 
 
 def test_auto_picks_lowrank_when_rows_outnumber_velocities():
-    from contactmp.formulations.compliant_qp import LOWRANK_RATIO
+    from contactmp.solvers.compliant_lcp import LOWRANK_RATIO
     many = _many_rows(0, m=LOWRANK_RATIO * 6 + 1).solve()
     few = _many_rows(0, m=LOWRANK_RATIO * 6).solve()
     assert many.success and many.solver == "lowrank"

@@ -118,16 +118,17 @@ def _count(name: str, value: Any, minimum: int = 0) -> int:
     return int(value)
 
 
-def _square(M: Any, name: str = "M") -> np.ndarray:
+def _matrix_test_args(M: Any, max_n: Any, tol: Any) -> tuple[np.ndarray, int, float]:
+    """The checked ``(M, max_n, tol)`` of a matrix-class test: ``M`` a finite nonempty square matrix."""
     try:
         A = np.ascontiguousarray(M, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise InputError(name, f"cannot be read as a float matrix ({exc})") from None
+        raise InputError("M", f"cannot be read as a float matrix ({exc})") from None
     if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
-        raise InputError(name, f"must be a nonempty square 2-D matrix, got shape {A.shape}")
+        raise InputError("M", f"must be a nonempty square 2-D matrix, got shape {A.shape}")
     if not np.isfinite(A).all():
-        raise InputError(name, "contains NaN or inf")
-    return A
+        raise InputError("M", "contains NaN or inf")
+    return A, _count("max_n", max_n, 1), check_number("tol", tol, positive=True)
 
 
 def _combinations(n: int, k: int) -> Iterator[np.ndarray]:
@@ -954,9 +955,7 @@ def is_p_matrix(M: Any, *, max_n: int = 20, tol: float = 1e-10) -> MatrixCertifi
     5. ``n > max_n``: only the minors of order <= 2 are searched for a witness; else ``"undecided"``.
     """
     t0 = time.perf_counter()
-    M = _square(M)
-    max_n = _count("max_n", max_n, 1)
-    tol = check_number("tol", tol, positive=True)
+    M, max_n, tol = _matrix_test_args(M, max_n, tol)
     n = M.shape[0]
     scale = float(np.abs(M).max()) or 1.0
 
@@ -1011,9 +1010,7 @@ def is_p_matrix(M: Any, *, max_n: int = 20, tol: float = 1e-10) -> MatrixCertifi
 def _copositivity(M: Any, strict: bool, max_n: int, tol: float) -> MatrixCertificate:
     """Shared test: see :func:`is_copositive`."""
     t0 = time.perf_counter()
-    M = _square(M)
-    max_n = _count("max_n", max_n, 1)
-    tol = check_number("tol", tol, positive=True)
+    M, max_n, tol = _matrix_test_args(M, max_n, tol)
     n = M.shape[0]
     S = 0.5 * (M + M.T)
     scale = float(np.abs(S).max())

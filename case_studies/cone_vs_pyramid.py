@@ -641,10 +641,10 @@ def _random_summary(records: list[dict[str, Any]]) -> tuple[str, str, list[dict[
         okR = [r["pyramid"][name] for r in records if r["n_R"] > 0 and r["pyramid"][name]["solved"]]
         slide = [e for e in okR if e["starts_to_slide"] > 0]
         still = [e for e in okR if e["starts_to_slide"] == 0]
-        both = [(r["pyramid"][name], r["cone"]) for r in records if r["pyramid"][name]["solved"] and r["cone"]["solved"]]
-        iso = [p for p, c in both if p["isolated"] and c["isolated"]]
-        isoR = [p for (p, c), r in zip(both, [r for r in records if r["pyramid"][name]["solved"] and r["cone"]["solved"]])
-                if p["isolated"] and c["isolated"] and r["n_R"] > 0]
+        both = [r for r in records if r["pyramid"][name]["solved"] and r["cone"]["solved"]]
+        iso_r = [r for r in both if r["pyramid"][name]["isolated"] and r["cone"]["isolated"]]
+        iso = [r["pyramid"][name] for r in iso_r]
+        isoR = [r["pyramid"][name] for r in iso_r if r["n_R"] > 0]
         viol = [e["cone_violation_rel"] for e in okR]
         d = {
             "k": k, "n": len(es), "solved": len(ok),
@@ -667,7 +667,8 @@ def _random_summary(records: list[dict[str, Any]]) -> tuple[str, str, list[dict[
             "max_force_diff_rel": float(np.max([p["force_diff_rel"] for p in iso])) if iso else None,
             "median_force_diff_rel_with_rolling": float(np.median([p["force_diff_rel"] for p in isoR])) if isoR else None,
             "max_force_diff_rel_with_rolling": float(np.max([p["force_diff_rel"] for p in isoR])) if isoR else None,
-            "median_qddot_diff_rel": float(np.median([p["qddot_diff_rel"] for p, _ in both])) if both else None,
+            "median_qddot_diff_rel": (float(np.median([r["pyramid"][name]["qddot_diff_rel"] for r in both]))
+                                      if both else None),
             "median_time_ms": 1e3 * float(np.median([e["time_s"] for e in es])),
             "mean_time_ms": 1e3 * float(np.mean([e["time_s"] for e in es])),
             "max_time_ms": 1e3 * float(np.max([e["time_s"] for e in es])),
@@ -725,6 +726,18 @@ def _median_ms(v: list[float]) -> float | None:
     return 1e3 * float(np.median(v)) if v else None
 
 
+def _finish(ax: Any, xlabel: str, ylabel: str, title: str, ks: list[int] | None = None, which: str = "major") -> None:
+    """Labels, title, grid and legend of one axes (``ks``: a log2 axis of facet counts)."""
+    if ks is not None:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ks, [str(k) for k in ks])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3, which=which)
+    ax.legend(fontsize=8)
+
+
 def _figures(push: list[dict[str, Any]], ratio: float, incline: list[dict[str, Any]],
              random_data: list[dict[str, Any]], out: Path) -> list[str]:
     plt = pyplot()
@@ -740,12 +753,9 @@ def _figures(push: list[dict[str, Any]], ratio: float, incline: list[dict[str, A
         ax.plot(fine, [predicted_push_angle(math.radians(t), ratio, k) for t in fine], "-", lw=0.8, color=color, alpha=0.6)
         if k:
             ax.axhline(180.0 / k, ls=":", lw=0.8, color=color)
-    ax.set_xlabel("pushing direction theta from the pyramid's t axis (deg)")
-    ax.set_ylabel("angle(friction, -a_T) (deg)")
-    ax.set_title(f"Box at rest pushed with {ratio:g} mu m g: friction vs sliding direction\n"
-                 "(markers: LCP / fc3d answers; lines: closed form; dotted: pi/k)", fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    _finish(ax, "pushing direction theta from the pyramid's t axis (deg)", "angle(friction, -a_T) (deg)",
+            f"Box at rest pushed with {ratio:g} mu m g: friction vs sliding direction\n"
+            "(markers: LCP / fc3d answers; lines: closed form; dotted: pi/k)")
     written.append(save(fig, out / "friction_angle_vs_direction.png"))
 
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4))
@@ -759,25 +769,15 @@ def _figures(push: list[dict[str, Any]], ratio: float, incline: list[dict[str, A
     ax.plot(ks, [nan(d["share_cone_no_slide_start"]) for d in random_data], "v-",
             label="no rolling contact starts to slide")
     ax.plot(ks, [nan(d["share_cone_slide_start"]) for d in random_data], "^-", label="a rolling contact starts to slide")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(ks, [str(k) for k in ks])
     ax.set_ylim(-0.05, 1.05)
-    ax.set_xlabel("facets k of the friction pyramid")
-    ax.set_ylabel("share of pyramid solutions that solve the cone model")
-    ax.set_title("Proposition 1 on the random problems", fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    _finish(ax, "facets k of the friction pyramid", "share of pyramid solutions that solve the cone model",
+            "Proposition 1 on the random problems", ks)
     ax2.plot(ks, [nan(d["median_rel_violation"]) for d in random_data], "o-", label="median over data sets")
     ax2.plot(ks, [nan(d["max_rel_violation"]) for d in random_data], "s-", label="max over data sets")
     ax2.plot(ks, [d["violation_bound"] for d in random_data], "k--", label="1/cos(pi/k) - 1")
-    ax2.set_xscale("log", base=2)
     ax2.set_yscale("log")
-    ax2.set_xticks(ks, [str(k) for k in ks])
-    ax2.set_xlabel("facets k of the friction pyramid")
-    ax2.set_ylabel("max over rolling contacts of |c_T| / (mu c_n) - 1")
-    ax2.set_title("How far pyramid friction sticks out of the cone (data sets with n_R > 0)", fontsize=9)
-    ax2.grid(alpha=0.3, which="both")
-    ax2.legend(fontsize=8)
+    _finish(ax2, "facets k of the friction pyramid", "max over rolling contacts of |c_T| / (mu c_n) - 1",
+            "How far pyramid friction sticks out of the cone (data sets with n_R > 0)", ks, which="both")
     written.append(save(fig, out / "cone_share_vs_k.png"))
 
     rs = sorted(incline, key=lambda r: r["psi_deg"])
@@ -789,11 +789,8 @@ def _figures(push: list[dict[str, Any]], ratio: float, incline: list[dict[str, A
         fine = np.linspace(min(psi), max(psi), 400)
         ax.plot(fine, [math.degrees(threshold_closed_form(MU_SCENE, math.radians(t), k)) for t in fine], "-",
                 lw=0.8, color=f"C{i}", alpha=0.6)
-    ax.set_xlabel("downhill direction psi from the pyramid's t axis (deg)")
-    ax.set_ylabel("stick-slip slope (deg)")
-    ax.set_title(f"Stick-slip threshold on an incline, mu = {MU_SCENE:g} (lines: closed form)", fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    _finish(ax, "downhill direction psi from the pyramid's t axis (deg)", "stick-slip slope (deg)",
+            f"Stick-slip threshold on an incline, mu = {MU_SCENE:g} (lines: closed form)")
     written.append(save(fig, out / "threshold_vs_direction.png"))
     return written
 
@@ -835,27 +832,19 @@ def run(out: Path, quick: bool = False, seed: int = 0) -> dict[str, Any]:
     plan = _plan(quick)
     _warm_up()
 
-    push_keys = []
     todo: list[Callable[[], dict[str, Any]]] = []
-    for ratio in plan["ratios"]:
-        for th in plan["thetas"]:
-            key = _push_key(seed, ratio, th)
-            push_keys.append(key)
-            if key not in study.store:
-                todo.append(lambda th=th, ratio=ratio: _push_record(th, ratio, seed))
-    incline_keys = []
-    for psi in plan["psis"]:
-        key = _incline_key(seed, psi)
-        incline_keys.append(key)
-        if key not in study.store:
-            todo.append(lambda psi=psi: _incline_record(psi, plan["grid"], seed))
-    datasets = _random_selection(trinkle_dataset(seed=seed), quick)
-    random_keys = []
-    for ds in datasets:
-        key = _random_key(ds, seed)
-        random_keys.append(key)
-        if key not in study.store:
-            todo.append(lambda ds=ds: _random_record(ds, seed))
+
+    def keys(jobs: list[tuple[str, Callable[[], dict[str, Any]]]]) -> list[str]:
+        """The record keys of ``(key, job)`` pairs; the jobs whose record is not stored yet go to ``todo``."""
+        todo.extend(job for key, job in jobs if key not in study.store)
+        return [key for key, _ in jobs]
+
+    push_keys = keys([(_push_key(seed, ratio, th), lambda th=th, ratio=ratio: _push_record(th, ratio, seed))
+                      for ratio in plan["ratios"] for th in plan["thetas"]])
+    incline_keys = keys([(_incline_key(seed, psi), lambda psi=psi: _incline_record(psi, plan["grid"], seed))
+                         for psi in plan["psis"]])
+    random_keys = keys([(_random_key(ds, seed), lambda ds=ds: _random_record(ds, seed))
+                        for ds in _random_selection(trinkle_dataset(seed=seed), quick)])
     for job in study.progress(todo, len(todo), "cone-vs-pyramid"):
         study.store.append(job())
 

@@ -124,13 +124,12 @@ def motion_map(form: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _distinct(points: list[np.ndarray], rtol: float) -> list[int]:
-    """Indices of the leaders of a leader clustering (``||x - y||_inf <= rtol max(1, ||y||_inf)``)."""
-    leaders: list[int] = []
-    for i, x in enumerate(points):
-        if not any(np.abs(x - points[j]).max() <= rtol * max(1.0, float(np.abs(points[j]).max()))
-                   for j in leaders):
-            leaders.append(i)
-    return leaders
+    """Indices of the leaders of a leader clustering (``||x - y||_inf <= rtol max(1, ||y||_inf)``,
+    :func:`~contactmp.solvers.multistart.cluster_points`)."""
+    from contactmp.solvers.multistart import cluster_points
+
+    labels = cluster_points(points, rtol)
+    return [labels.index(k) for k in range(max(labels, default=-1) + 1)]
 
 
 def physical_solutions(form: Any, enum: Any, rtol: float = PHYS_RTOL) -> PhysicalSolutions:
@@ -238,10 +237,9 @@ def problem_specs(seed: int, quick: bool) -> list[ProblemSpec]:
     out = []
     for pid, (nb, ns, nr, _, style) in enumerate(TRINKLE_PROBLEMS):
         size = ns + 5 * nr
-        if size <= max_n:
-            out.append(ProblemSpec(f"trinkle-{pid:02d}", problem_seed(seed, pid), nb, ns, nr, style))
-        elif not quick and size <= MILP_MAX_N:
-            out.append(ProblemSpec(f"trinkle-{pid:02d}", problem_seed(seed, pid), nb, ns, nr, style, "milp"))
+        if size <= max_n or (not quick and size <= MILP_MAX_N):
+            out.append(ProblemSpec(f"trinkle-{pid:02d}", problem_seed(seed, pid), nb, ns, nr, style,
+                                   "enumeration" if size <= max_n else "milp"))
     rng = np.random.default_rng([int(seed), 5])
     for k in range(N_EXTRA_QUICK if quick else N_EXTRA):
         nb = int(rng.integers(1, 3))
@@ -373,14 +371,11 @@ def _fractions(records: list[dict[str, Any]], mus: tuple[float, ...]) -> list[di
 
 def _checks(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Theorem checks and multistart agreement."""
-    def num(v: Any) -> float:
-        return math.inf if v == "inf" else float(v)
-
     enum = [r for r in records if r["method"] == "enumeration"]
     uniq_viol = [r["key"] for r in records
                  if r["guaranteed_unique"] and r["forces_class"] in ("several", "continuum", "two_or_more")]
     exist_viol = [r["key"] for r in records if r["guaranteed_exists"] and r["forces_class"] == "none"]
-    ms_exceeds = [r["key"] for r in enum if r["multistart"]["n_forces"] > num(r["n_forces"])]
+    ms_exceeds = [r["key"] for r in enum if r["multistart"]["n_forces"] > _f(r["n_forces"])]
     ms_exceeds += [r["key"] for r in records if r["method"] == "milp"
                    and r["multistart"]["n_forces"] > {"none": 0, "unique": 1}.get(r["forces_class"], math.inf)]
     # a multistart point off the enumerated set: a failure where that set is finite; on a continuum

@@ -86,6 +86,7 @@ allocated. :func:`load_problem` sniffs which problem class a file holds.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -95,7 +96,7 @@ import zlib
 from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
-from typing import Any, Callable, Generic, Iterable, TypeVar
+from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
 
 import numpy as np
 
@@ -224,13 +225,23 @@ class _Budget:
         self.used += nbytes
 
 
+@contextlib.contextmanager
+def _reading(field: str, what: str, errors: tuple[type[BaseException], ...] = (OSError,)) -> Iterator[None]:
+    """Turn an exception of ``errors`` raised inside into :class:`InputError` naming ``field`` with
+    the message ``"{what} ({exception})"``; an InputError raised inside passes unchanged."""
+    try:
+        yield
+    except InputError:
+        raise
+    except errors as exc:
+        raise InputError(field, f"{what} ({exc})") from None
+
+
 def _file_size(path: Path, cap: int, limit: str | None = None) -> int:
     """The size of ``path``, or :class:`InputError` naming ``"path"`` when it is above ``cap``
     (``limit`` describes the bound in the message; the size cap by default)."""
-    try:
+    with _reading("path", f"{path} cannot be read"):
         size = path.stat().st_size
-    except OSError as exc:
-        raise InputError("path", f"{path} cannot be read ({exc})") from None
     if size > cap:
         raise InputError("path", f"{path} is {_human(size)}, above {limit or _cap_hint(cap)}; refused before "
                          "reading it")
@@ -242,11 +253,8 @@ def read_capped(path: str | os.PathLike[str], limit: int, what: str | None = Non
     bytes (``what`` describes the limit in the message; the size cap by default)."""
     path = Path(path)
     _file_size(path, limit, what)
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(limit + 1)
-    except OSError as exc:
-        raise InputError("path", f"{path} cannot be read ({exc})") from None
+    with _reading("path", f"{path} cannot be read"), path.open("rb") as fh:
+        data = fh.read(limit + 1)
     if len(data) > limit:  # it grew since stat()
         raise InputError("path", f"{path} is above {what or _cap_hint(limit)}; refused")
     return data
@@ -262,11 +270,8 @@ def _read_head(path: Path) -> bytes:
         raise InputError("path", f"{path} does not exist")
     if not path.is_file():
         raise InputError("path", f"{path} is not a regular file")
-    try:
-        with path.open("rb") as fh:
-            return fh.read(HEAD_BYTES)
-    except OSError as exc:
-        raise InputError("path", f"{path} cannot be read ({exc})") from None
+    with _reading("path", f"{path} cannot be read"), path.open("rb") as fh:
+        return fh.read(HEAD_BYTES)
 
 
 def sniff_format(path: str | os.PathLike[str], formats: tuple[Format[T], ...]) -> Format[T] | None:
@@ -427,17 +432,13 @@ class _Npz:
     def __init__(self, path: Path, cap: int):
         self.path = path
         self.size = _file_size(path, cap)
-        try:
+        with _reading("path", f"{path} cannot be read"):
             cd_size = _zip_directory_size(path, self.size)
-        except OSError as exc:
-            raise InputError("path", f"{path} cannot be read ({exc})") from None
         if cd_size is not None and cd_size > _NPZ_MAX_DIRECTORY:
             raise InputError("path", f"{path}: its zip directory declares {_human(cd_size)} (more than "
                              f"{_human(_NPZ_MAX_DIRECTORY)}; a .npz problem holds a handful of arrays); refused")
-        try:
+        with _reading("path", f"{path} is not a readable .npz archive", _ZIP_ERRORS):
             self.zf = zipfile.ZipFile(path)
-        except _ZIP_ERRORS as exc:
-            raise InputError("path", f"{path} is not a readable .npz archive ({exc})") from None
         self.infos: dict[str, zipfile.ZipInfo] = {}
         for info in self.zf.infolist():
             name = info.filename
@@ -478,30 +479,25 @@ class _Npz:
             raise InputError(key, f"{where}: the zip directory declares {_human(info.file_size)} uncompressed "
                              f"from {info.compress_size} compressed bytes, more than deflate can produce; "
                              "refused before allocating")
-        try:
-            with self.zf.open(info) as fh:
-                prefix = fh.read(12)
-                if prefix[:6] != b"\x93NUMPY":
-                    what = "a pickle" if prefix[:1] == b"\x80" else "not a .npy array"
-                    raise InputError(key, f"{where} is {what}; only .npy arrays of real numbers are read "
-                                     "(nothing is unpickled)")
-                version = (prefix[6], prefix[7]) if len(prefix) >= 8 else None
-                if version == (1, 0) and len(prefix) >= 10:
-                    start, hlen = 10, struct.unpack("<H", prefix[8:10])[0]
-                elif version == (2, 0) and len(prefix) >= 12:
-                    start, hlen = 12, struct.unpack("<I", prefix[8:12])[0]
-                else:
-                    raise InputError(key, f"{where} has .npy format version {version}; versions (1, 0) and "
-                                     "(2, 0) are read")
-                total = start + hlen
-                if hlen > _NPY_MAX_HEADER or total > info.file_size:
-                    raise InputError(key, f"{where} announces a {hlen}-byte .npy header in a "
-                                     f"{info.file_size}-byte member; refused")
-                head = prefix + fh.read(total - len(prefix))
-        except _ZIP_ERRORS as exc:
-            if isinstance(exc, InputError):
-                raise
-            raise InputError(key, f"{where} cannot be read ({exc})") from None
+        with _reading(key, f"{where} cannot be read", _ZIP_ERRORS), self.zf.open(info) as fh:
+            prefix = fh.read(12)
+            if prefix[:6] != b"\x93NUMPY":
+                what = "a pickle" if prefix[:1] == b"\x80" else "not a .npy array"
+                raise InputError(key, f"{where} is {what}; only .npy arrays of real numbers are read "
+                                 "(nothing is unpickled)")
+            version = (prefix[6], prefix[7]) if len(prefix) >= 8 else None
+            if version == (1, 0) and len(prefix) >= 10:
+                start, hlen = 10, struct.unpack("<H", prefix[8:10])[0]
+            elif version == (2, 0) and len(prefix) >= 12:
+                start, hlen = 12, struct.unpack("<I", prefix[8:12])[0]
+            else:
+                raise InputError(key, f"{where} has .npy format version {version}; versions (1, 0) and "
+                                 "(2, 0) are read")
+            total = start + hlen
+            if hlen > _NPY_MAX_HEADER or total > info.file_size:
+                raise InputError(key, f"{where} announces a {hlen}-byte .npy header in a "
+                                 f"{info.file_size}-byte member; refused")
+            head = prefix + fh.read(total - len(prefix))
         if len(head) != total:
             raise InputError(key, f"{where} ends inside its .npy header")
         buf = BytesIO(head)
@@ -528,15 +524,12 @@ class _Npz:
         declared size and pass the CRC, before the array is allocated."""
         where = f"array '{member.key}' in {self.path}"
         got = 0
-        try:
-            with self.zf.open(member.info) as fh:
-                while True:
-                    chunk = fh.read(_READ_CHUNK)
-                    if not chunk:
-                        break
-                    got += len(chunk)
-        except _ZIP_ERRORS as exc:
-            raise InputError(member.key, f"{where} cannot be decompressed ({exc})") from None
+        with _reading(member.key, f"{where} cannot be decompressed", _ZIP_ERRORS), self.zf.open(member.info) as fh:
+            while True:
+                chunk = fh.read(_READ_CHUNK)
+                if not chunk:
+                    break
+                got += len(chunk)
         if got != member.info.file_size:
             raise InputError(member.key, f"{where} decompresses to {got} bytes, not the {member.info.file_size} "
                              "its zip directory declares; refused before allocating")
@@ -547,20 +540,15 @@ class _Npz:
         flat = np.empty(member.count, dtype=member.dtype)
         view = memoryview(flat.view(np.uint8)) if member.nbytes else memoryview(b"")
         got = 0
-        try:
-            with self.zf.open(member.info) as fh:
-                if len(fh.read(member.header_bytes)) != member.header_bytes:
-                    raise InputError(member.key, f"{where} ends inside its .npy header")
-                while got < member.nbytes:
-                    n = fh.readinto(view[got:got + _READ_CHUNK])
-                    if not n:
-                        break
-                    got += n
-                extra = fh.read(1)  # at the end: zipfile checks the CRC
-        except _ZIP_ERRORS as exc:
-            if isinstance(exc, InputError):
-                raise
-            raise InputError(member.key, f"{where} cannot be read ({exc})") from None
+        with _reading(member.key, f"{where} cannot be read", _ZIP_ERRORS), self.zf.open(member.info) as fh:
+            if len(fh.read(member.header_bytes)) != member.header_bytes:
+                raise InputError(member.key, f"{where} ends inside its .npy header")
+            while got < member.nbytes:
+                n = fh.readinto(view[got:got + _READ_CHUNK])
+                if not n:
+                    break
+                got += n
+            extra = fh.read(1)  # at the end: zipfile checks the CRC
         if got != member.nbytes or extra:
             raise InputError(member.key, f"{where} holds {got} bytes of data, not the {member.nbytes} its header "
                              "declares")
@@ -999,7 +987,7 @@ def _h5_child(group: Any, name: str, field: str) -> Any:
     """The object ``name`` of ``group`` when it is a hard link (checked before it is followed)."""
     import h5py
 
-    try:
+    with _reading(field, f"'{group.name}/{name}' cannot be read", _H5_ERRORS):
         link = group.get(name, getlink=True)
         if link is None:
             raise InputError(field, f"'{group.name}/{name}' is missing")
@@ -1007,10 +995,6 @@ def _h5_child(group: Any, name: str, field: str) -> Any:
             raise InputError(field, f"'{group.name}/{name}' is a {type(link).__name__}; only data inside the file "
                              "is read")
         return group[name]
-    except _H5_ERRORS as exc:
-        if isinstance(exc, InputError):
-            raise
-        raise InputError(field, f"'{group.name}/{name}' cannot be read ({exc})") from None
 
 
 def _h5_group(group: Any, name: str, field: str, what: str) -> Any:
@@ -1036,7 +1020,7 @@ def _h5_dataset(group: Any, name: str, field: str, cap: int) -> Any:
     ds = _h5_child(group, name, field)
     if not isinstance(ds, h5py.Dataset):
         raise InputError(field, f"'{ds.name}' is a group, expected a dataset")
-    try:
+    with _reading(field, f"'{ds.name}' cannot be read", _H5_ERRORS):
         if ds.shape is None:
             raise InputError(field, f"'{ds.name}' has a null dataspace (no data)")
         if ds.is_virtual:
@@ -1051,10 +1035,6 @@ def _h5_dataset(group: Any, name: str, field: str, cap: int) -> Any:
                                  f"{', '.join(_HDF5_SAFE_FILTERS.values())} are read")
         declared = math.prod(ds.shape) * ds.dtype.itemsize
         stored = int(ds.id.get_storage_size())
-    except _H5_ERRORS as exc:
-        if isinstance(exc, InputError):
-            raise
-        raise InputError(field, f"'{ds.name}' cannot be read ({exc})") from None
     if declared > cap:
         raise InputError(field, f"'{ds.name}' declares shape {ds.shape} ({_human(declared)}), above "
                          f"{_cap_hint(cap)}; refused before allocating")
@@ -1079,13 +1059,11 @@ def _h5_vector_ds(group: Any, name: str, field: str, kind: str, cap: int, length
 
 def _h5_read(ds: Any, field: str, count: int | None = None) -> np.ndarray:
     """The first ``count`` entries (all when None) of a checked vector dataset, as a 1-D array."""
-    try:
+    with _reading(field, f"'{ds.name}' cannot be read", _H5_ERRORS):
         if count is None or len(ds.shape) == 0:
             data = np.asarray(ds[()]).reshape(-1)
         else:
             data = np.asarray(ds[:count]).reshape(-1)
-    except _H5_ERRORS as exc:
-        raise InputError(field, f"'{ds.name}' cannot be read ({exc})") from None
     return data if count is None else data[:count]
 
 
@@ -1164,39 +1142,33 @@ def _read_fclib_hdf5(path: Path, cap: int) -> Fc3dArrays:
 
     _file_size(path, cap)
     budget = _Budget(cap)
-    try:
+    with _reading("path", f"{path} is not a readable HDF5 file", _H5_ERRORS):
         fh = h5py.File(path, "r")
-    except _H5_ERRORS as exc:
-        raise InputError("path", f"{path} is not a readable HDF5 file ({exc})") from None
-    try:
-        with fh:
-            link = fh.get("fclib_local", getlink=True)
-            if link is None:
-                if "fclib_global" in fh:
-                    raise InputError("fclib_local", f"{path} holds an FCLIB global problem (fclib_global); "
-                                     "only local problems (W, q, mu) are read")
-                raise InputError("fclib_local", f"{path} has no group 'fclib_local' (not an FCLIB local problem)")
-            g = _h5_group(fh, "fclib_local", "fclib_local", "an FCLIB local problem")
-            spacedim = _h5_int(g, "spacedim", "spacedim", cap)
-            if spacedim != 3:
-                raise InputError("spacedim", f"only three-dimensional problems (spacedim = 3) are read, got {spacedim}")
-            wg = _h5_group(g, "W", "W", "an FCLIB sparse matrix")
-            m = _h5_int(wg, "m", "W/m", cap)
-            n = _h5_int(wg, "n", "W/n", cap)
-            if m <= 0 or m != n or m % 3:
-                raise InputError("W", f"must be square with 3 nc rows, got m = {m}, n = {n}")
-            budget.take("W", m * n * 8, f"a dense {m} x {n} float64 matrix")
-            vg = _h5_group(g, "vectors", "vectors", "holding q and mu")
-            q_ds = _h5_vector_ds(vg, "q", "q", "biuf", cap, length=m)
-            mu_ds = _h5_vector_ds(vg, "mu", "mu", "biuf", cap, length=m // 3)
-            budget.take("q", 16 * (m + m // 3), "q and mu")
-            q = _h5_read(q_ds, "q")
-            mu = _h5_read(mu_ds, "mu")
-            W = _fclib_matrix(wg, m, n, budget)
-    except _H5_ERRORS as exc:  # anything h5py raises on a corrupt file that the checks above did not name
-        if isinstance(exc, InputError):
-            raise
-        raise InputError("path", f"{path} cannot be read as an FCLIB file ({exc})") from None
+    # anything h5py raises on a corrupt file that the checks below do not name
+    with _reading("path", f"{path} cannot be read as an FCLIB file", _H5_ERRORS), fh:
+        link = fh.get("fclib_local", getlink=True)
+        if link is None:
+            if "fclib_global" in fh:
+                raise InputError("fclib_local", f"{path} holds an FCLIB global problem (fclib_global); "
+                                 "only local problems (W, q, mu) are read")
+            raise InputError("fclib_local", f"{path} has no group 'fclib_local' (not an FCLIB local problem)")
+        g = _h5_group(fh, "fclib_local", "fclib_local", "an FCLIB local problem")
+        spacedim = _h5_int(g, "spacedim", "spacedim", cap)
+        if spacedim != 3:
+            raise InputError("spacedim", f"only three-dimensional problems (spacedim = 3) are read, got {spacedim}")
+        wg = _h5_group(g, "W", "W", "an FCLIB sparse matrix")
+        m = _h5_int(wg, "m", "W/m", cap)
+        n = _h5_int(wg, "n", "W/n", cap)
+        if m <= 0 or m != n or m % 3:
+            raise InputError("W", f"must be square with 3 nc rows, got m = {m}, n = {n}")
+        budget.take("W", m * n * 8, f"a dense {m} x {n} float64 matrix")
+        vg = _h5_group(g, "vectors", "vectors", "holding q and mu")
+        q_ds = _h5_vector_ds(vg, "q", "q", "biuf", cap, length=m)
+        mu_ds = _h5_vector_ds(vg, "mu", "mu", "biuf", cap, length=m // 3)
+        budget.take("q", 16 * (m + m // 3), "q and mu")
+        q = _h5_read(q_ds, "q")
+        mu = _h5_read(mu_ds, "mu")
+        W = _fclib_matrix(wg, m, n, budget)
     from contactmp.validate import validate_fc3d  # numba: imported when first needed
     return validate_fc3d(W, q, mu)
 

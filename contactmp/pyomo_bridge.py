@@ -222,11 +222,7 @@ def _num(v: Any) -> Any:
 
 
 def _as_leaf(leaf: Any) -> Any:
-    if isinstance(leaf, bool):
-        return float(leaf)
-    if isinstance(leaf, numbers.Real):
-        return float(leaf)
-    return leaf
+    return float(leaf) if isinstance(leaf, numbers.Real) else leaf  # bool is a Real too
 
 
 def translate(exprs: casadi.SX, symbols: casadi.SX, leaves: Sequence[Any], *,

@@ -294,15 +294,10 @@ class ConeNCP:
             if nR:
                 gamma[self.R] = vals["gamma"]
         elif c is not None:
-            cv = _finite_vector(c, "c")
-            if cv.shape[0] != 3 * nc:
-                raise InputError("c", f"must have length {3 * nc}, got {cv.shape[0]}")
+            cv = _finite_vector(c, "c", 3 * nc)
         else:
-            rv = _finite_vector(r, "r")
-            if rv.shape[0] != 3 * nc:
-                raise InputError("r", f"must have length {3 * nc}, got {rv.shape[0]}")
             cv = np.empty(3 * nc)
-            cv[fc3d_permutation(nc)] = rv
+            cv[fc3d_permutation(nc)] = _finite_vector(r, "r", 3 * nc)
         qdd, ldd = m.accelerations(cv)
         a = m.contact_accelerations(qdd, ldd)
         c_n, c_t, c_o = m.split(cv)
@@ -356,11 +351,13 @@ class ConeNCP:
         return out
 
 
-def _finite_vector(v: Any, field: str) -> np.ndarray:
+def _finite_vector(v: Any, field: str, length: int | None = None) -> np.ndarray:
     try:
         arr = np.asarray(v, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError) as exc:
         raise InputError(field, f"cannot be read as a float vector ({exc})") from None
     if not np.isfinite(arr).all():
         raise InputError(field, "contains NaN or inf")
+    if length is not None and arr.shape[0] != length:
+        raise InputError(field, f"must have length {length}, got {arr.shape[0]}")
     return arr

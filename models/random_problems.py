@@ -95,6 +95,8 @@ _FIXTURE_SUPPORTS: tuple[_Support, ...] = (
 
 #: the faces a fingertip may touch on a box, as (axis, sign) in the box frame (never the bottom)
 _SIDE_FACES = ((0, 1), (0, -1), (1, 1), (1, -1))
+#: the signs (x, y) of a box's four bottom corners, counter-clockwise
+_CORNERS = ((-1, -1), (1, -1), (1, 1), (-1, 1))
 
 
 @dataclass(frozen=True)
@@ -228,8 +230,7 @@ def _place_box(
         off = np.zeros(2) if face_half is None else rng.uniform(-0.2, 0.2, 2) * face_half
         R0 = rotation_about([0.0, 0.0, 1.0], yaw)
         c0 = np.array([off[0], off[1], hz])
-        signs = [(-1, -1), (1, -1), (1, 1), (-1, 1)]  # counter-clockwise bottom corners
-        corners = [c0 + R0 @ np.array([sx * hx, sy * hy, -hz]) for sx, sy in signs]
+        corners = [c0 + R0 @ np.array([sx * hx, sy * hy, -hz]) for sx, sy in _CORNERS]
         if face_half is not None and any(
             abs(p[0]) > 0.95 * face_half[0] or abs(p[1]) > 0.95 * face_half[1] for p in corners
         ):
@@ -259,7 +260,7 @@ def _place_box(
 def _place_box_centered(half: np.ndarray, n_touch: int, rng: np.random.Generator):
     hx, hy, hz = half
     c0 = np.array([0.0, 0.0, hz])
-    corners = [c0 + np.array([sx * hx, sy * hy, -hz]) for sx, sy in [(-1, -1), (1, -1), (1, 1), (-1, 1)]]
+    corners = [c0 + np.array([sx * hx, sy * hy, -hz]) for sx, sy in _CORNERS]
     if n_touch == 4:
         return np.eye(3), c0, corners
     q = corners[0]
@@ -308,6 +309,14 @@ def _contact_kw(b: int, point: np.ndarray, normal: np.ndarray, tangent: np.ndarr
                 rolling=rolling)
 
 
+def _floor_contacts(rng: np.random.Generator, b: int, x: np.ndarray, R: np.ndarray, half: np.ndarray,
+                    roll: bool) -> tuple[list[np.ndarray], list[dict[str, Any]]]:
+    """The bottom corners (box frame) of a box flush on the floor and their contacts (normal ``e_z``)."""
+    feet = [np.array([sx * half[0], sy * half[1], -half[2]]) for sx, sy in _CORNERS]
+    return feet, [_contact_kw(b, x + R @ f, np.array([0.0, 0.0, 1.0]), _in_plane_tangent(rng, np.eye(3)), "k", roll)
+                  for f in feet]
+
+
 def _jaw_box(rng: np.random.Generator, b: int, sup: _Support, half: np.ndarray, mass: float,
              origin: np.ndarray) -> tuple[_Box, list[dict[str, Any]], list[np.ndarray]]:
     """A box of random orientation held clear of the ground between two fixed pin tips touching
@@ -349,10 +358,7 @@ def _railed_box(rng: np.random.Generator, b: int, sup: _Support, half: np.ndarra
     R = rotation_about([0.0, 0.0, 1.0], yaw)
     x = origin + np.array([0.0, 0.0, half[2]])
     roll = sup.mode == "stick"
-    contacts = []
-    for sx, sy in ((-1, -1), (1, -1), (1, 1), (-1, 1)):
-        p = x + R @ np.array([sx * half[0], sy * half[1], -half[2]])
-        contacts.append(_contact_kw(b, p, np.array([0.0, 0.0, 1.0]), _in_plane_tangent(rng, np.eye(3)), "k", roll))
+    _, contacts = _floor_contacts(rng, b, x, R, half, roll)
     rods = [(a, s if s else (1 if rng.random() < 0.5 else -1)) for a, s in _RODS[sup.kind]]
     height = rng.uniform(0.3, 0.8) * 2.0 * half[2]
     for a, s in rods:
@@ -382,10 +388,7 @@ def _drawer_box(rng: np.random.Generator, b: int, sup: _Support, half: np.ndarra
     x = origin + np.array([0.0, 0.0, half[2]])
     roll = sup.mode == "stick"
     ez = np.array([0.0, 0.0, 1.0])
-    contacts = []
-    feet = [np.array([sx * half[0], sy * half[1], -half[2]]) for sx, sy in ((-1, -1), (1, -1), (1, 1), (-1, 1))]
-    for f in feet:
-        contacts.append(_contact_kw(b, x + R @ f, ez, _in_plane_tangent(rng, np.eye(3)), "k", roll))
+    feet, contacts = _floor_contacts(rng, b, x, R, half, roll)
     across = np.array([(Rc.T @ R @ f)[1] for f in feet])  # corner coordinates across the channel
     height = rng.uniform(0.3, 0.8) * 2.0 * half[2]
     for k, sgn in ((int(np.argmin(across)), 1.0), (int(np.argmax(across)), -1.0)):
@@ -450,10 +453,8 @@ def _build_scene(rng: np.random.Generator, n_bodies: int, n_S: int, n_R: int, gr
             rolling = [False] * n_touch
             rolling[int(rng.integers(n_touch))] = True
         for corner, roll in zip(touch, rolling):
-            contacts.append(dict(
-                body_i=obj(b), body_k=GROUND if parent < 0 else obj(parent), point=oF + E @ corner,
-                normal=E[:, 2].copy(), tangent=_in_plane_tangent(rng, E), face="k", rolling=roll,
-            ))
+            contacts.append(_contact_kw(b, oF + E @ corner, E[:, 2].copy(), _in_plane_tangent(rng, E), "k", roll,
+                                        GROUND if parent < 0 else obj(parent)))
     r_left = n_R - sum(p.n_roll for p in plan)
     s_left = n_S - sum(p.n_slide for p in plan)
     finger_modes = [True] * r_left + [False] * s_left
@@ -471,10 +472,7 @@ def _build_scene(rng: np.random.Generator, n_bodies: int, n_S: int, n_R: int, gr
         fingers.append(_finger(rng, p, out, style.link_mass))
         finger_box.append(b)
         E = np.column_stack([bx.R[:, (axis + 1) % 3], bx.R[:, (axis + 2) % 3], -out])
-        contacts.append(dict(
-            body_i=obj(b), body_k=link(3 * f + 2), point=p, normal=-out,
-            tangent=_in_plane_tangent(rng, E), face="i", rolling=roll,
-        ))
+        contacts.append(_contact_kw(b, p, -out, _in_plane_tangent(rng, E), "i", roll, link(3 * f + 2)))
     return {"boxes": boxes, "contacts": contacts, "fingers": fingers, "finger_box": finger_box,
             "locks": locks, "gravity": gravity}
 

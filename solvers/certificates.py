@@ -71,6 +71,7 @@ from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from contactmp.errors import InputError, check_number
 from contactmp.solvers.lcp import lcp_residual, polish_lcp, validate_lcp
+from contactmp.validate import validate_start
 
 __all__ = [
     "Verdict", "MilpCertificate", "lcp_existence_milp", "lcp_second_solution_milp",
@@ -117,16 +118,17 @@ def _count(name: str, value: Any, minimum: int = 0) -> int:
     return int(value)
 
 
-def _square(M: Any, name: str = "M") -> np.ndarray:
+def _matrix_test_args(M: Any, max_n: Any, tol: Any) -> tuple[np.ndarray, int, float]:
+    """The checked ``(M, max_n, tol)`` of a matrix-class test: ``M`` a finite nonempty square matrix."""
     try:
         A = np.ascontiguousarray(M, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise InputError(name, f"cannot be read as a float matrix ({exc})") from None
+        raise InputError("M", f"cannot be read as a float matrix ({exc})") from None
     if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
-        raise InputError(name, f"must be a nonempty square 2-D matrix, got shape {A.shape}")
+        raise InputError("M", f"must be a nonempty square 2-D matrix, got shape {A.shape}")
     if not np.isfinite(A).all():
-        raise InputError(name, "contains NaN or inf")
-    return A
+        raise InputError("M", "contains NaN or inf")
+    return A, _count("max_n", max_n, 1), check_number("tol", tol, positive=True)
 
 
 def _combinations(n: int, k: int) -> Iterator[np.ndarray]:
@@ -540,14 +542,9 @@ def lcp_second_solution_milp(M: Any, q: Any, z1: Any, delta: float, *, time_limi
     each of the ``2n`` sides ``z_i >= z1_i + delta``, ``z_i <= z1_i - delta`` proved empty.
     """
     M, q = validate_lcp(M, q)
-    try:
-        z1a = np.asarray(z1, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError) as exc:
-        raise InputError("z1", f"cannot be read as a float vector ({exc})") from None
-    if z1a.shape != q.shape:
-        raise InputError("z1", f"must have length {q.shape[0]}, got {z1a.size}")
-    if not np.isfinite(z1a).all():
-        raise InputError("z1", "contains NaN or inf")
+    if z1 is None:
+        raise InputError("z1", "is required (the first solution)")
+    z1a = validate_start(z1, q.shape[0], "z1")
     if (z1a < 0).any():
         raise InputError("z1", "must be nonnegative (an LCP point)")
     delta = check_number("delta", delta, positive=True)
@@ -766,6 +763,7 @@ def _enumerate_batch(
     if cons.size == 0:
         return
     pos = {int(c): i for i, c in enumerate(rest)}  # row of a basis in the SVD arrays
+    gtol = 1e-11 * max(1.0, float(np.abs(M).max()))  # a direction entry below this counts as flat
     one = cons[nullity[cons] == 1]
     if one.size:  # nullity 1: the feasible t form an interval, for all bases at once
         r_one = np.array([pos[int(c)] for c in one])
@@ -773,7 +771,6 @@ def _enumerate_batch(
         D[np.arange(one.size)[:, None], idx[one]] = Vt_rest[r_one, -1, :]
         g = np.where(inB[one], D, D @ M.T)  # d z_B / dt on B, d w_N / dt on N
         h = np.where(inB[one], Z[one], W[one])
-        gtol = 1e-11 * max(1.0, float(np.abs(M).max()))
         flat = np.abs(g) <= gtol
         bad = (flat & (h < -tol)).any(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -799,7 +796,6 @@ def _enumerate_batch(
     many = cons[nullity[cons] >= 2]
     if many.size:  # screen: a constraint row flat in t (all r directions) must already hold
         keep = np.ones(many.size, dtype=bool)
-        gtol = 1e-11 * max(1.0, float(np.abs(M).max()))
         for r in np.unique(nullity[many]):
             grp = np.flatnonzero(nullity[many] == r)
             rr = np.array([pos[int(c)] for c in many[grp]])
@@ -959,9 +955,7 @@ def is_p_matrix(M: Any, *, max_n: int = 20, tol: float = 1e-10) -> MatrixCertifi
     5. ``n > max_n``: only the minors of order <= 2 are searched for a witness; else ``"undecided"``.
     """
     t0 = time.perf_counter()
-    M = _square(M)
-    max_n = _count("max_n", max_n, 1)
-    tol = check_number("tol", tol, positive=True)
+    M, max_n, tol = _matrix_test_args(M, max_n, tol)
     n = M.shape[0]
     scale = float(np.abs(M).max()) or 1.0
 
@@ -1016,9 +1010,7 @@ def is_p_matrix(M: Any, *, max_n: int = 20, tol: float = 1e-10) -> MatrixCertifi
 def _copositivity(M: Any, strict: bool, max_n: int, tol: float) -> MatrixCertificate:
     """Shared test: see :func:`is_copositive`."""
     t0 = time.perf_counter()
-    M = _square(M)
-    max_n = _count("max_n", max_n, 1)
-    tol = check_number("tol", tol, positive=True)
+    M, max_n, tol = _matrix_test_args(M, max_n, tol)
     n = M.shape[0]
     S = 0.5 * (M + M.T)
     scale = float(np.abs(S).max())

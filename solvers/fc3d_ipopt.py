@@ -38,7 +38,7 @@ from contactmp.errors import InputError, OptionError, did_you_mean
 from contactmp.progress import Reporter, check_progress
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import fc3d_residual, validate_fc3d, verified_fc3d_result
-from contactmp.solvers.lcp import SolverOptions
+from contactmp.solvers.lcp import SolverOptions, check_int
 from contactmp.solvers.nlp import STRATEGIES, solve_program
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -98,9 +98,7 @@ class Options(SolverOptions):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
         for name in ("polish_steps", "max_iter"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-                raise OptionError(f"{name} must be a nonnegative integer, got {v!r}")
+            check_int(name, getattr(self, name), 0)
         if not isinstance(self.ipopt, dict):
             raise OptionError(f"ipopt must be a dict of IPOPT options, got {type(self.ipopt).__name__}")
 

@@ -37,7 +37,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from contactmp.errors import InputError
+from contactmp.errors import InputError, check_number
 
 #: a candidate is accepted at once when its local residual is below this times its scale
 ACCEPT = 1e-14
@@ -288,15 +288,13 @@ def solve_cone_local(W: np.ndarray, q: np.ndarray, mu: float, r_prev: np.ndarray
             res, sc = cone_residual(W, q, mu, out[0], 0.0, 0.0)
             return res
     best = np.inf
-    b0 = b1 = b2 = 0.0
     # sticking: u = 0
     ok, x0, x1, x2 = _solve3(W, -q[0], -q[1], -q[2])
     if ok:
         res, sc = cone_residual(W, q, mu, x0, x1, x2)
         if res < best:
-            best, b0, b1, b2 = res, x0, x1, x2
+            best, out[0], out[1], out[2] = res, x0, x1, x2
             if res <= ACCEPT * sc:
-                out[0], out[1], out[2] = b0, b1, b2
                 return best
     # sliding: coefficients of U = den * u_T (module doc)
     qn = q[0]
@@ -314,9 +312,8 @@ def solve_cone_local(W: np.ndarray, q: np.ndarray, mu: float, r_prev: np.ndarray
         c0, c1, c2 = _slide_point(W, q, mu, t)
         res, sc = cone_residual(W, q, mu, c0, c1, c2)
         if res < best:
-            best, b0, b1, b2 = res, c0, c1, c2
+            best, out[0], out[1], out[2] = res, c0, c1, c2
             if res <= ACCEPT * sc:
-                out[0], out[1], out[2] = b0, b1, b2
                 return best
     # every root of the angle equation
     starts = np.empty(8)
@@ -326,12 +323,11 @@ def solve_cone_local(W: np.ndarray, q: np.ndarray, mu: float, r_prev: np.ndarray
         c0, c1, c2 = _slide_point(W, q, mu, t)
         res, sc = cone_residual(W, q, mu, c0, c1, c2)
         if res < best:
-            best, b0, b1, b2 = res, c0, c1, c2
+            best, out[0], out[1], out[2] = res, c0, c1, c2
     if not best < np.inf:
         # nothing usable (singular W_jj with no sliding root): fall back to separation
-        b0 = b1 = b2 = 0.0
+        out[0] = out[1] = out[2] = 0.0
         best, sc = cone_residual(W, q, mu, 0.0, 0.0, 0.0)
-    out[0], out[1], out[2] = b0, b1, b2
     return best
 
 
@@ -377,15 +373,13 @@ def solve_cylinder_local(W: np.ndarray, b: np.ndarray, s: float, r_prev: np.ndar
         res, sc = cylinder_residual(W, b, 0.0, out[0], 0.0, 0.0)
         return res
     best = np.inf
-    b0 = b1 = b2 = 0.0
     # (a) r_n > 0 free, u = 0
     ok, x0, x1, x2 = _solve3(W, -b[0], -b[1], -b[2])
     if ok:
         res, sc = cylinder_residual(W, b, s, x0, x1, x2)
         if res < best:
-            best, b0, b1, b2 = res, x0, x1, x2
+            best, out[0], out[1], out[2] = res, x0, x1, x2
             if res <= ACCEPT * sc:
-                out[0], out[1], out[2] = b0, b1, b2
                 return best
     # (b) r_n = 0, u_T = 0
     det = W[1, 1] * W[2, 2] - W[1, 2] * W[2, 1]
@@ -394,9 +388,8 @@ def solve_cylinder_local(W: np.ndarray, b: np.ndarray, s: float, r_prev: np.ndar
         x2 = (-b[2] * W[1, 1] + b[1] * W[2, 1]) / det
         res, sc = cylinder_residual(W, b, s, 0.0, x1, x2)
         if res < best:
-            best, b0, b1, b2 = res, 0.0, x1, x2
+            best, out[0], out[1], out[2] = res, 0.0, x1, x2
             if res <= ACCEPT * sc:
-                out[0], out[1], out[2] = b0, b1, b2
                 return best
     # (c) u_n = 0 and (d) r_n = 0, with r_T = s (cos t, sin t)
     w00 = W[0, 0]
@@ -420,9 +413,8 @@ def solve_cylinder_local(W: np.ndarray, b: np.ndarray, s: float, r_prev: np.ndar
         rn = rho0 + rho1 * c + rho2 * sn if case == 0 else 0.0
         res, sc = cylinder_residual(W, b, s, rn, s * c, s * sn)
         if res < best:
-            best, b0, b1, b2 = res, rn, s * c, s * sn
+            best, out[0], out[1], out[2] = res, rn, s * c, s * sn
             if res <= ACCEPT * sc:
-                out[0], out[1], out[2] = b0, b1, b2
                 return best
     # every root of both angle equations
     starts = np.empty(8)
@@ -436,11 +428,10 @@ def solve_cylinder_local(W: np.ndarray, b: np.ndarray, s: float, r_prev: np.ndar
             rn = rho0 + rho1 * c + rho2 * sn if case == 0 else 0.0
             res, sc = cylinder_residual(W, b, s, rn, s * c, s * sn)
             if res < best:
-                best, b0, b1, b2 = res, rn, s * c, s * sn
+                best, out[0], out[1], out[2] = res, rn, s * c, s * sn
     if not best < np.inf:
-        b0 = b1 = b2 = 0.0
+        out[0] = out[1] = out[2] = 0.0
         best, sc = cylinder_residual(W, b, s, 0.0, 0.0, 0.0)
-    out[0], out[1], out[2] = b0, b1, b2
     return best
 
 
@@ -459,21 +450,11 @@ def _block(W: Any, q: Any, qname: str = "q") -> tuple[np.ndarray, np.ndarray]:
     return W, q
 
 
-def _nonneg(field: str, v: Any) -> float:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise InputError(field, f"must be a number, got {v!r}") from None
-    if not (np.isfinite(f) and f >= 0.0):
-        raise InputError(field, f"must be finite and >= 0, got {v!r}")
-    return f
-
-
 def _one_contact(kernel: Any, W: Any, q: Any, qname: str, bound_name: str, bound: Any,
                  r_prev: Any) -> tuple[np.ndarray, float]:
     """Check the data of one contact, run the compiled local solver ``kernel``; ``(r, residual)``."""
     W, q = _block(W, q, qname)
-    bound = _nonneg(bound_name, bound)
+    bound = check_number(bound_name, bound, nonnegative=True)
     prev = np.zeros(3) if r_prev is None else np.ascontiguousarray(r_prev, dtype=np.float64).ravel()
     if prev.shape != (3,) or not np.isfinite(prev).all():
         raise InputError("r_prev", f"must be a finite 3-vector, got shape {prev.shape}")

@@ -211,11 +211,25 @@ def _nsgs_sweeps(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, diag
     return done, res, False
 
 
-def bad_diagonal(diag: np.ndarray) -> int:
-    """Index of the first contact whose block ``W_jj`` has ``(W_jj)_nn <= 0`` (the local problems
-    are then not well posed), or -1."""
+def sweep_start(W: Any, q: Any, mu: Any, options_cls: Any, options: Any, overrides: dict[str, Any], solver: str,
+                who: str, t0: float) -> tuple[Any, ...]:
+    """The common start of the contact sweeps (NSGS, the QVI fixed point): ``(W, q, mu)`` checked,
+    the options built, ``r = opts.r0`` (zeros when None), ``W`` in CSR with its diagonal blocks
+    (:func:`block_data`) and ``failed``, the ``numerical_error`` Result when some block ``W_jj``
+    has ``(W_jj)_nn <= 0`` (the local problems are then not well posed; ``who`` names the sweeps in
+    its message), else None. Returns ``(W, q, mu, opts, r, (indptr, indices, data, diag), failed)``."""
+    W, q, mu = validate_fc3d(W, q, mu)
+    opts = build_options(options_cls, options, overrides)
+    r = validate_start(opts.r0, q.shape[0], "r0")
+    csr = block_data(W)
+    diag = csr[3]
     bad = np.flatnonzero(~(diag[:, 0, 0] > 0.0))
-    return int(bad[0]) if bad.size else -1
+    if not bad.size:
+        return W, q, mu, opts, r, csr, None
+    j = int(bad[0])
+    return W, q, mu, opts, r, csr, verified_fc3d_result(
+        W, q, mu, r, solver=solver, claimed=Status.NUMERICAL_ERROR, tol=opts.tol, iterations=0, t_start=t0,
+        message=f"{who} (W_jj)_nn > 0, but contact {j} has W[{3 * j}, {3 * j}] = {diag[j, 0, 0]:g}", bad_contact=j)
 
 
 def run_batches(
@@ -334,18 +348,10 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, progress: Rep
     time is up the answer is the checked iterate of least residual.
     """
     t0 = time.perf_counter()
-    W, q, mu = validate_fc3d(W, q, mu)
-    opts = build_options(Options, options, overrides)
-    m = q.shape[0]
-    r = validate_start(opts.r0, m, "r0")
-    indptr, indices, data, diag = block_data(W)
-    j = bad_diagonal(diag)
-    if j >= 0:
-        return verified_fc3d_result(
-            W, q, mu, r, solver=NAME, claimed=Status.NUMERICAL_ERROR, tol=opts.tol, iterations=0,
-            t_start=t0, message=f"NSGS needs (W_jj)_nn > 0, but contact {j} has W[{3 * j}, {3 * j}] = "
-            f"{diag[j, 0, 0]:g}", bad_contact=j,
-        )
+    W, q, mu, opts, r, (indptr, indices, data, diag), failed = sweep_start(
+        W, q, mu, Options, options, overrides, NAME, "NSGS needs", t0)
+    if failed is not None:
+        return failed
     tol, omega, every = float(opts.tol), float(opts.omega), int(opts.check_every)
     max_iter = int(opts.max_iter)
     early = bool(opts.early_stop) and every == 1

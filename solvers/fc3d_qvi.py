@@ -47,14 +47,10 @@ import numpy as np
 
 from contactmp.progress import Reporter
 from contactmp.result import Result, Status
-from contactmp.solvers.fc3d import build_options, residual_watch, validate_fc3d, verified_fc3d_result
+from contactmp.solvers.fc3d import residual_watch, verified_fc3d_result
 from contactmp.solvers.fc3d_local import solve_cylinder_local
-from contactmp.solvers.fc3d_nsgs import (
-    bad_diagonal, block_data, csr_residual, csr_velocity, local_q,
-    relaxed_update, run_batches,
-)
+from contactmp.solvers.fc3d_nsgs import csr_residual, csr_velocity, local_q, relaxed_update, run_batches, sweep_start
 from contactmp.solvers.lcp import SolverOptions, check_int, check_real
-from contactmp.validate import validate_start
 
 NAME = "qvi"
 
@@ -166,22 +162,14 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, progress: Rep
     is the checked iterate of least residual.
     """
     t0 = time.perf_counter()
-    W, q, mu = validate_fc3d(W, q, mu)
-    opts = build_options(Options, options, overrides)
-    m = q.shape[0]
-    r = validate_start(opts.r0, m, "r0")
-    indptr, indices, data, diag = block_data(W)
-    j = bad_diagonal(diag)
-    if j >= 0:
-        return verified_fc3d_result(
-            W, q, mu, r, solver=NAME, claimed=Status.NUMERICAL_ERROR, tol=opts.tol, iterations=0,
-            t_start=t0, message=f"the Tresca sweeps need (W_jj)_nn > 0, but contact {j} has "
-            f"W[{3 * j}, {3 * j}] = {diag[j, 0, 0]:g}", bad_contact=j,
-        )
+    W, q, mu, opts, r, (indptr, indices, data, diag), failed = sweep_start(
+        W, q, mu, Options, options, overrides, NAME, "the Tresca sweeps need", t0)
+    if failed is not None:
+        return failed
     tol = float(opts.tol)
     omega = float(opts.inner_omega)
     inner_floor = float(opts.inner_tol) if opts.inner_tol is not None else 0.1 * tol
-    u = np.empty(m)
+    u = np.empty(q.shape[0])
     res = csr_residual(indptr, indices, data, q, mu, r, u)
     s = mu * np.maximum(r[0::3], 0.0)
     outer = 0

@@ -32,6 +32,7 @@ import casadi as ca
 import numpy as np
 
 from contactmp.errors import InputError, UnsupportedProgramError
+from contactmp.validate import float_vector
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyomo.environ
@@ -103,7 +104,7 @@ class Parameters(_Handle):
 
     @value.setter
     def value(self, v: Any) -> None:
-        self._value = _float_vector(v, self.size, "value", allow_inf=False)
+        self._value = float_vector(v, self.size, "value", allow_inf=False)
 
 
 @dataclass(eq=False, repr=False)
@@ -198,27 +199,6 @@ class Block:
 # ----------------------------------------------------------------------------------------------
 # Input helpers
 # ----------------------------------------------------------------------------------------------
-def _float_vector(v: Any, n: int, fieldname: str, *, allow_inf: bool) -> np.ndarray:
-    """``v`` broadcast to a float vector of length ``n`` (InputError naming ``fieldname``)."""
-    try:
-        arr = np.asarray(v, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError(fieldname, f"cannot be read as float numbers ({exc})") from None
-    if arr.ndim == 2 and 1 in arr.shape:
-        arr = arr.ravel()
-    if arr.ndim == 0:
-        arr = np.full(n, float(arr))
-    elif arr.ndim != 1 or arr.shape[0] != n:
-        raise InputError(fieldname, f"must be a scalar or a vector of length {n}, got shape {arr.shape}")
-    else:
-        arr = arr.copy()
-    if np.isnan(arr).any():
-        raise InputError(fieldname, "contains NaN")
-    if not allow_inf and not np.isfinite(arr).all():
-        raise InputError(fieldname, "contains inf")
-    return arr
-
-
 def _check_name(name: Any, fieldname: str = "name") -> str:
     if not isinstance(name, str) or not name.strip():
         raise InputError(fieldname, f"must be a non-empty string, got {name!r}")
@@ -283,10 +263,10 @@ class Program:
         """Add ``n`` variables ``lb <= x <= ub`` (scalars broadcast) starting at ``init``."""
         self._new_name(name)
         n = self._check_size(n)
-        lbv = _float_vector(lb, n, "lb", allow_inf=True)
-        ubv = _float_vector(ub, n, "ub", allow_inf=True)
+        lbv = float_vector(lb, n, "lb", allow_inf=True)
+        ubv = float_vector(ub, n, "ub", allow_inf=True)
         _check_bounds(lbv, ubv)
-        initv = _float_vector(init, n, "init", allow_inf=False)
+        initv = float_vector(init, n, "init", allow_inf=False)
         sym = ca.SX.sym(name, n)
         h = Variables(name, sym, slice(self._n_x, self._n_x + n), lbv, ubv, initv, self._block(block))
         for i in range(n):
@@ -303,7 +283,7 @@ class Program:
         """Add ``n`` parameters with the (finite) numeric ``value`` (scalars broadcast)."""
         self._new_name(name)
         n = self._check_size(n)
-        val = _float_vector(value, n, "value", allow_inf=False)
+        val = float_vector(value, n, "value", allow_inf=False)
         sym = ca.SX.sym(name, n)
         h = Parameters(name, sym, slice(self._n_p, self._n_p + n), val, self._block(block))
         for i in range(n):
@@ -323,8 +303,8 @@ class Program:
         name = self._auto_name(name, "constraint")
         e = self._expr(expr, "expr")
         n = e.shape[0]
-        lbv = _float_vector(lb, n, "lb", allow_inf=True)
-        ubv = _float_vector(ub, n, "ub", allow_inf=True)
+        lbv = float_vector(lb, n, "lb", allow_inf=True)
+        ubv = float_vector(ub, n, "ub", allow_inf=True)
         _check_bounds(lbv, ubv)
         self._new_name(name)
         h = Constraint(name, e, lbv, ubv, slice(self._n_g, self._n_g + n), self._block(block))
@@ -379,7 +359,7 @@ class Program:
         for e in rs:
             if any(self.variable_index(e[i]) is None for i in range(n)):
                 raise InputError("r", "must be variables of this program")
-        mu_ = mu if isinstance(mu, (ca.SX, ca.DM)) else ca.DM(_float_vector(mu, n, "mu", allow_inf=False))
+        mu_ = mu if isinstance(mu, (ca.SX, ca.DM)) else ca.DM(float_vector(mu, n, "mu", allow_inf=False))
         if isinstance(mu_, ca.DM) and (np.asarray(mu_).ravel() < 0).any():
             raise InputError("mu", "friction coefficients must be >= 0")
         if not isinstance(associated, (bool, np.bool_)):
@@ -410,7 +390,7 @@ class Program:
         """``x`` with every cone's disk-form variables set from the motion in ``x``: ``gamma =
         ||u_T(x)||`` and ``w = -u_T / ||u_T||`` (0 where ``u_T = 0``), so that the rows
         ``u_T + gamma w = 0`` hold and do not start at their degenerate point ``gamma = w = 0``."""
-        xv = _float_vector(x, self._n_x, "x", allow_inf=False).copy()
+        xv = float_vector(x, self._n_x, "x", allow_inf=False).copy()
         if not self._cones:
             return xv
         m = max(c.dim - 1 for c in self._cones.values())
@@ -568,8 +548,8 @@ class Program:
                 ["x", "p"], ["f", "g", "a", "b"],
             )
             self._cache["eval"] = fun
-        xv = _float_vector(x, self._n_x, "x", allow_inf=True)
-        pv = self.p0 if p is None else _float_vector(p, self._n_p, "p", allow_inf=False)
+        xv = float_vector(x, self._n_x, "x", allow_inf=True)
+        pv = self.p0 if p is None else float_vector(p, self._n_p, "p", allow_inf=False)
         out = fun(xv, pv)
         return {
             "f": float(out[0]),

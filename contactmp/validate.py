@@ -14,7 +14,7 @@ import numpy as np
 
 from contactmp.errors import InputError
 
-__all__ = ["validate_lcp", "validate_fc3d", "validate_start"]
+__all__ = ["validate_lcp", "validate_fc3d", "validate_start", "float_vector"]
 
 
 def validate_lcp(M: Any, q: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -141,3 +141,31 @@ def validate_start(x0: Any, n: int, field: str) -> np.ndarray:
     if not np.isfinite(x).all():
         raise InputError(field, "contains NaN or inf")
     return x
+
+
+def float_vector(v: Any, n: int, fieldname: str, *, allow_inf: bool = False,
+                 nonnegative: bool = False) -> np.ndarray:
+    """``v`` (a number, an ``n``-vector or an ``n x 1`` / ``1 x n`` matrix) as a fresh float vector of
+    length ``n``, or :class:`InputError` naming ``fieldname`` (unreadable, a bool, wrong shape, NaN,
+    inf unless ``allow_inf``, a negative entry if ``nonnegative``)."""
+    if isinstance(v, bool):
+        raise InputError(fieldname, f"must be a number or {n} numbers, got {v!r}")
+    try:
+        arr = np.asarray(v, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(fieldname, f"cannot be read as float numbers ({exc})") from None
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.ravel()
+    if arr.ndim == 0:
+        arr = np.full(n, float(arr))
+    elif arr.ndim != 1 or arr.shape[0] != n:
+        raise InputError(fieldname, f"must be a scalar or a vector of length {n}, got shape {arr.shape}")
+    else:
+        arr = arr.copy()
+    if np.isnan(arr).any():
+        raise InputError(fieldname, "contains NaN")
+    if not allow_inf and not np.isfinite(arr).all():
+        raise InputError(fieldname, "contains inf")
+    if nonnegative and (arr < 0).any():
+        raise InputError(fieldname, f"must be >= 0, got {v!r}")
+    return arr

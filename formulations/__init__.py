@@ -17,7 +17,8 @@ Every time-step formulation follows one protocol and sits in one registry
   as a Program block; :func:`add_velocity_cone_step` -- one velocity-level time step with Coulomb's
   disk (the cone counterpart of :func:`add_velocity_pyramid_step`);
 * :class:`CompliantQP` -- Drumwright's compliant constraint step (bilateral: one linear solve;
-  unilateral: a strictly convex QP / symmetric positive-definite LCP), also as a Program block;
+  unilateral: a strictly convex QP / symmetric positive-definite LCP; solved in
+  :mod:`contactmp.solvers.compliant_lcp`);
   :class:`CompliantFriction` -- its frictional contact on the true Coulomb cone (a convex SOC QP);
   :func:`add_velocity_compliant_step` -- the compliant step as a velocity-level Program block;
 * :class:`NMDP` -- the nonconvex maximal-dissipation step of Pan and Hauser (backward Euler, wrench
@@ -36,7 +37,7 @@ from contactmp.formulations.base import (
     registered,
 )
 from contactmp.formulations.compliant_friction import CompliantFriction, compliant_friction_step
-from contactmp.formulations.compliant_qp import CompliantQP, as_program_block, compliant_step
+from contactmp.formulations.compliant_qp import CompliantQP, compliant_step
 from contactmp.formulations.linearized_mdp import LinearizedMDP, MDPFormulation, add_linearized_mdp_step
 from contactmp.formulations.nmdp import NMDP, NMDPFormulation, NMDPFunctions, add_nmdp_step
 from contactmp.formulations.velocity_compliant import Compliant, add_velocity_compliant_step
@@ -56,7 +57,7 @@ __all__ = [
     "ConeNCP", "ConeSolution", "FC3DBlock", "add_fc3d_block",
     "PyramidLCP", "PyramidSolution", "VelocityPyramidStep", "add_velocity_pyramid_step",
     "facet_generators", "facet_normals", "pyramid_generators", "VelocityConeStep", "add_velocity_cone_step",
-    "CompliantQP", "as_program_block", "compliant_step",
+    "CompliantQP", "compliant_step",
     "CompliantFriction", "compliant_friction_step", "add_velocity_compliant_step",
     "NMDP", "NMDPFunctions", "add_nmdp_step", "LinearizedMDP", "add_linearized_mdp_step",
 ]

@@ -65,10 +65,10 @@ from typing import Any
 
 import numpy as np
 
-from contactmp.errors import InputError
-from contactmp.formulations.compliant_qp import _vec
+from contactmp.errors import InputError, check_spd
 from contactmp.result import Result
 from contactmp.solvers.cone_lcp import CONE_SOLVERS, cone_lcp_residual, solve_cone_lcp
+from contactmp.validate import float_vector
 
 __all__ = ["CompliantFriction", "compliant_friction_step", "CONE_SOLVERS"]
 
@@ -86,12 +86,7 @@ class CompliantFriction:
     def __init__(self, M: Any, f: Any, v0: Any, Jn: Any, Jt: Any, Jo: Any, phi0: Any, mu: Any,
                  K: Any, B: Any, Bt: Any, h: float) -> None:
         M = np.atleast_2d(np.asarray(M, dtype=float))
-        if M.ndim != 2 or M.shape[0] != M.shape[1] or not np.isfinite(M).all():
-            raise InputError("M", f"must be a finite square matrix, got shape {M.shape}")
-        try:
-            self._Lm = np.linalg.cholesky(0.5 * (M + M.T))
-        except np.linalg.LinAlgError:
-            raise InputError("M", "mass matrix is not positive definite") from None
+        self._Lm = check_spd(M)
         n = M.shape[0]
         rows = []
         for name, J in (("Jn", Jn), ("Jt", Jt), ("Jo", Jo)):
@@ -108,9 +103,9 @@ class CompliantFriction:
         self.nc, self.d, self.n, self.h = rows[0].shape[0], len(rows), n, float(h)
         nc, d = self.nc, self.d
         self.M = M
-        self.f, self.v0 = _vec(f, n, "f"), _vec(v0, n, "v0")
-        self.phi0, self.mu = _vec(phi0, nc, "phi0"), _vec(mu, nc, "mu")
-        self.K, self.B, self.Bt = _vec(K, nc, "K"), _vec(B, nc, "B"), _vec(Bt, nc, "Bt")
+        self.f, self.v0 = float_vector(f, n, "f"), float_vector(v0, n, "v0")
+        self.phi0, self.mu = float_vector(phi0, nc, "phi0"), float_vector(mu, nc, "mu")
+        self.K, self.B, self.Bt = float_vector(K, nc, "K"), float_vector(B, nc, "B"), float_vector(Bt, nc, "Bt")
         for name, arr in (("mu", self.mu), ("K", self.K), ("B", self.B)):
             if (arr < 0).any():
                 raise InputError(name, "must be >= 0")

@@ -55,35 +55,19 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-import casadi as ca
 import numpy as np
 from scipy.linalg import solve_triangular
 
 from contactmp.errors import InputError, check_spd
-from contactmp.program import Complementarity, Constraint, Program, Variables
 from contactmp.result import Result
+from contactmp.validate import float_vector
 
-__all__ = ["CompliantQP", "CompliantBlock", "compliant_step", "as_program_block"]
+__all__ = ["CompliantQP", "compliant_step"]
 
 KINDS = ("bilateral", "unilateral")
 
 
 # ------------------------------------------------------------------------------------ validation
-def _vec(x: Any, n: int, name: str) -> np.ndarray:
-    try:
-        a = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise InputError(name, f"cannot be read as a float vector ({exc})") from None
-    if a.ndim == 0:
-        a = np.full(n, float(a))
-    a = a.ravel() if a.ndim == 2 and 1 in a.shape else a
-    if a.shape != (n,):
-        raise InputError(name, f"must have length {n}, got shape {a.shape}")
-    if not np.isfinite(a).all():
-        raise InputError(name, "contains NaN or inf")
-    return a
-
-
 def _kinds(kind: str | Sequence[str], m: int) -> np.ndarray:
     """Boolean mask, True for unilateral rows."""
     if isinstance(kind, str):
@@ -121,16 +105,7 @@ class CompliantQP:
             M = np.atleast_2d(np.asarray(self.M, dtype=float))
         except (TypeError, ValueError) as exc:
             raise InputError("M", f"cannot be read as a float matrix ({exc})") from None
-        if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] == 0:
-            raise InputError("M", f"must be a non-empty square matrix, got shape {M.shape}")
-        if not np.isfinite(M).all():
-            raise InputError("M", "contains NaN or inf")
-        if not np.allclose(M, M.T, rtol=1e-12, atol=0.0):
-            raise InputError("M", "mass matrix is not symmetric")
-        try:
-            self._Lm = np.linalg.cholesky(M)
-        except np.linalg.LinAlgError:
-            raise InputError("M", "mass matrix is not positive definite") from None
+        self._Lm = check_spd(M)
         n = M.shape[0]
         try:
             G = np.atleast_2d(np.asarray(self.G, dtype=float))
@@ -144,9 +119,9 @@ class CompliantQP:
         if not (isinstance(self.h, (int, float, np.floating)) and np.isfinite(self.h) and self.h > 0):
             raise InputError("h", f"must be a positive finite step, got {self.h!r}")
         self.M, self.G, self.h = M, G, float(self.h)
-        self.f, self.v0 = _vec(self.f, n, "f"), _vec(self.v0, n, "v0")
-        self.phi0 = _vec(self.phi0, m, "phi0")
-        self.K, self.B = _vec(self.K, m, "K"), _vec(self.B, m, "B")
+        self.f, self.v0 = float_vector(self.f, n, "f"), float_vector(self.v0, n, "v0")
+        self.phi0 = float_vector(self.phi0, m, "phi0")
+        self.K, self.B = float_vector(self.K, m, "K"), float_vector(self.B, m, "B")
         if (self.K < 0).any():
             raise InputError("K", "stiffnesses must be >= 0")
         if (self.B < 0).any():
@@ -260,94 +235,3 @@ def compliant_step(M: Any, f: Any, v0: Any, G: Any, phi0: Any, K: Any, B: Any, h
                    **options: Any) -> Result:
     """One compliant step: ``CompliantQP(M, f, v0, G, phi0, K, B, h, kind).solve(solver, **options)``."""
     return CompliantQP(M, f, v0, G, phi0, K, B, h, kind).solve(solver, **options)
-
-
-# --------------------------------------------------------------------------------- Program block
-@dataclass
-class CompliantBlock:
-    """Handles of one compliant step block (query a solve with ``prog.value(handle, x)``)."""
-
-    v1: Variables  #: velocity at the end of the step
-    lam: Variables  #: constraint forces [N] (lb 0 on unilateral rows)
-    dynamics: Constraint  #: M (v1 - v0) - h (f + G^T lambda) = 0
-    bilateral: Constraint | None  #: law rows = 0 for bilateral rows
-    unilateral: Complementarity | None  #: 0 <= lambda _|_ law >= 0 for unilateral rows
-    form: str
-
-
-def _sym_or_array(x: Any, shape: tuple[int, int], name: str) -> Any:
-    if isinstance(x, (ca.SX, ca.MX, ca.DM)):
-        if x.shape != shape:
-            raise InputError(name, f"must have shape {shape}, got {x.shape}")
-        return x
-    try:
-        a = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise InputError(name, f"cannot be read as numbers ({exc})") from None
-    if a.ndim == 0 and shape[1] == 1:
-        a = np.full(shape, float(a))
-    a = a.reshape(shape) if a.size == shape[0] * shape[1] and (a.ndim == 1 or 1 in a.shape) else a
-    if a.shape != shape:
-        raise InputError(name, f"must have shape {shape}, got {a.shape}")
-    if not np.isfinite(a).all():
-        raise InputError(name, "contains NaN or inf")
-    return a
-
-
-def as_program_block(prog: Program, *, M: Any, f: Any, v0: Any, G: Any, phi0: Any, K: Any, B: Any, h: float,
-                     kind: str | Sequence[str] = "unilateral", form: str = "velocity",
-                     prefix: str = "compliant") -> CompliantBlock:
-    """Declare one compliant step in ``prog`` through its KKT conditions (block ``prefix``).
-
-    Variables ``v1`` (n) and ``lambda`` (m); rows::
-
-        M (v1 - v0) - h (f + G^T lambda) = 0                               (37)
-        law(lambda, v1) = 0                                    bilateral rows
-        0 <= lambda  _|_  law(lambda, v1) >= 0                 unilateral rows
-
-    with ``form="velocity"``: ``law = D lambda + D K phi0 + G v1``, ``D = (h K + B)^-1`` [m/s] (the
-    symmetric PD LCP once ``v1`` is eliminated; needs ``h K + B > 0``), or ``form="force"``:
-    ``law = lambda + K phi0 + (h K + B) G v1`` [N] (``= Y lambda - r``; no division, so ``K`` and ``B``
-    may be expressions that vanish, e.g. configuration-dependent stiffness in trajectory
-    optimization). Inputs may be numbers or CasADi expressions (``v0``, ``phi0`` of a previous step).
-    """
-    if form not in ("velocity", "force"):
-        raise InputError("form", f"must be 'velocity' or 'force', got {form!r}")
-    if not (isinstance(h, (int, float, np.floating)) and np.isfinite(h) and h > 0):
-        raise InputError("h", f"must be a positive finite step, got {h!r}")
-    G_ = G if isinstance(G, (ca.SX, ca.MX, ca.DM)) else np.atleast_2d(np.asarray(G, dtype=float))
-    m, n = G_.shape
-    G_ = _sym_or_array(G_, (m, n), "G")
-    M_ = _sym_or_array(M, (n, n), "M")
-    check_spd(M_)
-    f_, v0_, phi_, K_, B_ = (_sym_or_array(x, (k, 1), name) for x, k, name in
-                             ((f, n, "f"), (v0, n, "v0"), (phi0, m, "phi0"), (K, m, "K"), (B, m, "B")))
-    for arr, name in ((K_, "K"), (B_, "B")):
-        if isinstance(arr, np.ndarray) and (arr < 0).any():
-            raise InputError(name, "must be >= 0")
-    uni = _kinds(kind, m)
-    rate = h * K_ + B_
-    if form == "velocity" and isinstance(rate, np.ndarray) and (rate <= 0).any():
-        raise InputError("K", "form='velocity' needs h K + B > 0 on every row; use form='force'")
-    init_v = np.asarray(v0_, dtype=float).ravel() if isinstance(v0_, np.ndarray) else 0.0
-    M_, f_, v0_, G_, phi_, K_, rate = (ca.DM(x) if isinstance(x, np.ndarray) else x
-                                       for x in (M_, f_, v0_, G_, phi_, K_, rate))
-
-    v1 = prog.add_variables(f"{prefix}/v1", n, init=init_v, block=prefix)
-    lam = prog.add_variables(f"{prefix}/lambda", m, lb=np.where(uni, 0.0, -np.inf), block=prefix)
-    dyn = prog.add_constraint(ca.mtimes(M_, v1.sym - v0_) - h * (f_ + ca.mtimes(G_.T, lam.sym)), 0.0, 0.0,
-                              name=f"{prefix}/dynamics", block=prefix)
-    Gv = ca.mtimes(G_, v1.sym)
-    if form == "velocity":
-        law = lam.sym / rate + K_ * phi_ / rate + Gv
-    else:
-        law = lam.sym + K_ * phi_ + rate * Gv
-    bil = com = None
-    bi, ui = np.flatnonzero(~uni), np.flatnonzero(uni)
-    if bi.size:
-        bil = prog.add_constraint(ca.vertcat(*[law[i] for i in bi]), 0.0, 0.0, name=f"{prefix}/bilateral",
-                                  block=prefix)
-    if ui.size:
-        com = prog.add_complementarity(ca.vertcat(*[lam.sym[i] for i in ui]), ca.vertcat(*[law[i] for i in ui]),
-                                       name=f"{prefix}/unilateral", block=prefix)
-    return CompliantBlock(v1, lam, dyn, bil, com, form)

@@ -87,6 +87,7 @@ from numpy.typing import ArrayLike
 from contactmp.errors import InputError, UnsupportedProgramError
 from contactmp.models.contact_model import ContactModel, StackedSolution
 from contactmp.solvers.fc3d_ipopt import FC3DBlock, FORMS, _check_form, _cone_law, add_fc3d_block
+from contactmp.validate import float_vector
 
 if TYPE_CHECKING:  # pragma: no cover
     from contactmp.program import Program
@@ -116,15 +117,6 @@ class ConeSolution(StackedSolution):
     NaN at sliding contacts; ``x`` the program vector it came from (None when built from forces).
     """
 
-    c_n: np.ndarray
-    c_t: np.ndarray
-    c_o: np.ndarray
-    a_n: np.ndarray
-    a_t: np.ndarray
-    a_o: np.ndarray
-    qddot: np.ndarray
-    lddot: np.ndarray
-    modes: list[str]
     gamma: np.ndarray
     x: np.ndarray | None = None
 
@@ -294,31 +286,14 @@ class ConeNCP:
             if nR:
                 gamma[self.R] = vals["gamma"]
         elif c is not None:
-            cv = _finite_vector(c, "c", 3 * nc)
+            cv = float_vector(c, 3 * nc, "c")
         else:
             cv = np.empty(3 * nc)
-            cv[fc3d_permutation(nc)] = _finite_vector(r, "r", 3 * nc)
-        qdd, ldd = m.accelerations(cv)
-        a = m.contact_accelerations(qdd, ldd)
-        c_n, c_t, c_o = m.split(cv)
-        a_n, a_t, a_o = m.split(a)
+            cv[fc3d_permutation(nc)] = float_vector(r, 3 * nc, "r")
+        fields = m.solution_fields(cv, self.R, tol)
         if xv is None and nR:
-            gamma[self.R] = np.hypot(a_t[self.R], a_o[self.R])
-        atol = tol * max(1.0, float(np.abs(m.b).max(initial=0.0)))
-        rolling = np.zeros(nc, dtype=bool)
-        rolling[self.R] = True
-        modes = []
-        for j in range(nc):
-            if a_n[j] > atol:
-                modes.append("breaking")
-            elif rolling[j] and np.hypot(a_t[j], a_o[j]) <= atol:
-                modes.append("rolling")
-            else:
-                modes.append("sliding")
-        return ConeSolution(
-            c_n=c_n.copy(), c_t=c_t.copy(), c_o=c_o.copy(), a_n=a_n.copy(), a_t=a_t.copy(), a_o=a_o.copy(),
-            qddot=qdd, lddot=ldd, modes=modes, gamma=gamma, x=xv,
-        )
+            gamma[self.R] = np.hypot(fields["a_t"][self.R], fields["a_o"][self.R])
+        return ConeSolution(gamma=gamma, x=xv, **fields)
 
     def check(self, sol: ConeSolution) -> dict[str, float]:
         """Residuals of the model's conditions computed from the physical quantities of ``sol``.
@@ -351,13 +326,11 @@ class ConeNCP:
         return out
 
 
-def _finite_vector(v: Any, field: str, length: int | None = None) -> np.ndarray:
+def _finite_vector(v: Any, field: str) -> np.ndarray:
     try:
         arr = np.asarray(v, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError) as exc:
         raise InputError(field, f"cannot be read as a float vector ({exc})") from None
     if not np.isfinite(arr).all():
         raise InputError(field, "contains NaN or inf")
-    if length is not None and arr.shape[0] != length:
-        raise InputError(field, f"must have length {length}, got {arr.shape[0]}")
     return arr

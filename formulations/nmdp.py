@@ -65,6 +65,7 @@ from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, Constraint, Program, Variables
 from contactmp.result import Result, Status
 from contactmp.solvers.ipopt import BACKENDS, IpoptNLP, ipopt_status
+from contactmp.validate import float_vector
 
 __all__ = ["NMDP", "NMDPFunctions", "NMDPBlock", "add_nmdp_step",
            "selection_matrix", "vertex_coefficients", "polytope_columns",
@@ -114,33 +115,6 @@ def vertex_coefficients(vertices: Any, planar: bool) -> np.ndarray:
     return c
 
 
-def _per(field_name: str, value: Any, n: int, *, positive: bool = False) -> np.ndarray:
-    try:
-        arr = np.asarray(value, dtype=float) if not isinstance(value, bool) else np.asarray(np.nan)
-    except (TypeError, ValueError):
-        raise InputError(field_name, f"must be a number or {n} numbers, got {value!r}") from None
-    if arr.ndim == 0:
-        arr = np.full(n, float(arr))
-    if arr.shape != (n,):
-        raise InputError(field_name, f"must be a scalar or {n} values, got shape {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise InputError(field_name, "must be finite (no NaN or inf)")
-    if (arr < 0).any() or (positive and (arr <= 0).any()):
-        raise InputError(field_name, f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
-    return arr
-
-
-def _radius(radius: Any, n_c: int) -> np.ndarray:
-    try:
-        rad = np.asarray(radius, dtype=float) if not isinstance(radius, bool) else np.asarray(np.nan)
-    except (TypeError, ValueError):
-        raise InputError("radius", f"must be a number or {n_c} numbers, got {radius!r}") from None
-    rad = np.full(n_c, float(rad)) if rad.ndim == 0 else rad
-    if rad.shape != (n_c,) or not np.isfinite(rad).all():
-        raise InputError("radius", f"must be a finite scalar or {n_c} values, got {radius!r}")
-    return rad
-
-
 def _set_polytope(obj: Any, system: ContactSystem, vertices: int | None, stiffness: ArrayLike, relax: ArrayLike,
                   radius: ArrayLike, kp: ArrayLike, kd: ArrayLike, objective: str) -> None:
     """Check and set the polytope, gains and objective of :class:`NMDP` and of
@@ -158,11 +132,11 @@ def _set_polytope(obj: Any, system: ContactSystem, vertices: int | None, stiffne
     obj.coeffs = vertex_coefficients(vertices, system.planar)
     obj.vertices = int(vertices)
     n_c, n_u = system.n_c, system.n_u
-    obj.stiffness = _per("stiffness", stiffness, n_c)
-    obj.relax = _per("relax", relax, n_c)
-    obj.radius = _radius(radius, n_c)
-    obj.kp = _per("kp", kp, n_u)
-    obj.kd = _per("kd", kd, n_u)
+    obj.stiffness = float_vector(stiffness, n_c, "stiffness", nonnegative=True)
+    obj.relax = float_vector(relax, n_c, "relax", nonnegative=True)
+    obj.radius = float_vector(radius, n_c, "radius")
+    obj.kp = float_vector(kp, n_u, "kp", nonnegative=True)
+    obj.kd = float_vector(kd, n_u, "kd", nonnegative=True)
     obj.n, obj.n_w = system.n_v, n_c * obj.vertices
     obj.groups = [np.arange(i * obj.vertices, (i + 1) * obj.vertices) for i in range(n_c)]
 
@@ -194,7 +168,9 @@ def _block_inputs(prog: Program, system: ContactSystem, h: float, vertices: int 
         vertices = 2 if system.planar else 4
     coeffs = vertex_coefficients(vertices, system.planar)
     n_c = system.n_c
-    k_, r_, rad = _per("stiffness", stiffness, n_c), _per("relax", relax, n_c), _radius(radius, n_c)
+    k_ = float_vector(stiffness, n_c, "stiffness", nonnegative=True)
+    r_ = float_vector(relax, n_c, "relax", nonnegative=True)
+    rad = float_vector(radius, n_c, "radius")
     args = {}
     for nm, x in exprs.items():
         m = system.n_u if nm == "u" else system.n_v
@@ -487,10 +463,6 @@ class NMDPBlock:
     kinetic_energy: ca.SX
     groups: list[np.ndarray]
     coefficients: np.ndarray
-
-    def forces(self, system: ContactSystem, magnitudes: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """``(n_c, 3)`` contact-frame forces ``s_i sum_j w_ij (1, mu c_j, mu s_j)`` [N]."""
-        return polytope_forces(system, self.coefficients, magnitudes, w)
 
 
 def polytope_forces(system: ContactSystem, coefficients: np.ndarray, magnitudes: Any, w: Any) -> np.ndarray:

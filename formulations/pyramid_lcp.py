@@ -48,6 +48,7 @@ from contactmp.errors import InputError, check_number
 from contactmp.friction_polygon import facet_generators, facet_normals
 from contactmp.models.contact_model import ContactModel, StackedSolution
 from contactmp.models.random_problems import SceneStyle, random_problem
+from contactmp.validate import float_vector
 
 if TYPE_CHECKING:  # pragma: no cover
     from contactmp.program import Program
@@ -68,15 +69,6 @@ class PyramidSolution(StackedSolution):
 
     z: np.ndarray
     w: np.ndarray
-    c_n: np.ndarray
-    c_t: np.ndarray
-    c_o: np.ndarray
-    a_n: np.ndarray
-    a_t: np.ndarray
-    a_o: np.ndarray
-    qddot: np.ndarray
-    lddot: np.ndarray
-    modes: list[str]
     facets: int
 
 
@@ -316,36 +308,9 @@ class PyramidLCP:
         """Map an LCP vector ``z`` to forces (``c = L z``; sliding friction by (12)), accelerations
         ``qddot`` (22), ``lddot`` (23), ``a`` (6) and contact modes; ``tol`` (times
         ``max(1, ||b||_inf)``) decides ``a_n > 0`` (breaking) and ``a_T = 0`` (rolling)."""
-        try:
-            z = np.asarray(z, dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError) as exc:
-            raise InputError("z", f"cannot be read as a float vector ({exc})") from None
-        if z.shape != (self.size,):
-            raise InputError("z", f"must have length {self.size}, got {z.shape[0]}")
-        if not np.isfinite(z).all():
-            raise InputError("z", "contains NaN or inf")
-        m = self.model
-        w = self.M @ z + self.q
-        c = self.L @ z
-        qdd, ldd = m.accelerations(c)
-        a = m.contact_accelerations(qdd, ldd)
-        c_n, c_t, c_o = m.split(c)
-        a_n, a_t, a_o = m.split(a)
-        atol = tol * max(1.0, float(np.abs(m.b).max(initial=0.0)))
-        rolling = np.zeros(m.n_c, dtype=bool)
-        rolling[self.R] = True
-        modes = []
-        for j in range(m.n_c):
-            if a_n[j] > atol:
-                modes.append("breaking")
-            elif rolling[j] and np.hypot(a_t[j], a_o[j]) <= atol:
-                modes.append("rolling")
-            else:
-                modes.append("sliding")
-        return PyramidSolution(
-            z=z, w=w, c_n=c_n.copy(), c_t=c_t.copy(), c_o=c_o.copy(), a_n=a_n.copy(), a_t=a_t.copy(),
-            a_o=a_o.copy(), qddot=qdd, lddot=ldd, modes=modes, facets=self.facets,
-        )
+        z = float_vector(z, self.size, "z")
+        return PyramidSolution(z=z, w=self.M @ z + self.q, facets=self.facets,
+                               **self.model.solution_fields(self.L @ z, self.R, tol))
 
     def check(self, sol: PyramidSolution) -> dict[str, float]:
         """Residuals of the model's conditions computed from the physical quantities of ``sol``.

@@ -63,6 +63,7 @@ from contactmp.formulations.velocity_cone import VelocityConeStep, cone_block, d
 from contactmp.formulations.velocity_pyramid import VelocityPyramidStep, dynamics_row, numeric_mu, pyramid_generators
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Program
+from contactmp.validate import float_vector
 
 __all__ = ["add_velocity_compliant_step", "compliant_gains", "FRICTION_LAWS", "Compliant"]
 
@@ -78,15 +79,7 @@ def gain_array(name: str, val: ArrayLike | None, n_c: int) -> np.ndarray:
     InputError naming ``name`` otherwise (also when ``val`` is None)."""
     if val is None:
         raise InputError(name, "is required by the compliant formulation")
-    try:
-        raw = np.asarray(val, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(name, f"must be numbers, got {val!r}") from None
-    arr = np.broadcast_to(raw.reshape(-1) if raw.ndim else raw, (n_c,)).copy() \
-        if raw.ndim == 0 or raw.size == n_c else None
-    if arr is None or not np.isfinite(arr).all() or (arr < 0).any():
-        raise InputError(name, f"must be >= 0, a scalar or {n_c} values, got {val!r}")
-    return arr
+    return float_vector(val, n_c, name, nonnegative=True)
 
 
 def compliant_gains(stiffness: ArrayLike | None, damping: ArrayLike | None,

@@ -115,18 +115,33 @@ class Contact:
         return np.column_stack([self.normal, self.tangent, self.other])
 
 
+@dataclass
 class StackedSolution:
-    """Mixin of the formulations' solutions, which hold ``c_n, c_t, c_o`` and ``a_n, a_t, a_o`` per contact."""
+    """What every formulation's solution holds: the forces ``c_n, c_t, c_o`` and contact accelerations
+    ``a_n, a_t, a_o`` (one entry per contact, model order), the body and joint accelerations
+    ``qddot`` (``6 n_obj``) and ``lddot`` (``n_l``), and ``modes[j]``: ``"breaking"`` (``a_jn > tol``),
+    ``"rolling"`` (a rolling contact with ``a_jT = 0``) or ``"sliding"`` (see
+    :meth:`ContactModel.solution_fields`)."""
+
+    c_n: np.ndarray
+    c_t: np.ndarray
+    c_o: np.ndarray
+    a_n: np.ndarray
+    a_t: np.ndarray
+    a_o: np.ndarray
+    qddot: np.ndarray
+    lddot: np.ndarray
+    modes: list[str]
 
     @property
     def c(self) -> np.ndarray:
         """``(c_n, c_t, c_o)`` stacked (the model's ``3 n_c`` ordering)."""
-        return np.concatenate([self.c_n, self.c_t, self.c_o])  # type: ignore[attr-defined]
+        return np.concatenate([self.c_n, self.c_t, self.c_o])
 
     @property
     def a(self) -> np.ndarray:
         """``(a_n, a_t, a_o)`` stacked."""
-        return np.concatenate([self.a_n, self.a_t, self.a_o])  # type: ignore[attr-defined]
+        return np.concatenate([self.a_n, self.a_t, self.a_o])
 
 
 @dataclass(eq=False)
@@ -362,6 +377,20 @@ class ContactModel:
         if self.n_l:
             a = a - self.J @ np.asarray(lddot, dtype=float)
         return a
+
+    def solution_fields(self, c: np.ndarray, rolling: np.ndarray, tol: float) -> dict[str, object]:
+        """The :class:`StackedSolution` fields of the forces ``c``: accelerations by (22), (23) and (6),
+        and the modes, with ``a_n > 0`` and ``a_T = 0`` (at the ``rolling`` contacts) judged
+        against ``tol * max(1, ||b||_inf)``."""
+        qdd, ldd = self.accelerations(c)
+        c_n, c_t, c_o = (x.copy() for x in self.split(np.asarray(c, dtype=float)))
+        a_n, a_t, a_o = (x.copy() for x in self.split(self.contact_accelerations(qdd, ldd)))
+        atol = tol * max(1.0, float(np.abs(self.b).max(initial=0.0)))
+        is_rolling = np.zeros(self.n_c, dtype=bool)
+        is_rolling[rolling] = True
+        modes = ["breaking" if a_n[j] > atol else "rolling" if is_rolling[j] and np.hypot(a_t[j], a_o[j]) <= atol
+                 else "sliding" for j in range(self.n_c)]
+        return dict(c_n=c_n, c_t=c_t, c_o=c_o, a_n=a_n, a_t=a_t, a_o=a_o, qddot=qdd, lddot=ldd, modes=modes)
 
     def common_residuals(
         self, c: np.ndarray, a: np.ndarray, qddot: np.ndarray, lddot: np.ndarray, sliding: np.ndarray

@@ -6,11 +6,9 @@ import pytest
 import scipy.linalg
 
 from contactmp.errors import InputError, OptionError
-from contactmp.formulations.compliant_qp import CompliantQP, as_program_block, compliant_step
-from contactmp.program import Program
+from contactmp.formulations.compliant_qp import CompliantQP, compliant_step
 from contactmp.result import Status
 from contactmp.solvers import solve_lcp
-from contactmp.solvers.nlp import solve_program
 from contactmp.solvers.qp import available_qp_solvers
 
 g = 9.81
@@ -268,40 +266,6 @@ def test_rigid_unilateral_spring_at_large_step_is_stable_and_rests_at_mg():
     np.testing.assert_allclose(x, -m * g / K, rtol=0, atol=1e-15)  # x1 = x0 + h v1 rounds at ~eps * 0.05
 
 
-@pytest.mark.parametrize("form", ["velocity", "force"])
-def test_program_block_matches_the_direct_solve(form):
-    M = np.diag([2.0, 2.0, 0.5])
-    G = np.array([[0.0, 1.0, 0.3], [0.0, 1.0, -0.3], [0.0, 1.0, 0.3]])  # third row duplicates the first
-    f, v0 = np.array([1.0, -2.0 * g, 0.0]), np.array([0.5, -0.4, 0.1])
-    phi0, K, B, h = np.array([-1e-3, 2e-3, -1e-3]), np.full(3, 1e4), np.full(3, 20.0), 0.01
-    direct = compliant_step(M, f, v0, G, phi0, K, B, h, kind="unilateral")
-    assert direct.success and direct.extras["active"].sum() >= 1
-    prog = Program("compliant")
-    blk = as_program_block(prog, M=M, f=f, v0=v0, G=G, phi0=phi0, K=K, B=B, h=h, kind="unilateral", form=form)
-    red = prog.to_lcp()
-    lr = solve_lcp(red.M, red.q, solver="lemke")
-    assert lr.success
-    x = red.invert(lr.x)
-    np.testing.assert_allclose(prog.value(blk.lam, x), direct.x, atol=1e-9)
-    np.testing.assert_allclose(prog.value(blk.v1, x), direct.extras["v1"], atol=1e-12)
-    pr = solve_program(prog)
-    assert pr.success, pr.message
-    np.testing.assert_allclose(prog.value(blk.lam, pr.x), direct.x, atol=1e-6)
-    np.testing.assert_allclose(prog.value(blk.v1, pr.x), direct.extras["v1"], atol=1e-7)
-
-
-def test_bilateral_program_block_is_linear_equalities():
-    prog = Program("bil")
-    m, K, B, h = 2.0, 400.0, 3.0, 0.01
-    blk = as_program_block(prog, M=[[m]], f=[-m * g], v0=[-0.5], G=[[1.0]], phi0=[0.1], K=[K], B=[B], h=h,
-                           kind="bilateral")
-    assert blk.unilateral is None and prog.n_comp == 0
-    direct = compliant_step([[m]], [-m * g], [-0.5], [[1.0]], [0.1], K, B, h)
-    pr = solve_program(prog)
-    assert pr.success
-    np.testing.assert_allclose(prog.value(blk.lam, pr.x), direct.x, rtol=1e-8)
-
-
 def test_malformed_input_names_the_field():
     ok = dict(M=[[1.0]], f=[0.0], v0=[0.0], G=[[1.0]], phi0=[0.0], K=1.0, B=1.0, h=0.1)
     with pytest.raises(InputError, match="^K"):
@@ -316,8 +280,6 @@ def test_malformed_input_names_the_field():
         CompliantQP(**ok).solve("qpoase")
     with pytest.raises(OptionError):
         CompliantQP(**ok, kind="unilateral").solve("lu-Y")
-    with pytest.raises(InputError, match="^K"):
-        as_program_block(Program("x"), **{**ok, "K": [0.0], "B": [0.0]}, form="velocity")
 
 
 def test_unloaded_rows_carry_no_force():

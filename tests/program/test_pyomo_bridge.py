@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import io
 import math
-import time
 
 import casadi as ca
 import numpy as np
@@ -203,12 +202,14 @@ def test_shared_subexpressions_are_built_once() -> None:
     deep.x = pyo.Var([0, 1], initialize=0.5)
     [e] = translate(_chain(x, 60), x, [deep.x[0], deep.x[1]], share=shared_expressions(deep))
     deep.o = pyo.Objective(expr=(e - 0.2) ** 2)
-    t0 = time.perf_counter()
-    NLWriter().write(deep, io.StringIO(), None, None, linear_presolve=False, scale_model=False)
-    assert time.perf_counter() - t0 < 2.0
+    out = io.StringIO()
+    NLWriter().write(deep, out, None, None, linear_presolve=False, scale_model=False)
+    # linear in the depth (each named expression written once); the expanded tree would have 3^60 nodes
+    assert len(out.getvalue()) < 100_000
 
 
-def test_ten_thousand_instructions_translate_fast() -> None:
+def test_ten_thousand_instructions_translate_exactly() -> None:
+    """(Its speed is measured by benchmarks/pyomo_scale.py, not asserted here.)"""
     rng = np.random.default_rng(7)
     n = 120
     x = ca.SX.sym("x", n)
@@ -219,11 +220,7 @@ def test_ten_thousand_instructions_translate_fast() -> None:
     m = pyo.ConcreteModel()
     m.x = pyo.Var(range(n))
     leaves = [m.x[i] for i in range(n)]
-    t0 = time.perf_counter()
     outs = translate(g, x, leaves)
-    elapsed = time.perf_counter() - t0
-    per_10k = elapsed * 10_000 / fun.n_instructions()
-    assert per_10k < 1.0, f"{per_10k:.3f} s per 10k instructions"
     point = rng.uniform(-0.2, 0.2, n)
     for i in range(n):
         m.x[i].set_value(float(point[i]))

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, ClassVar
@@ -65,7 +66,7 @@ class StepData:
 class _SystemFunctions:
     """The CasADi Functions of a system that every step evaluates (built once per system)."""
 
-    _cache: ClassVar[dict[int, "_SystemFunctions"]] = {}
+    _cache: ClassVar["weakref.WeakKeyDictionary[ContactSystem, _SystemFunctions]"] = weakref.WeakKeyDictionary()
 
     def __init__(self, s: ContactSystem) -> None:
         self.data = ca.Function("step_data", [s.q, s.v, s.u], [s.M, s.B @ s.u - s.h, s.Jn, s.Jt, s.Jo, s.phi])
@@ -73,11 +74,10 @@ class _SystemFunctions:
 
     @classmethod
     def of(cls, s: ContactSystem) -> "_SystemFunctions":
-        fn = cls._cache.get(id(s))
-        if fn is None or fn._system is not s:
-            fn = cls(s)
-            fn._system = s
-            cls._cache[id(s)] = fn
+        """The Functions of ``s``, built on first use and dropped with the system."""
+        fn = cls._cache.get(s)
+        if fn is None:
+            fn = cls._cache[s] = cls(s)
         return fn
 
 

@@ -229,6 +229,12 @@ class Compliant(Formulation):
             raise InputError("facets", "must be even for a planar system")
 
     @property
+    def parametric(self) -> bool:  # type: ignore[override]
+        """With constant gains the block is a function of the state alone, so a time step reuses
+        its Program (:attr:`Formulation.parametric`); callable gains are evaluated per step."""
+        return not self.callable_gains
+
+    @property
     def callable_gains(self) -> bool:
         """True when ``stiffness`` or ``damping`` is a callable ``gain(phi, q)``."""
         return callable(self.options.stiffness) or callable(self.options.damping)

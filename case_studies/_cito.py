@@ -220,6 +220,7 @@ def run_start(to: Any, strategy: str, seed: int, start: int, backend: str = "cas
         "time_s": float(rec["time_s"]),
         "wall_s": wall,
         "backend_status": rec.get("backend_status", ""),
+        "b_stationarity": rec.get("b_stationarity"),  # the certificate of the returned point (timed apart)
         "mode_counts": {m: int((modes == i).sum()) for i, m in enumerate(MODES)},
         "trajectory": {
             "t": traj.t, "q": traj.q, "v": traj.v, "u": traj.u,

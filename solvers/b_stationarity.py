@@ -132,6 +132,14 @@ class BStationarity:
         """True (``YES``), False (``NO``) or None (``UNKNOWN``)."""
         return {BVerdict.YES: True, BVerdict.NO: False}.get(self.verdict)
 
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready summary for result extras and study records: ``b_stationary`` (True, False or
+        None), ``verdict``, ``value``, the LPEC's size (``n_biactive``, ``n_binary``, ``lpec_rows``),
+        ``time_s`` and ``message`` (no direction)."""
+        return {"b_stationary": self.b_stationary, "verdict": self.verdict.value, "value": self.value,
+                "n_biactive": self.n_biactive, "n_binary": self.n_binary, "lpec_rows": self.lpec_rows,
+                "time_s": self.time_s, "message": self.message}
+
     def pair_branch(self) -> tuple[str, ...]:
         """For every pair the side fixed to 0 on the LPEC's branch: ``sides`` with each biactive
         pair's ``"ab"`` replaced by its ``branch`` entry (empty when there is no branch)."""

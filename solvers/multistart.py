@@ -464,7 +464,7 @@ def _program_record(spec: _Spec, prep: _Prepared, i: int, res: Any, pattern: str
             "iterations": int(res.iterations), "pattern": pattern, "x": res.x,
             "objective": float(res.objective), "backend_status": res.backend_status,
             "comp_violation": float(r["comp_min"]), "constraint_violation": float(r["constraint"]),
-            "residuals": dict(r), "mode": None}
+            "residuals": dict(r), "mode": None, "b_stationarity": res.extras.get("b_stationarity")}
 
 
 def best_start(records: list[dict[str, Any]]) -> int | None:
@@ -483,7 +483,9 @@ def _result_of(prog: Any, rec: dict[str, Any], solver: str) -> Result:
     """A :class:`~contactmp.result.Result` rebuilt from a program start's record."""
     return Result(status=Status(rec["status"]), x=np.asarray(rec["x"], dtype=float), solver=solver,
                   residual=_float(rec["residual"]), iterations=int(rec["iterations"]),
-                  time_s=_float(rec.get("time_s", 0.0)), extras={"backend_status": rec.get("backend_status", "")},
+                  time_s=_float(rec.get("time_s", 0.0)),
+                  extras={"backend_status": rec.get("backend_status", ""),
+                          **({"b_stationarity": rec["b_stationarity"]} if rec.get("b_stationarity") else {})},
                   residuals={k: _float(v) for k, v in rec.get("residuals", {}).items()},
                   objective=_float(rec["objective"]), program=prog)
 

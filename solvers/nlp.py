@@ -104,6 +104,11 @@ class NLPOptions(SolverOptions):
         time left as IPOPT's ``max_wall_time``; CasADi, whose IPOPT options are fixed when the
         solver is built: an iteration callback that stops IPOPT at the deadline).
     ipopt : further IPOPT options, checked against IPOPT's own option table.
+    certify : attach the B-stationarity certificate of the returned point
+        (:func:`contactmp.solvers.b_stationarity.b_stationarity`, its LPEC solved as a MILP by
+        HiGHS) as ``extras["b_stationarity"]`` when the program has complementarity pairs; timed
+        apart (the result's ``time_s`` does not include it).
+    certify_time_limit : seconds for that MILP.
     """
 
     tol: float = 1e-8
@@ -122,6 +127,8 @@ class NLPOptions(SolverOptions):
     sign_constraints: bool = True
     time_limit: float = math.inf
     ipopt: dict[str, Any] = field(default_factory=dict)
+    certify: bool = True
+    certify_time_limit: float = 10.0
 
     def check(self) -> None:
         """Reject ill-typed values; copy and type-check the IPOPT options."""
@@ -140,8 +147,10 @@ class NLPOptions(SolverOptions):
                 raise OptionError(f"{h.stop} ({s1}) must not {'exceed' if h.shrinks else 'be below'} {h.start} ({s0})")
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 0:
             raise OptionError(f"max_iter must be a nonnegative integer, got {self.max_iter!r}")
-        if not isinstance(self.sign_constraints, bool):
-            raise OptionError(f"sign_constraints must be True or False, got {self.sign_constraints!r}")
+        for name in ("sign_constraints", "certify"):
+            if not isinstance(getattr(self, name), bool):
+                raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        _positive_finite(self, "certify_time_limit")
         self.ipopt = check_ipopt_options(self.ipopt)
 
 
@@ -285,14 +294,20 @@ def solve_program(
                 f"(feas_tol {o.feas_tol:.0e}), {comp_key} {r[comp_key]:.2e} (comp_tol {o.comp_tol:.0e})"
             )
     r = chosen.res
+    time_s = time.perf_counter() - t0
+    extras = {"backend_status": backend_status, "backend": backend, "strategy": strategy,
+              "homotopy": history, "ipopt_options": ipopt,
+              **({"smoothed_pairs": rel.n_smoothed} if strategy == "fischer_burmeister" else {})}
+    if o.certify and prog.n_comp:
+        from contactmp.solvers.b_stationarity import b_stationarity
+
+        extras["b_stationarity"] = b_stationarity(prog, chosen.x, p=p0, feas_tol=o.feas_tol,
+                                                  time_limit=o.certify_time_limit).summary()
     return Result(
         status=status, x=chosen.x, solver=f"{backend}/{strategy}",
         residual=max(r["bound"] / o.feas_tol, r["constraint"] / o.feas_tol, r[comp_key] / o.comp_tol), tol=1.0,
-        iterations=iterations, time_s=time.perf_counter() - t0, message="; ".join(messages),
-        residuals=chosen.res, objective=chosen.res["objective"], program=prog,
-        extras={"backend_status": backend_status, "backend": backend, "strategy": strategy,
-                "homotopy": history, "ipopt_options": ipopt,
-                **({"smoothed_pairs": rel.n_smoothed} if strategy == "fischer_burmeister" else {})},
+        iterations=iterations, time_s=time_s, message="; ".join(messages),
+        residuals=chosen.res, objective=chosen.res["objective"], program=prog, extras=extras,
     )
 
 

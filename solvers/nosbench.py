@@ -65,4 +65,5 @@ def solve_nosbench(
         "n_g": problem.n_g,
         "n_comp": problem.n_comp,
         "message": message,
+        "b_stationarity": jsonable(res.extras.get("b_stationarity")),  # the LPEC certificate, timed apart
     }

@@ -282,3 +282,33 @@ def test_time_limit_and_zero_rounds():
     x, cert, history = b_stationary_point(corner(), [0.0, 0.0], max_rounds=0)
     assert cert.verdict is BVerdict.NO and len(history) == 1 and "accepted" not in history[0]
     np.testing.assert_array_equal(x, [0.0, 0.0])
+
+
+# ---------------------------------------------------------------- attached to solve_program
+def test_solve_program_attaches_the_certificate_and_times_it_apart():
+    from contactmp.solvers.nlp import solve_program
+
+    prog = corner()
+    prog["x"].init, prog["y"].init = np.array([0.9]), np.array([0.2])  # the homotopy ends near (1, 0)
+    res = solve_program(prog, strategy="scholtes")
+    assert res.success, res.message
+    cert = res.extras["b_stationarity"]
+    # a Scholtes limit point of this corner problem is (1, 0) or (0, 1): B-stationary, LPEC value 0
+    assert cert["b_stationary"] is True and cert["verdict"] == "yes"
+    assert abs(cert["value"]) <= 1e-6 and cert["time_s"] >= 0.0
+    assert abs(res.x[0] - 1.0) <= 1e-6 and abs(res.x[1]) <= 1e-6
+    assert set(cert) == {"b_stationary", "verdict", "value", "n_biactive", "n_binary", "lpec_rows", "time_s",
+                         "message"}
+    off = solve_program(prog, strategy="scholtes", certify=False)
+    assert "b_stationarity" not in off.extras
+    np.testing.assert_array_equal(off.x, res.x)  # the certificate does not touch the solve
+
+
+def test_certify_options_are_strict():
+    from contactmp.errors import OptionError
+    from contactmp.solvers.nlp import solve_program
+
+    with pytest.raises(OptionError, match="certify"):
+        solve_program(corner(), certify="yes")
+    with pytest.raises(OptionError, match="certify_time_limit"):
+        solve_program(corner(), certify_time_limit=0.0)

@@ -202,7 +202,6 @@ def to_lcp(prog: Program) -> LCPReduction:
                         free_gain=S_B, free_offset=S_c, labels=[mcp.labels[i] for i in B])
 
 
-
 def _structure(prog: Program, key: str, build: Callable[[Program], Any]) -> Any:
     """``build(prog)`` (the symbolic part of a reduction, a refusal included), cached on ``prog``
     until its structure or its variable bounds change; parameter values may change in between

@@ -336,7 +336,6 @@ class Formulation:
         q_next = step.q + h * step.qdot(step.q, v_next)
         return StepOutcome(np.asarray(q_next, dtype=float).ravel(), v_next, imp, active, res)
 
-
     def _step_program(self, step: Step, idx: np.ndarray, full: StepData) -> tuple[Program, StepBlock]:
         """The Program and block of a numeric step with the contacts ``idx``: built from the step's
         numbers, or (:attr:`parametric`) the cached Program of this contact set with its
@@ -346,9 +345,9 @@ class Formulation:
             return prog, self.add_step(prog, _with_contacts(step, idx))
         check_spd(full.M)  # the numeric block checks M at every step; the parametric one here
         cache = self.__dict__.setdefault("_step_programs", OrderedDict())
-        key = (id(step.system), float(step.h), step.prefix, idx.tobytes())
+        key = (step.system, float(step.h), step.prefix, idx.tobytes())  # a system hashes by identity
         hit = cache.get(key)
-        if hit is None or hit[0] is not step.system:
+        if hit is None:
             s = step.system
             prog = Program("time_step")
             state = [prog.add_parameters(f"state/{n}", k, 0.0) if k else None
@@ -356,15 +355,16 @@ class Formulation:
             sym = [ca.SX(0, 1) if p is None else p.sym for p in state]
             blk = self.add_step(prog, dataclasses.replace(step, q=sym[0], v=sym[1], u=sym[2], contacts=idx,
                                                           _cache={}))
-            hit = cache[key] = (s, prog, blk, state)
+            hit = cache[key] = (prog, blk, state)
             while len(cache) > self.PARAMETRIC_CACHE_SIZE:
                 cache.popitem(last=False)
         cache.move_to_end(key)
-        _, prog, blk, state = hit
+        prog, blk, state = hit
         for p, value in zip(state, (step.q, step.v, step.u)):
             if p is not None:
                 p.value = value
         return prog, blk
+
 
 def _with_contacts(step: Step, idx: np.ndarray | None) -> Step:
     return dataclasses.replace(step, contacts=idx)

@@ -578,14 +578,13 @@ class PolytopeFormulation(Formulation):
 
     def problem(self, system: ContactSystem) -> Any:
         """The formulation's problem object for ``system`` (built once per system)."""
-        cache = self.__dict__.setdefault("_problems", {})
-        key = id(system)
-        if key not in cache or cache[key][0] is not system:
+        cache = self.__dict__.setdefault("_problems", {})  # keyed by the system (it hashes by identity)
+        if system not in cache:
             o = self.options
             kw = dict(vertices=o.vertices, stiffness=o.stiffness, relax=o.relax, radius=o.radius, kp=o.kp, kd=o.kd,
                       objective=o.objective, **self._problem_options())
-            cache[key] = (system, self.problem_class(system, **kw))
-        return cache[key][1]
+            cache[system] = self.problem_class(system, **kw)
+        return cache[system]
 
     def _problem_options(self) -> dict[str, Any]:
         return {}

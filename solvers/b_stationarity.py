@@ -51,6 +51,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from contactmp.errors import InputError, check_number
 from contactmp.program import Program, _scaled_violation
+from contactmp.solvers.mpcc import copy_without_pairs
 
 __all__ = ["BVerdict", "BStationarity", "b_stationarity", "branch_nlp", "b_stationary_point"]
 
@@ -504,17 +505,9 @@ def branch_nlp(prog: Program, x: Any, cert: BStationarity) -> Program:
                 nonneg_rows.setdefault(int(owner[i]), []).append((i, "b" if side == "a" else "a"))
         else:
             nonneg_rows.setdefault(int(owner[i]), []).append((i, "b" if side == "a" else "a"))
-    new = Program(f"{prog.name}/branch")
-    for v in prog.variables:
-        lo, hi = lbx[v.index], ubx[v.index]
-        new.add_variables(v.name, v.size, lo, hi, np.clip(xv[v.index], lo, hi), block=v.block)
-    for h in prog.parameters:
-        new.add_parameters(h.name, h.size, h.value, block=h.block)
-    f, g, a, b = ca.substitute([prog.f, prog.g, prog.comp_a, prog.comp_b], [ca.vertcat(prog.x, prog.p)],
-                               [ca.vertcat(new.x, new.p)])
+    new, f, _, a, b = copy_without_pairs(prog, f"{prog.name}/branch", lbx=lbx, ubx=ubx,
+                                         init=np.clip(xv, lbx, ubx))
     new.add_cost(f)
-    for c in prog.constraints:
-        new.add_constraint(g[c.index], c.lb, c.ub, name=c.name, block=c.block)
 
     def unique(name: str) -> str:
         cand, k = name, 1

@@ -22,7 +22,8 @@ import numpy as np
 from contactmp.errors import InputError, OptionError, did_you_mean
 from contactmp.program import Program, _scaled_violation
 
-__all__ = ["MPCC_STRATEGIES", "MPCCStrategy", "Relaxation", "relax", "relaxation", "fischer_burmeister"]
+__all__ = ["MPCC_STRATEGIES", "MPCCStrategy", "Relaxation", "relax", "relaxation", "fischer_burmeister",
+           "copy_without_pairs"]
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,26 @@ class Relaxation:
         return max(_scaled_violation(x, prog.lbx, prog.ubx), _scaled_violation(g, prog.lbg, prog.ubg))
 
 
+def copy_without_pairs(prog: Program, name: str, *, lbx: Any = None, ubx: Any = None,
+                       init: Any = None) -> tuple[Program, ca.SX, ca.SX, ca.SX, ca.SX]:
+    """A new Program ``name`` with the variables of ``prog`` (names, blocks; bounds and start from
+    ``prog``, or from the full vectors ``lbx``, ``ubx``, ``init`` when given), its parameters and its
+    rows, but no objective and no complementarity pairs; returned with ``f``, ``g``, ``a``, ``b``
+    rewritten in the new program's symbols (for the caller's objective and pair replacements)."""
+    new = Program(name)
+    for v in prog.variables:
+        new.add_variables(v.name, v.size, v.lb if lbx is None else lbx[v.index],
+                          v.ub if ubx is None else ubx[v.index], v.init if init is None else init[v.index],
+                          block=v.block)
+    for h in prog.parameters:
+        new.add_parameters(h.name, h.size, h.value, block=h.block)
+    f, g, a, b = ca.substitute([prog.f, prog.g, prog.comp_a, prog.comp_b], [ca.vertcat(prog.x, prog.p)],
+                               [ca.vertcat(new.x, new.p)])
+    for c in prog.constraints:
+        new.add_constraint(g[c.index], c.lb, c.ub, name=c.name, block=c.block)
+    return new, f, g, a, b
+
+
 def strategy_named(name: Any) -> MPCCStrategy:
     """The :class:`MPCCStrategy` called ``name``; :class:`OptionError` (with a hint) otherwise."""
     if name not in MPCC_STRATEGIES:
@@ -144,17 +165,8 @@ def relaxation(prog: Program, strategy: str, parameter: float = 0.0, *,
         raise InputError("parameter", f"must be a finite number, got {parameter!r}")
     if st.name == "fischer_burmeister" and prog.n_comp and parameter <= 0:
         raise InputError("parameter", f"eps must be > 0 for fischer_burmeister, got {parameter!r}")
-    new = Program(f"{prog.name}/{st.name}")
-    for v in prog.variables:
-        new.add_variables(v.name, v.size, v.lb, v.ub, v.init, block=v.block)
-    for h in prog.parameters:
-        new.add_parameters(h.name, h.size, h.value, block=h.block)
-    f, g, a, b = ca.substitute([prog.f, prog.g, prog.comp_a, prog.comp_b], [ca.vertcat(prog.x, prog.p)],
-                               [ca.vertcat(new.x, new.p)])
-    t_h = new.add_parameters(f"mpcc/{st.param}", 1, float(parameter))
-    t = t_h.sym
-    for c in prog.constraints:
-        new.add_constraint(g[c.index], c.lb, c.ub, name=c.name, block=c.block)
+    new, f, g, a, b = copy_without_pairs(prog, f"{prog.name}/{st.name}")
+    t = new.add_parameters(f"mpcc/{st.param}", 1, float(parameter)).sym
     check = [g]  # the rows, with each smoothing row in product units
     n_smoothed = 0
 

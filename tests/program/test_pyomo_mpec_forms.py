@@ -478,12 +478,6 @@ KNOWN: dict[str, tuple[dict[str, float] | None, float | None]] = {
     # z3 <= 4 min(z1, z2) = 0, so f = z1 + z2 - z3 >= 0, 0 only at the origin
     "scholtes4": ({"z[1]": 0.0, "z[2]": 0.0, "z3": 0.0}, 0.0),
 }
-#: the homotopy ends short of comp_tol (at ~1e-6 with scholtes, 1.0009e-8 with elastic_l1) and
-#: reports `other` on these degenerate solutions (a biactive pair): the lead's concern, issue 14
-#: item 1 (solvers/nlp.py); strict, so the fix shows up as XPASS
-LEADS_CONCERN = {("df", "scholtes"), ("scholtes4", "scholtes"), ("scholtes4", "elastic_l1")}
-
-
 def _example(data: Path, name: str) -> pyo.ConcreteModel:
     """The ``model`` that ``../shared/data/pyomo_mpec/<name>.py`` builds."""
     return runpy.run_path(str(data / "pyomo_mpec" / f"{name}.py"))["model"]
@@ -493,12 +487,7 @@ def _example_params() -> list[Any]:
     out = []
     for name in KNOWN:
         for strategy in STRATEGIES:
-            marks = []
-            if (name, strategy) in LEADS_CONCERN:
-                marks = [pytest.mark.xfail(strict=True, reason="lead's concern (issue 14 item 1): "
-                                           "the homotopy stops short of comp_tol on a biactive "
-                                           "solution and reports 'other'")]
-            out.append(pytest.param(name, strategy, marks=marks, id=f"{name}-{strategy}"))
+            out.append(pytest.param(name, strategy, id=f"{name}-{strategy}"))
     return out
 
 

@@ -635,7 +635,10 @@ class _Homotopy:
 
         walk = self.walk(chosen, self.o.branch_rounds, first=first)
         extras = {"branch_steps": [h for h in walk.history if "accepted" in h]}
-        solid = (chosen, walk.certs[0]) if (status is Status.SOLVED or walk.certs[0].verdict is BVerdict.YES) else None
+        # (a certificate makes a point solved only when the point passes the checks: its own
+        # feasibility test, to active_tol, is looser than comp_tol)
+        solid = (chosen, walk.certs[0]) if (status is Status.SOLVED or (walk.certs[0].verdict is BVerdict.YES
+                                                                        and self.verified(chosen.res))) else None
         for point, cert in zip(walk.points[1:], walk.certs[1:]):
             if point.ok or cert.verdict is BVerdict.YES:
                 solid = (point, cert)

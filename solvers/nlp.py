@@ -447,6 +447,14 @@ class _Homotopy:
         b_int = np.where(b_zero[:, None], ZERO, other)
         cand, info = self.solve_piece(x_full, t, a_int, b_int, "polish")
         info["biactive"] = int(both.sum())
+        if info["status"] == "Not_Enough_Degrees_Of_Freedom" and both.any():
+            # the biactive pairs' second zero sides left more equations than variables (IPOPT refuses
+            # such NLPs even when they are consistent): keep only each pair's nearer side at 0
+            a_zero = np.abs(a) <= np.abs(b)
+            a_int = np.where(a_zero[:, None], ZERO, other)
+            b_int = np.where(a_zero[:, None], other, ZERO)
+            cand, again = self.solve_piece(x_full, t, a_int, b_int, "polish")
+            info = {**again, "biactive": 0, "first_try": info}
         return cand, info
 
     # -- the homotopy ----------------------------------------------------------------------------

@@ -309,3 +309,26 @@ def test_a_certificate_does_not_make_an_uncomplementary_point_solved() -> None:
     assert r.residuals["comp_min"] == pytest.approx(math.sqrt(1e-13), rel=1e-3)
     assert r.status is not Status.SOLVED
     assert r.extras["b_stationarity"]["b_stationary"] is True
+
+
+def test_a_polish_with_more_equations_than_variables_falls_back_to_one_side_per_pair() -> None:
+    # Two pairs on two free variables, sides written as rows: 0 <= 2x _|_ 2y >= 0 and
+    # 0 <= 3x _|_ 3y >= 0, min (x - 1)^2 + (y - 1)^2 from the symmetric start. At sigma = 1 the
+    # relaxed answer has both pairs biactive for the polish (9 x y <= 1 with x, y near 1/3): four
+    # rows fixed at 0 in two variables, which IPOPT refuses (Not_Enough_Degrees_Of_Freedom, before
+    # its first iteration: 0 iterations counted, not the stale count CasADi reports). The polish then
+    # keeps one side per pair at 0, the nearer one: an axis minimizer, (1, 0) or (0, 1), f = 1,
+    # B-stationary.
+    prog = Program("overdetermined_piece")
+    x = prog.add_variables("x", 1, init=0.5)
+    y = prog.add_variables("y", 1, init=0.5)
+    prog.add_cost((x.sym - 1) ** 2 + (y.sym - 1) ** 2)
+    prog.add_complementarity(ca.vertcat(2 * x.sym, 3 * x.sym), ca.vertcat(2 * y.sym, 3 * y.sym), name="pairs")
+    r = solve_program(prog, "casadi", "scholtes")
+    tries = [h["polish"].get("first_try", {}) for h in r.extras["homotopy"]]
+    refused = [t for t in tries if t.get("status") == "Not_Enough_Degrees_Of_Freedom"]
+    assert refused and all(t["iterations"] == 0 for t in refused)
+    assert r.status is Status.SOLVED and r.extras["found_by"] == "polish"
+    assert sorted([r.value(x)[0], r.value(y)[0]]) == pytest.approx([0.0, 1.0], abs=1e-7)
+    assert r.extras["b_stationarity"]["b_stationary"] is True
+    assert 0 <= r.iterations == nlp_iterations(r)

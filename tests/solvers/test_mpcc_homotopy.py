@@ -43,6 +43,8 @@ def nlp_iterations(r) -> int:
     """Every IPOPT iteration recorded in a result's extras."""
     hist = r.extras["homotopy"]
     return sum(h["iterations"] + h.get("at_tol", {}).get("iterations", 0) + h.get("polish", {}).get("iterations", 0)
+               + h.get("polish", {}).get("first_try", {}).get("iterations", 0)
+               + h.get("infeasible_at_homotopy_tol", {}).get("iterations", 0)
                for h in hist) + sum(s["iterations"] for s in r.extras.get("branch_steps", []))
 
 
@@ -177,6 +179,23 @@ def test_piece_bounds_fix_variables_and_side_rows_and_switch_off_the_strategy_ro
     # an empty piece (a variable with lb = 0 asked to be <= -... ) is refused as None
     prog.variables[0].lb = np.array([1.0, 0.0])
     assert rel.piece_bounds(np.array([ZERO, NONNEG]), np.array([NONNEG, ZERO])) is None
+
+
+def test_free_side_rows_stay_out_of_the_homotopys_nlp() -> None:
+    # Without sign constraints a side that is an expression has no row in the homotopy's NLP (even a
+    # free row changes IPOPT's path: on NOSBENCH's CARHYS elastic_l1 took 9 NLPs and failed with
+    # them, 1 NLP without); the pieces are written on a second relaxation that has them.
+    from contactmp.solvers.nlp import NLPOptions, _engine
+
+    prog, z = lcp_program()
+    o = NLPOptions.build(sign_constraints=False)
+    eng = _engine(prog, "scholtes", o, "casadi", {"print_level": 0, "sb": "yes"}, True, False)
+    assert [c.name for c in eng.rel.program.constraints] == ["mpcc/product"]
+    assert [c.name for c in eng.rel_piece.program.constraints] == ["mpcc/side_b", "mpcc/product"]
+    assert eng.rel_piece.program.n_x == eng.rel.program.n_x
+    # with sign constraints the sign rows serve both: one relaxation
+    eng2 = _engine(prog, "scholtes", NLPOptions.build(), "casadi", {"print_level": 0, "sb": "yes"}, True, False)
+    assert eng2.rel_piece is eng2.rel
 
 
 def test_side_rows_are_free_without_sign_constraints() -> None:

@@ -71,14 +71,16 @@ def _set_start(to: Any, start: int) -> None:
         h.init = np.asarray(x0[h.index], dtype=float).copy()
 
 
-def run_start(to: Any, config: str, start: int, time_limit: float) -> dict[str, Any]:
+def run_start(to: Any, config: str, start: int, time_limit: float,
+              to_options: tuple[tuple[str, Any], ...] = ()) -> dict[str, Any]:
     """Solve start ``start`` of ``to`` with configuration ``config``; the record of the start."""
     from contactmp.result import Status
     from contactmp.solvers.nlp import solve_program
 
     _set_start(to, start)
     t0 = time.perf_counter()
-    res = solve_program(to.program, strategy="scholtes", time_limit=time_limit, **CONFIGS[config])
+    # the task's own options (the hopper starts at sigma0 = 1), then the configuration's
+    res = solve_program(to.program, strategy="scholtes", time_limit=time_limit, **{**dict(to_options), **CONFIGS[config]})
     wall = time.perf_counter() - t0
     cert = res.extras.get("b_stationarity") or {}
     # the claim re-checked here, from the returned x alone (bounds, rows, complementarity to the
@@ -177,7 +179,9 @@ def main(argv: list[str] | None = None) -> int:
             if key not in store:
                 if task not in built:
                     built[task] = _task(task)
-                rec = run_start(built[task], cfg, s, args.time_limit)
+                from contactmp.case_studies._cito import TASKS
+
+                rec = run_start(built[task], cfg, s, args.time_limit, TASKS[task].options)
                 store.append({"key": key, "fingerprint": fingerprint, "task": task, "config": cfg, "start": s, **rec})
             progress.advance(bar)
     records = [r for r in store.records() if r["task"] in tasks and r["config"] in configs]

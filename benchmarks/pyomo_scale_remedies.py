@@ -19,7 +19,8 @@ homotopy whose knobs are the configuration (:data:`CONFIGS`):
   upper bounds ``+inf``; solved by the ``later`` solver object (or one capped at ``polish_cap``
   IPOPT iterations) from the NLP's answer; accepted when IPOPT solves it and the answer passes the
   independent checks. ``dedup``: a sign row identical to one already fixed (the same affine
-  function of ``x``: the planar pyramid's 4 facets give each tangential direction twice) stays an
+  function of ``x`` up to rounding: the planar pyramid's 4 facets give each tangential direction
+  twice) stays an
   inequality instead of a second, identical equality row (which makes the tightened NLP's
   Jacobian rank-deficient and MUMPS slow);
 * the homotopy stops at the first NLP or polish whose answer IPOPT solved and that passes the
@@ -138,7 +139,9 @@ class ScholtesNLP:
 
 
 def _affine_keys(prog: Program, side: Any) -> list[Any]:
-    """Per row of ``side``: a hashable identity, equal for rows that are the same affine function."""
+    """Per row of ``side``: a hashable identity, equal for rows that are the same affine function up to
+    rounding (coefficients to 12 significant digits: the facet directions ``cos``/``sin`` of the planar
+    pyramid give ``1`` as ``0.9999999999999997`` in one row and ``1.0`` in its twin)."""
     n = side.shape[0]
     if n == 0:
         return []
@@ -150,8 +153,8 @@ def _affine_keys(prog: Program, side: Any) -> list[Any]:
     per: list[list[tuple[int, float]]] = [[] for _ in range(n)]
     for r, cc, v in zip(rows, cols, vals):
         if v != 0.0:
-            per[r].append((int(cc), float(v)))
-    return [("affine", float(c[i]), tuple(sorted(per[i]))) if affine[i] else ("expr", str(side[i]))
+            per[r].append((int(cc), float(f"{v:.12g}")))
+    return [("affine", float(f"{c[i]:.12g}"), tuple(sorted(per[i]))) if affine[i] else ("expr", str(side[i]))
             for i in range(n)]
 
 

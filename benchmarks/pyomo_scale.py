@@ -432,6 +432,7 @@ def plot(scale: dict[str, Any], path: Path) -> Path | None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     styles = {"pyomo": ("C0", "o", "Pyomo plugin (contactmp_ipopt)"), "casadi": ("C1", "s", "CasADi path (to.solve)"),
               "plain": ("C2", "^", "plain Scholtes loop (nlpsol)")}
@@ -457,6 +458,9 @@ def plot(scale: dict[str, Any], path: Path) -> Path | None:
                 ax.axhline(TARGET_TIME_S, color="red", linewidth=0.8, alpha=0.6, label=f"target {TARGET_TIME_S:g} s at N = {TARGET_N}")
             ax.set_xscale("log")
             ax.set_yscale("log")
+            if ns.size:
+                ax.set_xticks(ns, [f"{int(v)}" for v in ns])
+                ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
             ax.set_xlabel("N (time steps)")
             ax.set_ylabel(label)
             ax.set_title(f"{system}: {label} (hollow: not solved)")

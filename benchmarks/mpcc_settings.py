@@ -8,9 +8,13 @@ starts, on the trajectory-optimization tasks of the cito studies (box and hopper
 Every configuration solves the same seeded starts (start 0: the task's guess; start i: the guess plus
 0.1 N(0, 1) noise from numpy.random.default_rng([0, i]), as the studies do) with
 ``solve_program(strategy="scholtes")`` and the configuration's options, one start at a time in this
-process (one worker). The reference ``before`` is the homotopy as it was before issue 14: every NLP
-at IPOPT's ``tol``, no polish, no certificate, stop at the first NLP whose answer passes the checks
-(``polish=False, homotopy_tol=1e-8, certify=False``). The table gives per task and configuration:
+process (one worker). The reference ``plain loop`` is a plain Scholtes loop on the same program
+(``plain_scholtes`` of ``benchmarks/pyomo_scale.py``: casadi.nlpsol built once, sigma = 1, 0.1, ...,
+1e-12, primal warm start, IPOPT at ``tol = 1e-8`` with ``bound_relax_factor = 0`` and the adaptive
+barrier, stop at the first NLP that IPOPT solves with an answer that passes the checks); ``before``
+is our homotopy as it was before issue 14: every NLP at IPOPT's ``tol``, no polish, no
+certificate, the same stop (``polish=False, homotopy_tol=1e-8, certify=False``, with the task's
+sigma0 = 1 of the time). The table gives per task and configuration:
 converged starts (verified solved and max |min(a, b)| <= 1e-6, the studies' rule), best and median
 cost of the converged starts, share certified B-stationary, median IPOPT iterations and wall time per
 start (the certificate timed apart), and the ratio of the median time to ``before``'s in the same
@@ -34,9 +38,13 @@ import _common as common  # noqa: E402
 
 from contactmp.records import RecordStore  # noqa: E402
 
-#: name -> solve_program options (the default configuration is NLPOptions' defaults)
+#: name -> solve_program options (the default configuration is NLPOptions' defaults); "plain loop"
+#: is not solve_program: it is the plain Scholtes loop of benchmarks/pyomo_scale.py (casadi.nlpsol,
+#: sigma = 1, 0.1, ..., 1e-12, primal warm start, stop at the first NLP that IPOPT solves and
+#: whose answer passes the checks)
 CONFIGS: dict[str, dict[str, Any]] = {
-    "before": {"polish": False, "homotopy_tol": 1e-8, "certify": False},
+    "plain loop": {},
+    "before": {"polish": False, "homotopy_tol": 1e-8, "certify": False, "sigma0": 1.0, "infeasible_stop": 1},
     "default": {},
     "no polish": {"polish": False},
     "homotopy_tol 1e-8": {"homotopy_tol": 1e-8},
@@ -78,6 +86,15 @@ def run_start(to: Any, config: str, start: int, time_limit: float,
     from contactmp.solvers.nlp import solve_program
 
     _set_start(to, start)
+    if config == "plain loop":
+        from pyomo_scale import plain_scholtes
+
+        out = plain_scholtes(to.program, 1e-8, time_limit)
+        return {"status": out["status"], "objective": float(out["objective"]), "false_claim": False,
+                "converged": bool(out["status"] == "solved" and out["check"]["comp_min"] <= COMP_TOL),
+                "comp_min": float(out["check"]["comp_min"]), "iterations": int(out["iterations"]),
+                "time_s": float(out["time_s"]), "wall_s": float(out["time_s"]), "certify_s": 0.0,
+                "b_stationary": None, "found_by": "", "nlps": int(out["nlps"])}
     t0 = time.perf_counter()
     # the task's own options (the hopper starts at sigma0 = 1), then the configuration's
     res = solve_program(to.program, strategy="scholtes", time_limit=time_limit, **{**dict(to_options), **CONFIGS[config]})
@@ -100,7 +117,7 @@ def summarize(records: list[dict[str, Any]], tasks: list[str], configs: list[str
     """One row per (task, configuration)."""
     rows = []
     for task in tasks:
-        ref = [r["time_s"] for r in records if r["task"] == task and r["config"] == "before"]
+        ref = [r["time_s"] for r in records if r["task"] == task and r["config"] == "plain loop"]
         ref_median = float(np.median(ref)) if ref else None
         for cfg in configs:
             rs = [r for r in records if r["task"] == task and r["config"] == cfg]
@@ -117,7 +134,7 @@ def summarize(records: list[dict[str, Any]], tasks: list[str], configs: list[str
                 "median_iterations": float(np.median([r["iterations"] for r in rs])),
                 "median_time_s": med, "max_time_s": max(r["time_s"] for r in rs),
                 "median_certify_s": float(np.median([r["certify_s"] for r in rs])),
-                "ratio_to_before": med / ref_median if ref_median else None,
+                "ratio_to_plain": med / ref_median if ref_median else None,
             })
     return rows
 
@@ -134,7 +151,8 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     for ax, task in zip(axes[0], tasks):
         rs = [r for r in rows if r["task"] == task]
         y = np.arange(len(rs))
-        ax.barh(y, [r["median_time_s"] for r in rs], color=["C3" if r["config"] == "before" else "C0" for r in rs])
+        ax.barh(y, [r["median_time_s"] for r in rs],
+                color=["C3" if r["config"] in ("before", "plain loop") else "C0" for r in rs])
         ax.set_yticks(y, [f"{r['config']} ({r['converged']}/{r['starts']})" for r in rs], fontsize=8)
         ax.set_xscale("log")
         ax.set_xlabel("median time per start (s), certificate apart")
@@ -161,8 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown:
         raise SystemExit(f"unknown configuration(s) {unknown}; known: {list(CONFIGS)}")
-    if "before" not in configs:
-        configs.insert(0, "before")
+    for ref in ("before", "plain loop"):
+        if ref not in configs:
+            configs.insert(0, ref)
     t_start = time.perf_counter()
     starts = {"box": args.starts_box, "hopper": args.starts_hopper}
     tasks = [t for t in starts if starts[t] > 0]
@@ -193,15 +212,15 @@ def main(argv: list[str] | None = None) -> int:
     common.print_table(
         "MPCC homotopy settings (scholtes, pyramid, quick tasks; one worker)",
         ["task", "configuration", "converged", "best cost", "median cost", "B-stationary", "false claims",
-         "median its", "median time", "max time", "certificate", "ratio to before"],
+         "median its", "median time", "max time", "certificate", "ratio to plain loop"],
         [[r["task"], r["config"], f"{r['converged']}/{r['starts']}", g(r["best_cost"], "{:.3f}"),
           g(r["median_cost"], "{:.3f}"), f"{r['b_stationary']}/{r['starts']}", r["false_claims"],
           g(r["median_iterations"], "{:.0f}"),
           common.fmt_time(r["median_time_s"]), common.fmt_time(r["max_time_s"]),
-          common.fmt_time(r["median_certify_s"]), g(r["ratio_to_before"], "{:.3f}")] for r in rows],
+          common.fmt_time(r["median_certify_s"]), g(r["ratio_to_plain"], "{:.3f}")] for r in rows],
         caption="converged: verified solved and max|min(a, b)| <= 1e-6; false claims: solved but the returned x "
                 "fails bounds/rows <= 1e-6 or max|min(a, b)| <= 1e-8 rechecked here; times exclude the B-stationarity "
-                "certificate (its median is the 'certificate' column); ratio: median time / before's median")
+                "certificate (its median is the 'certificate' column); ratio: median time / the plain loop's median")
     png = args.out / "mpcc_settings.png"
     plot(rows, png)
     return common.finish(args.out / "mpcc_settings.json",

@@ -96,6 +96,7 @@ from contactmp.program import Program  # noqa: E402
 from contactmp.pyomo_bridge import program_x, set_program_x  # noqa: E402
 from contactmp.records import RecordStore  # noqa: E402
 from contactmp.result import Status  # noqa: E402
+from contactmp.solvers.ipopt import DeadlineCallback  # noqa: E402
 from contactmp.solvers.pyomo_ipopt import pyomo_to_program  # noqa: E402
 from contactmp.transcriptions.contact_implicit import ContactImplicitTO  # noqa: E402
 
@@ -172,43 +173,6 @@ def _homotopy(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # the plain Scholtes loop (written out here: casadi.nlpsol + IPOPT, nothing of solve_program)
 
 
-class _StopAt(ca.Callback):
-    """IPOPT's iteration callback: stop (``User_Requested_Stop``) once ``deadline`` has passed."""
-
-    def __init__(self, nx: int, ng: int, deadline: float) -> None:
-        ca.Callback.__init__(self)
-        self.nx, self.ng, self.deadline, self.stopped = nx, ng, deadline, False
-        self.construct("pyomo_scale_deadline", {})
-
-    def get_n_in(self) -> int:
-        return ca.nlpsol_n_out()
-
-    def get_n_out(self) -> int:
-        return 1
-
-    def get_name_in(self, i: int) -> str:
-        return ca.nlpsol_out(i)
-
-    def get_name_out(self, i: int) -> str:
-        return "ret"
-
-    def get_sparsity_in(self, i: int) -> Any:
-        name = ca.nlpsol_out(i)
-        if name == "f":
-            return ca.Sparsity.scalar()
-        if name in ("x", "lam_x"):
-            return ca.Sparsity.dense(self.nx)
-        if name in ("g", "lam_g"):
-            return ca.Sparsity.dense(self.ng)
-        return ca.Sparsity(0, 0)
-
-    def eval(self, arg: Any) -> list[int]:
-        if time.perf_counter() >= self.deadline:
-            self.stopped = True
-            return [1]
-        return [0]
-
-
 def plain_scholtes(prog: Program, tol: float, time_limit: float) -> dict[str, Any]:
     """The plain Scholtes loop on ``prog`` (see the module docstring); its record."""
     t0 = time.perf_counter()
@@ -233,7 +197,8 @@ def plain_scholtes(prog: Program, tol: float, time_limit: float) -> dict[str, An
     g = ca.vertcat(*rows)
     lbg_v, ubg_v = np.concatenate(lbg), np.concatenate(ubg)
     deadline = t0 + time_limit
-    stop = _StopAt(prog.n_x, g.shape[0], deadline)
+    stop = DeadlineCallback(prog.n_x, g.shape[0])  # (contactmp's: a plain CasADi iteration callback)
+    stop.deadline = deadline
     ipopt = {"print_level": 0, "sb": "yes", "tol": float(tol), "max_iter": 3000, "bound_relax_factor": 0.0,
              "mu_strategy": "adaptive"}
     solver = ca.nlpsol("plain_scholtes", "ipopt", {"x": x, "p": ca.vertcat(p, sigma), "f": prog.f, "g": g},

@@ -30,7 +30,7 @@ import numpy as np
 from contactmp.errors import OptionError, did_you_mean
 from contactmp.result import Status
 
-__all__ = ["IpoptNLP", "IpoptAnswer", "IPOPT_STATUS", "IPOPT_RETURN_CODES", "BACKENDS", "ipopt_status",
+__all__ = ["IpoptNLP", "IpoptAnswer", "DeadlineCallback", "IPOPT_STATUS", "IPOPT_RETURN_CODES", "BACKENDS", "ipopt_status",
            "ipopt_option_types", "check_ipopt_options", "CyipoptCallbacks"]
 
 #: backend name -> how IPOPT is called
@@ -189,7 +189,7 @@ class IpoptAnswer:
         return IPOPT_STATUS.get(self.status) is Status.SOLVED
 
 
-class _Deadline(ca.Callback):
+class DeadlineCallback(ca.Callback):
     """CasADi's ``iteration_callback``: asks IPOPT to stop (``User_Requested_Stop``) once
     ``time.perf_counter()`` has passed ``deadline`` or ``time.process_time()`` has passed
     ``cpu_deadline``. IPOPT's own ``max_wall_time`` counts from the start of each NLP and CasADi fixes
@@ -322,12 +322,12 @@ class IpoptNLP:
         x = nlp["x"]
         g, p = nlp.get("g", type(x)(0, 1)), nlp.get("p", type(x)(0, 1))
         self.nx, self.ng = x.shape[0], g.shape[0]
-        self._cb: _Deadline | None = None
+        self._cb: DeadlineCallback | None = None
         if backend == "casadi":
             opts: dict[str, Any] = {"print_time": False, "error_on_fail": False, **(nlpsol or {}),
                                     "ipopt": self.ipopt}
             if deadline < math.inf:
-                self._cb = _Deadline(self.nx, self.ng)
+                self._cb = DeadlineCallback(self.nx, self.ng)
                 self._cb.deadline = deadline
                 opts["iteration_callback"] = self._cb
             try:

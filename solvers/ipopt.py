@@ -227,7 +227,8 @@ class DeadlineCallback(ca.Callback):
         return ca.Sparsity(0, 0)
 
     def eval(self, arg: Any) -> list[int]:
-        if time.perf_counter() >= self.deadline or time.process_time() >= self.cpu_deadline:
+        if time.perf_counter() >= self.deadline or (self.cpu_deadline < math.inf
+                                                    and time.process_time() >= self.cpu_deadline):
             self.stopped = True
             return [1]
         return [0]

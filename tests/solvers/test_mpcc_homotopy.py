@@ -189,16 +189,17 @@ def test_free_side_rows_stay_out_of_the_homotopys_nlp() -> None:
     # Without sign constraints a side that is an expression has no row in the homotopy's NLP (even a
     # free row changes IPOPT's path: on NOSBENCH's CARHYS elastic_l1 took 9 NLPs and failed with
     # them, 1 NLP without); the pieces are written on a second relaxation that has them.
-    from contactmp.solvers.nlp import NLPOptions, _engine
+    from contactmp.solvers.homotopy import engine
+    from contactmp.solvers.nlp import NLPOptions
 
     prog, z = lcp_program()
     o = NLPOptions.build(sign_constraints=False)
-    eng = _engine(prog, "scholtes", o, "casadi", {"print_level": 0, "sb": "yes"}, True, False)
+    eng = engine(prog, "scholtes", o, "casadi", {"print_level": 0, "sb": "yes"}, True, False)
     assert [c.name for c in eng.rel.program.constraints] == ["mpcc/product"]
     assert [c.name for c in eng.rel_piece.program.constraints] == ["mpcc/side_b", "mpcc/product"]
     assert eng.rel_piece.program.n_x == eng.rel.program.n_x
     # with sign constraints the sign rows serve both: one relaxation
-    eng2 = _engine(prog, "scholtes", NLPOptions.build(), "casadi", {"print_level": 0, "sb": "yes"}, True, False)
+    eng2 = engine(prog, "scholtes", NLPOptions.build(), "casadi", {"print_level": 0, "sb": "yes"}, True, False)
     assert eng2.rel_piece is eng2.rel
 
 

@@ -319,8 +319,19 @@ def test_product_form_certificate_of_a_sign_indefinite_pair() -> None:
     # 0 <= d_L) and pair 2 "b" (-d_L <= 0 <= d_Lambda): grad f^T d = -2 d_L = -2.
     cert0 = b_stationarity(prog, [0.0, 0.0], sign_constraints=False)
     assert cert0.verdict is BVerdict.NO and cert0.value == pytest.approx(-2.0, abs=1e-8)
+    # that branch's piece: Lambda <= 0 <= L (pair 1 on "a") and Lambda >= 0 >= -L (pair 2 on "b"):
+    # with Lambda's bound, Lambda = 0 and L >= 0; as a Program (branch_nlp), Lambda's bounds
+    # [0, 0] and the row -L <= 0
     a_int, b_int = cert0.piece_intervals()
-    assert a_int.shape == (2, 2)
+    np.testing.assert_array_equal(a_int, [[-np.inf, 0.0], [0.0, np.inf]])
+    np.testing.assert_array_equal(b_int, [[0.0, np.inf], [-np.inf, 0.0]])
+    from contactmp.solvers.b_stationarity import branch_nlp
+
+    nlp = branch_nlp(prog, [0.0, 0.0], cert0)
+    assert nlp.lbx[0] == nlp.ubx[0] == 0.0 and nlp.lbx[1] == 0.0
+    assert [c.name for c in nlp.constraints] == ["LambdaL/branch_nonpos"]
+    r = solve_program(nlp, "casadi")
+    np.testing.assert_allclose(r.x, [0.0, 1.0], atol=1e-7)
 
 
 def test_product_form_solve_is_solved_and_certified() -> None:

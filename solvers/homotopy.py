@@ -546,8 +546,9 @@ class Homotopy:
                                      "value": cert.value, "branch": [[int(i), b] for i, b in zip(cert.biactive,
                                                                                                 cert.branch)]}
             walk.history.append(entry)
-            if (cert.verdict is not BVerdict.NO or not self.verified(current.res) or len(walk.history) > rounds
-                    or self.left() <= 0):
+            # (a refuted point is feasible to the certificate's tolerances, which are looser than the
+            # checks: the walk may start from a point that is not solved, its moves must be)
+            if cert.verdict is not BVerdict.NO or len(walk.history) > rounds or self.left() <= 0:
                 return walk
             a_int, b_int = cert.piece_intervals()
             x_full = current.x_full if current.x_full is not None else self.rel.start(current.x)

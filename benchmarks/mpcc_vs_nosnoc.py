@@ -3,6 +3,7 @@ Scholtes homotopy with IPOPT (the NOSBENCH MPCCs), in one run on the same machin
 
     python benchmarks/mpcc_vs_nosnoc.py [--quick] [--fresh] [--part a|b|all] [--time-limit S]
                                         [--task-time-limit S] [--repeats R] [--out FILE]
+                                        [--strategies S1,S2,...] [--only SUBSTR,...]
 
 Part A: two tasks posed both in contactmp (``ContactImplicitTO``: Stewart-Trinkle / Anitescu-Potra
 velocity-level time stepping, one pyramid block per step, semi-implicit Euler) and in nosnoc 0.2.0
@@ -40,15 +41,25 @@ trajectory (ours and nosnoc's) is also re-simulated open loop with contactmp's `
 step ``T / (20 N)``: the "re-sim err" column is the distance of that simulation's final state from
 the goal (how much the optimized controls really achieve).
 
-Part B: every NOSBENCH problem in ``shared/data/nosbench`` solved by each MPCC strategy of
-``contactmp.solvers.nlp.STRATEGIES`` (``contactmp.solvers.nosbench.solve_nosbench``) and by a plain
-Scholtes homotopy written here with ``casadi.nlpsol`` (sigma = 1, 0.1, ..., 1e-9, ``G_i H_i <=
-sigma``, signs of G and H from the bounds only, primal warm start, IPOPT with
-``bound_relax_factor = 0`` and ``mu_strategy = adaptive``, stop at the first successful NLP with
-``max_i G_i H_i <= 1e-7``). Every answer is judged by the paper's criterion on the returned point
-(bounds and g feasible to 1e-6, signed ``max_i G_i H_i <= 1e-7``); ratios are against the reference
-of the same run. Times are wall times from the file to the judged answer (load and NLP
-construction included), with a time limit per solve.
+Part B: every NOSBENCH problem in ``shared/data/nosbench`` (20) and ``shared/data/nosbench-more``
+(46), 66 problems from 23 families, solved by each MPCC strategy of
+``contactmp.solvers.nlp.STRATEGIES`` (``--strategies`` picks some; the default is whatever that
+registry holds, so new strategies join by themselves) through
+``contactmp.solvers.nosbench.solve_nosbench``, and by a plain Scholtes homotopy written here with
+``casadi.nlpsol`` (sigma = 1, 0.1, ..., 1e-9, ``G_i H_i <= sigma``, signs of G and H from the bounds
+only, primal warm start, IPOPT with ``bound_relax_factor = 0`` and ``mu_strategy = adaptive``, stop
+at the first successful NLP with ``max_i G_i H_i <= 1e-7``). Every answer is judged by the paper's
+criterion on the returned point (bounds and g feasible to 1e-6, signed ``max_i G_i H_i <= 1e-7``);
+ratios are against the plain loop of the same run. Times are wall times from the file to the judged
+answer (load, NLP construction and, for ours, the B-stationarity certificate included), with a time
+limit per solve (the plain loop checks it between NLPs, each NLP has it as IPOPT's
+``max_wall_time``). The tables give per problem the family, sizes, status, time, IPOPT iterations
+and NLP count of every method and the B-stationarity verdict of each of our answers; per family
+the solved counts and times; and the totals (solved, total time and its ratio to the plain loop's).
+A PNG next to the JSON shows the performance profile and the time per problem. nosnoc 0.2.0 has no
+entry point for a generic MPCC (``nosnoc_side.py --probe-mpcc`` checks), so part B has no nosnoc
+column and says why. Records of ours are keyed by a hash of the solver sources, so a run after a
+code change recomputes them.
 
 Output: ``benchmarks/out/mpcc_vs_nosnoc.json`` and ``benchmarks/out/mpcc_vs_nosnoc.jsonl`` (one
 finished record per line, keyed and with its settings' fingerprint ``config``, appended as it
@@ -450,7 +461,7 @@ def reference_scholtes(path: Path, time_limit: float) -> dict[str, Any]:
 
     from contactmp.nosbench import load_nosbench
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     pb = load_nosbench(path)
     w = ca.SX.sym("w", pb.n_w)
     p = ca.SX.sym("p", pb.n_p)
@@ -496,7 +507,7 @@ def reference_scholtes(path: Path, time_limit: float) -> dict[str, Any]:
     if wall > time_limit and not judged["solved"]:
         timed_out = True
     return {**judged, "status": "solved" if judged["solved"] else ("time_limit" if timed_out else "not_solved"),
-            "ipopt_status": status, "time_s": wall, "nlps": len(history),
+            "ipopt_status": status, "time_s": wall, "cpu_s": time.process_time() - c0, "nlps": len(history),
             "iterations": sum(h_["iterations"] for h_ in history), "homotopy": history,
             "n_w": pb.n_w, "n_g": pb.n_g, "n_comp": pb.n_comp}
 
@@ -506,12 +517,12 @@ def ours_nosbench(path: Path, strategy: str, time_limit: float) -> dict[str, Any
     from contactmp.nosbench import load_nosbench
     from contactmp.solvers.nosbench import solve_nosbench
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     pb = load_nosbench(path)
     out = solve_nosbench(pb, strategy=strategy, time_limit=time_limit)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     judged = paper_judge(pb, np.asarray(out["w"], dtype=float))
-    return {**judged, "status": out["status"], "time_s": wall, "solve_time_s": out.get("solve_time_s"),
+    return {**judged, "status": out["status"], "time_s": wall, "cpu_s": cpu, "solve_time_s": out.get("solve_time_s"),
             "nlps": out["nlps"], "iterations": out["iterations"], "message": out["message"],
             "paper_criterion": out.get("paper_criterion"), "b_stationarity": out.get("b_stationarity"),
             "n_w": pb.n_w, "n_g": pb.n_g, "n_comp": pb.n_comp}
@@ -669,6 +680,15 @@ def summarize_b(problems: list[str], methods: list[str], recs: dict[str, dict[st
                              "absent": bs.count("absent")} if m != REF else None,
             "lpec_time_s": sum(float(((r or {}).get("b_stationarity") or {}).get("time_s") or 0.0) for r in rs),
         })
+        cpus = [r.get("cpu_s") for r in rs if r]
+        ref_cpu = [recs.get(f"B/{p}/{REF}", {}).get("cpu_s") for p in problems]
+        have_cpu = all(c is not None for c in cpus) and all(c is not None for c in ref_cpu) and cpus
+        out[-1]["total_cpu_s"] = sum(float(c) for c in cpus) if have_cpu else None
+        out[-1]["total_cpu_ratio_vs_reference"] = (sum(float(c) for c in cpus) / sum(float(c) for c in ref_cpu)
+                                                   if have_cpu and sum(float(c) for c in ref_cpu) > 0 else None)
+        out[-1]["total_time_without_lpec_s"] = out[-1]["total_time_s"] - out[-1]["lpec_time_s"]
+        out[-1]["total_time_without_lpec_ratio_vs_reference"] = (
+            out[-1]["total_time_without_lpec_s"] / ref_total if ref_total > 0 else None)
     return out
 
 
@@ -705,6 +725,13 @@ def _bstat_cell(r: dict[str, Any]) -> str:
     return {True: "Y", False: "N"}.get(b.get("b_stationary"), "?")
 
 
+def _short(name: str) -> str:
+    """A problem name without its integrator and its trailing model tag (unique in the 66)."""
+    parts = name.split("_")
+    keep = [x for x in parts if x not in ("GL", "RIIA", "ERK", "FIL", "ELC", "IEC", "HYS", "0")]
+    return "_".join(keep)
+
+
 def plot_part_b(problems: list[str], methods: list[str], recs: dict[str, dict[str, Any]], path: Path,
                 time_limit: float) -> Path:
     """Two panels: the performance profile of the methods (Dolan-More, unsolved = failure) and the
@@ -720,13 +747,14 @@ def plot_part_b(problems: list[str], methods: list[str], recs: dict[str, dict[st
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(15, 5.5), dpi=110, gridspec_kw={"width_ratios": [1, 1.6]})
     markers = "os^vDPX*<>"
     for k, m in enumerate(methods):
+        name = "plain loop" if m == REF else m
         ax1.step(prof["tau"], prof["rho"][m], where="post", linewidth=1.8,
-                 label=f"{m} ({sum(1 for t in times[m] if t is not None)}/{len(problems)})")
+                 label=f"{name} ({sum(1 for t in times[m] if t is not None)}/{len(problems)})")
         xs = np.arange(len(problems))
         ys = [float((recs.get(f"B/{p}/{m}") or {}).get("time_s") or np.nan) for p in problems]
         solved = [bool((recs.get(f"B/{p}/{m}") or {}).get("solved")) for p in problems]
         mk = markers[k % len(markers)]
-        line = ax2.plot(xs[solved], np.asarray(ys)[solved], mk, markersize=5, label=m)[0]
+        line = ax2.plot(xs[solved], np.asarray(ys)[solved], mk, markersize=5, label=name)[0]
         ax2.plot(xs[[not v for v in solved]], np.asarray(ys)[[not v for v in solved]], mk, markersize=7,
                  markerfacecolor="none", color=line.get_color())
     ax1.set_xscale("log", base=2)
@@ -739,8 +767,7 @@ def plot_part_b(problems: list[str], methods: list[str], recs: dict[str, dict[st
     ax2.set_yscale("log")
     ax2.axhline(time_limit, color="grey", linestyle=":", linewidth=1)
     ax2.set_xticks(np.arange(len(problems)))
-    ax2.set_xticklabels([p.split("_GL_")[0].split("_RIIA_")[0].split("_ERK_")[0] for p in problems],
-                        rotation=90, fontsize=6)
+    ax2.set_xticklabels([_short(p) for p in problems], rotation=90, fontsize=6)
     ax2.set_ylabel("wall time per problem [s] (open marker: not solved)")
     ax2.set_title("time per problem, smallest file first")
     ax2.grid(True, which="both", axis="y", alpha=0.3)
@@ -799,15 +826,18 @@ def report_b(problems: list[str], folders: dict[str, str], methods: list[str], r
             sm["time_limit_hits"], sm["errors"],
             "-" if bs is None else f"{bs['yes']}/{bs['no']}/{bs['unknown']}/{bs['absent']}",
             "-" if bs is None else common.fmt_time(sm["lpec_time_s"]),
+            "-" if bs is None else _f(sm["total_time_without_lpec_ratio_vs_reference"], ".3g"),
+            common.fmt_time(sm["total_cpu_s"]), _f(sm["total_cpu_ratio_vs_reference"], ".3g"),
         ])
     common.print_table(
         "Part B totals (ratios against the plain Scholtes loop of this run)",
         ["method", "solved", "fraction", "total t", "total t / plain", "median t (solved)",
          "median t/t_plain (n both)", "geomean t/t_plain", "IPOPT it", "NLPs", "TL", "err",
-         "B-stat Y/N/?/none (solved)", "LPEC t"], srows,
+         "B-stat Y/N/?/none (solved)", "LPEC t", "(total t - LPEC t) / plain", "CPU t", "CPU t / plain"], srows,
         caption="The NOSBENCH paper reports 73.8% of its 603 problems solved by Scholtes + IPOPT; these are "
                 "the 66 problems of shared/data/nosbench and nosbench-more (23 families). Total times "
-                "include the failures (up to the time limit each).")
+                "include the failures (up to the time limit each). CPU t = this process's CPU time (less "
+                "sensitive than wall time to other load on the machine).")
     return summary, fams
 
 

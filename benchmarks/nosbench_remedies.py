@@ -19,7 +19,11 @@ Every variant is the plain loop of ``benchmarks/mpcc_vs_nosnoc.py`` (``G_i H_i <
   ``biactive_tol``, drop the product rows, solve that ordinary NLP warm-started, and accept its
   answer when it meets the paper's criterion (else go on with the homotopy);
 * IPOPT options: ``mu_strategy``, ``mu_oracle``, ``bound_push``, ``nlp_scaling_method``, ``max_iter``;
-* ``lift``: G and H as new variables ``a = G(w)``, ``b = H(w)`` (equality rows), rows ``a_i b_i <= sigma``.
+* ``lift``: G and H as new variables ``a = G(w)``, ``b = H(w)`` (equality rows), rows ``a_i b_i <= sigma``;
+* ``aug``: the file's ``augmented_objective_fun`` (f plus nosnoc's step-length regularization);
+* ``perturb``: a seeded relative perturbation of the file's initial guess;
+* ``pf:V1>V2>...@CAP``: a portfolio of variants, run for real (the file loaded once, each attempt
+  but the last limited to CAP seconds, stop at the first answer that meets the criterion).
 
 Accepting an answer always goes through the independent check (the file's own Functions), never
 IPOPT's word. Records go to a JSONL (``contactmp.records.RecordStore``, resumable, keyed by
@@ -88,6 +92,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "perturb": {"perturb": 0.1},
     "perturb,seed=1": {"perturb": 0.1, "seed": 1},
     "perturb,seed=2": {"perturb": 0.3, "seed": 2},
+    "l1": {"mode": "l1", "sigma_min": 1e-8},
+    "l1,monotone": {"mode": "l1", "sigma_min": 1e-8, "ipopt": {"mu_strategy": "monotone"}},
     "aug": {"aug": True},
     "aug,linf": {"aug": True, "mode": "linf"},
     "aug,monotone": {"aug": True, "ipopt": {"mu_strategy": "monotone"}},
@@ -160,17 +166,22 @@ class Homotopy:
             ubg += [np.zeros(self.n_c)] * 2
         self.n_lift = 2 * self.n_c if st["lift"] else 0
         obj = f
-        if st["mode"] == "linf":
+        if st["mode"] == "l1":
+            # the l1 penalty (ours: elastic_l1): f + sum_i G_i H_i / sigma, no product rows; a
+            # sign-indefinite pair (Lambda, L), (Lambda, -L) cancels in the sum, so it is not penalized
+            obj = f + ca.sum1(a * b) / sigma
+        elif st["mode"] == "linf":
             s = ca.SX.sym("s")
             x.append(s)
             lbx.append([0.0])
             ubx.append([st["s_max"]])
             rows.append(a * b - s)
             obj = f + s / sigma
-        else:
+        if st["mode"] == "scholtes":
             rows.append(a * b - sigma)
-        lbg.append(np.full(self.n_c, -np.inf))
-        ubg.append(np.zeros(self.n_c))
+        if st["mode"] != "l1":
+            lbg.append(np.full(self.n_c, -np.inf))
+            ubg.append(np.zeros(self.n_c))
         self.x = ca.vertcat(*x)
         self.lbx = np.concatenate([np.asarray(v, float) for v in lbx])
         self.ubx = np.concatenate([np.asarray(v, float) for v in ubx])
@@ -236,13 +247,48 @@ class Homotopy:
             "fixed_G": int(fixG.sum()), "fixed_H": int(fixH.sum()), "both": int((fixG & fixH).sum())}
 
 
-def run(path: Path, variant: str, time_limit: float) -> dict[str, Any]:
-    """One problem, one variant: the homotopy (and polish steps), judged by the paper's criterion."""
+def run_portfolio(path: Path, spec: str, time_limit: float) -> dict[str, Any]:
+    """A portfolio ``pf:V1>V2>...[@CAP]``: load once, run the variants in order, each with the time
+    ``CAP`` (the last with what is left of ``time_limit``), stop at the first answer that meets the
+    paper's criterion."""
     from contactmp.nosbench import load_nosbench
 
     t0, c0 = time.perf_counter(), time.process_time()
-    st = settings(variant)
+    body, _, cap_s = spec[3:].partition("@")
+    cap = float(cap_s) if cap_s else math.inf
+    order = body.split(">")
     pb = load_nosbench(path)
+    attempts = []
+    rec: dict[str, Any] = {}
+    for k, v in enumerate(order):
+        left = time_limit - (time.perf_counter() - t0)
+        if left <= 0:
+            break
+        limit = left if k == len(order) - 1 else min(cap, left)
+        rec = run(path, v, limit, pb=pb)
+        attempts.append({"variant": v, "solved": rec["solved"], "time_s": rec["time_s"], "nlps": rec["nlps"],
+                         "iterations": rec["iterations"]})
+        if rec["solved"]:
+            break
+    wall = time.perf_counter() - t0
+    return {"problem": path.stem, "variant": spec, "solved": bool(rec.get("solved")),
+            "status": "solved" if rec.get("solved") else ("time_limit" if wall > time_limit else "not_solved"),
+            "solved_by": attempts[-1]["variant"] if rec.get("solved") else None, "time_s": wall,
+            "cpu_s": time.process_time() - c0, "iterations": sum(a["iterations"] for a in attempts),
+            "nlps": sum(a["nlps"] for a in attempts), "attempts": attempts,
+            "objective": rec.get("objective"), "comp_residual": rec.get("comp_residual"),
+            "feasibility": rec.get("feasibility"), "n_w": pb.n_w, "n_g": pb.n_g, "n_comp": pb.n_comp}
+
+
+def run(path: Path, variant: str, time_limit: float, pb: Any = None) -> dict[str, Any]:
+    """One problem, one variant: the homotopy (and polish steps), judged by the paper's criterion."""
+    from contactmp.nosbench import load_nosbench
+
+    if variant.startswith("pf:"):
+        return run_portfolio(path, variant, time_limit)
+    t0, c0 = time.perf_counter(), time.process_time()
+    st = settings(variant)
+    pb = load_nosbench(path) if pb is None else pb
     hom = Homotopy(pb, st, time_limit)
     build_s = time.perf_counter() - t0
     x = hom.start()
@@ -319,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
             print(k, json.dumps(settings(k)))
         return 0
     variants = list(VARIANTS) if args.variants == "all" else args.variants.split(";")
-    bad = [v for v in variants if v not in VARIANTS]
+    bad = [v for v in variants if v not in VARIANTS and not (
+        v.startswith("pf:") and all(x in VARIANTS for x in v[3:].partition("@")[0].split(">")))]
     if bad:
         raise SystemExit(f"unknown variants {bad}; known: {list(VARIANTS)}")
     store = RecordStore(args.out, fresh=args.fresh)

@@ -18,16 +18,18 @@ This module imports nothing beyond the standard library (the command line stays 
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
+import os
 import sys
 import time
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, Callable, Iterator, Optional, TextIO
 
 from contactmp.errors import OptionError
 
 __all__ = ["Reporter", "check_time_limit", "check_progress", "Watch", "watch_for", "next_chunk", "ProgressLine",
-           "CHUNK_SECONDS"]
+           "CHUNK_SECONDS", "quiet_stdout"]
 
 #: ``progress(solver, iteration, residual)``
 Reporter = Callable[[str, int, float], Any]
@@ -167,3 +169,24 @@ class ProgressLine:
         if self.tty and self.shown:
             self.stream.write("\r\x1b[2K")
             self.stream.flush()
+
+
+@contextlib.contextmanager
+def quiet_stdout() -> Iterator[None]:
+    """Silence C-level stdout (file descriptor 1) inside the block: libraries that print from C++
+    (qpOASES' license banner when a solver is created, HiGHS' MIP debug lines) would otherwise
+    mix text into a command's report (``contactmp solve --json`` prints exactly one JSON object)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # captured stdout without a descriptor
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(fd)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), fd)
+            yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)

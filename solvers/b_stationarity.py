@@ -23,10 +23,20 @@ optimal: no first-order descent direction) or negative (a descent direction ``d`
 an MPCC constraint qualification holds (MPCC-LICQ, MPCC-ACQ, or all of ``g``, ``a``, ``b`` affine);
 without one, "B-stationary" here means the linearized notion.
 
+Without sign constraints (``sign_constraints=False``, NOSBENCH's convention: the signs of ``a`` and
+``b`` come from the variable bounds only) a pair is the product row ``a_i b_i <= 0``, whose pieces
+are the quadrants ``a_i <= 0 <= b_i`` and ``b_i <= 0 <= a_i``. Its linearization: nothing for
+a pair with ``a_i b_i < 0``; ``sign(b_i) grad a_i^T d <= 0`` for ``a_i = 0 != b_i`` (and
+symmetrically); for a biactive pair ``(u_i <= 0 <= v_i) or (v_i <= 0 <= u_i)``. When both sides
+are nonnegative by their bounds this is the LPEC above (the bounds add ``u_i, v_i >= 0``), so
+the certificate and ``solved`` judge the same feasible set as
+:func:`contactmp.solvers.nlp.solve_program` with the same ``sign_constraints``.
+
 The LPEC is solved exactly as a MILP with HiGHS (:func:`scipy.optimize.milp`): one binary ``z_k``
-per biactive pair and the big-M rows ``u_k <= M_a (1 - z_k)``, ``v_k <= M_b z_k`` with
-``u_k = grad a_k^T d``, ``v_k = grad b_k^T d``. ``z_k = 1`` puts the pair on the branch
-``a_k = 0`` (``u_k = 0``, ``v_k >= 0``), ``z_k = 0`` on ``b_k = 0``.
+per biactive pair and the big-M rows ``-M_a z_k <= u_k <= M_a (1 - z_k)``, ``-M_b (1 - z_k) <= v_k <=
+M_b z_k`` with ``u_k = grad a_k^T d``, ``v_k = grad b_k^T d``. ``z_k = 1`` puts the pair on the
+branch ``"a"`` (``u_k <= 0 <= v_k``; with sign constraints ``u_k = 0``, ``v_k >= 0``), ``z_k = 0``
+on ``"b"``.
 
 Contents
 --------
@@ -51,6 +61,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from contactmp.errors import InputError, check_number
 from contactmp.program import Program, _scaled_violation
+from contactmp.progress import quiet_stdout
 from contactmp.solvers.mpcc import copy_without_pairs
 
 __all__ = ["BVerdict", "BStationarity", "b_stationarity", "branch_nlp", "b_stationary_point"]
@@ -106,12 +117,17 @@ class BStationarity:
     biactive : tuple of int
         The indices (into ``prog.comp_a``) of the biactive pairs.
     sides : tuple of str
-        For every pair: ``"a"`` (``a_i = 0 < b_i``), ``"b"`` (``b_i = 0 < a_i``) or ``"ab"``
-        (biactive). Empty when the point is not feasible.
+        For every pair: ``"a"`` (``a_i = 0 != b_i``), ``"b"`` (``b_i = 0 != a_i``), ``"ab"``
+        (biactive) or ``"-"`` (``a_i b_i < 0``, inactive; only without sign constraints). Empty when
+        the point is not feasible.
     objective : float
         ``f(x*, p)`` (NaN when not evaluated).
     dual_bound : float
         HiGHS's lower bound on the LPEC optimum (NaN if none).
+    sign_constraints : bool
+        The reading of the pairs: ``0 <= a _|_ b >= 0`` (True) or ``a_i b_i <= 0`` (False).
+    side_signs : tuple of (int, int)
+        For every pair the signs (-1, 0, 1) of ``a_i`` and ``b_i`` at the point (0: active at 0).
     """
 
     verdict: BVerdict
@@ -127,6 +143,8 @@ class BStationarity:
     sides: tuple[str, ...] = ()
     objective: float = float("nan")
     dual_bound: float = float("nan")
+    sign_constraints: bool = True
+    side_signs: tuple[tuple[int, int], ...] = ()
 
     @property
     def b_stationary(self) -> bool | None:
@@ -140,6 +158,34 @@ class BStationarity:
         return {"b_stationary": self.b_stationary, "verdict": self.verdict.value, "value": self.value,
                 "n_biactive": self.n_biactive, "n_binary": self.n_binary, "lpec_rows": self.lpec_rows,
                 "time_s": self.time_s, "message": self.message}
+
+    def piece_intervals(self) -> tuple[np.ndarray, np.ndarray]:
+        """The piece of the LPEC's branch as intervals of the sides (``(n_c, 2)`` arrays of ``(lo, hi)``,
+        the argument of :meth:`contactmp.solvers.mpcc.Relaxation.piece_bounds`): branch ``"a"`` is
+        ``a_i <= 0 <= b_i``, ``"b"`` is ``b_i <= 0 <= a_i`` (with sign constraints ``a_i = 0 <= b_i``
+        and ``b_i = 0 <= a_i``); a pair ``"a"`` takes the quadrant of the sign of ``b_i`` (``a_i``
+        must keep ``a_i b_i <= 0``), an inactive pair the quadrant it is in. Empty arrays when there
+        is no branch."""
+        fixed = self.pair_branch()
+        if not fixed:
+            return np.zeros((0, 2)), np.zeros((0, 2))
+        lo_hi = {1: (0.0, INF), -1: (-INF, 0.0)}
+        a_int, b_int = np.empty((len(fixed), 2)), np.empty((len(fixed), 2))
+        for i, side in enumerate(fixed):
+            sa, sb = self.side_signs[i]
+            if side == "a":      # a_i on its zero side, b_i on the other: quadrant of b's sign
+                qb = 1 if sb >= 0 else -1
+                qa = -qb
+            elif side == "b":
+                qa = 1 if sa >= 0 else -1
+                qb = -qa
+            else:                # "-": the quadrant the pair is in
+                qa, qb = (1 if sa > 0 else -1), (1 if sb > 0 else -1)
+            a_int[i], b_int[i] = lo_hi[qa], lo_hi[qb]
+            if self.sign_constraints:  # a, b >= 0 as well: the negative half of a quadrant is {0}
+                a_int[i] = (0.0, max(a_int[i][1], 0.0))
+                b_int[i] = (0.0, max(b_int[i][1], 0.0))
+        return a_int, b_int
 
     def pair_branch(self) -> tuple[str, ...]:
         """For every pair the side fixed to 0 on the LPEC's branch: ``sides`` with each biactive
@@ -213,10 +259,12 @@ class _Active:
     d_lb: np.ndarray | None = None  # bounds of d (trust region and active bounds)
     d_ub: np.ndarray | None = None
     sides: tuple[str, ...] = ()
+    signs: tuple[tuple[int, int], ...] = ()
     rows: list[tuple[sp.csr_matrix, np.ndarray, np.ndarray]] = field(default_factory=list)
 
 
-def _classify(prog: Program, x: np.ndarray, pt: _Point, active_tol: float, feas_tol: float) -> _Active:
+def _classify(prog: Program, x: np.ndarray, pt: _Point, active_tol: float, feas_tol: float,
+              sign_constraints: bool = True) -> _Active:
     """Feasibility to the tolerances and the active sets, with the rule: a quantity ``h`` with bound
     ``c`` is active when ``|h - c| <= active_tol * max(1, |c|, ||grad h||_1)`` -- the bound's own
     scale (as in :meth:`Program.residuals`), or the change of ``h`` over the trust region
@@ -258,24 +306,36 @@ def _classify(prog: Program, x: np.ndarray, pt: _Point, active_tol: float, feas_
     if prog.n_comp:
         sa = np.maximum(1.0, _row_l1(pt.jac_a))
         sb = np.maximum(1.0, _row_l1(pt.jac_b))
-        neg = np.flatnonzero((pt.a < -feas_tol * sa) | (pt.b < -feas_tol * sb))
-        if neg.size:
-            i = int(neg[0])
-            return _Active(why=f"the point is not feasible: pair {i} has a side < 0 (a = {pt.a[i]:.3e}, "
-                               f"b = {pt.b[i]:.3e}; {neg.size} such pair(s))")
         za = np.abs(pt.a) <= active_tol * sa
         zb = np.abs(pt.b) <= active_tol * sb
-        bad = np.flatnonzero(~(za | zb))
+        if sign_constraints:
+            neg = np.flatnonzero((pt.a < -feas_tol * sa) | (pt.b < -feas_tol * sb))
+            if neg.size:
+                i = int(neg[0])
+                return _Active(why=f"the point is not feasible: pair {i} has a side < 0 (a = {pt.a[i]:.3e}, "
+                                   f"b = {pt.b[i]:.3e}; {neg.size} such pair(s))")
+            inactive = np.zeros(prog.n_comp, dtype=bool)
+        else:  # the product row a_i b_i <= 0: a pair with sides of opposite signs is inactive
+            inactive = ~(za | zb) & (pt.a * pt.b < 0.0)
+        bad = np.flatnonzero(~(za | zb | inactive))
         if bad.size:
             i = int(bad[0])
             return _Active(why=f"the point is not feasible: pair {i} is not complementary (a = {pt.a[i]:.3e}, "
                                f"b = {pt.b[i]:.3e}; {bad.size} such pair(s); active_tol {active_tol:.1e})")
-        act.sides = tuple("ab" if (p_ and q_) else ("a" if p_ else "b") for p_, q_ in zip(za, zb))
-        only_a = np.flatnonzero(za & ~zb)  # a_i = 0 < b_i: a stays 0
+        act.sides = tuple("-" if off else ("ab" if (p_ and q_) else ("a" if p_ else "b"))
+                          for p_, q_, off in zip(za, zb, inactive))
+        act.signs = tuple((0 if p_ else int(np.sign(a_)), 0 if q_ else int(np.sign(b_)))
+                          for p_, q_, a_, b_ in zip(za, zb, pt.a, pt.b))
+        only_a = np.flatnonzero(za & ~zb)  # a_i = 0 != b_i: sign(b_i) a stays <= 0 (= 0 with signs)
         only_b = np.flatnonzero(zb & ~za)
-        for idx, jac in ((only_a, pt.jac_a), (only_b, pt.jac_b)):
+        for idx, jac, other in ((only_a, pt.jac_a, pt.b), (only_b, pt.jac_b, pt.a)):
             if idx.size:
-                act.rows.append((jac[idx], np.zeros(idx.size), np.zeros(idx.size)))
+                if sign_constraints:
+                    lo, hi = np.zeros(idx.size), np.zeros(idx.size)
+                else:
+                    pos = other[idx] > 0
+                    lo, hi = np.where(pos, -INF, 0.0), np.where(pos, 0.0, INF)
+                act.rows.append((jac[idx], lo, hi))
     assert d_lb.shape == (n,)
     return act
 
@@ -292,8 +352,13 @@ def b_stationarity(
     feas_tol: float = 1e-6,
     opt_tol: float = 1e-6,
     time_limit: float = 60.0,
+    sign_constraints: bool = True,
 ) -> BStationarity:
     """Decide whether ``x`` is a (linearized) B-stationary point of the MPCC ``prog``.
+
+    ``sign_constraints`` reads each pair as ``0 <= a_i _|_ b_i >= 0`` (True) or as the product row
+    ``a_i b_i <= 0`` with the signs from the variable bounds (False; see the module docstring), as
+    :func:`contactmp.solvers.nlp.solve_program` does with the same option.
 
     Every number comes from one CasADi Function of ``(x, p)`` evaluated at ``(x, p)`` (``p``
     defaults to ``prog.p0``): ``f``, ``grad f``, ``g``, ``jac g``, ``a``, ``b``, ``jac a``, ``jac b``.
@@ -302,8 +367,8 @@ def b_stationarity(
        a quantity ``h`` with bound ``c`` is active when ``|h - c| <= active_tol * max(1, |c|,
        ||grad h||_1)`` (bounds of ``x``: ``max(1, |c|)``). A point that is not feasible (bounds or
        rows violated by more than ``feas_tol`` in the scaled units of :meth:`Program.residuals`, a
-       pair side below ``-feas_tol * max(1, ||grad side||_1)``, a pair with no active side) gets
-       ``UNKNOWN``.
+       pair side below ``-feas_tol * max(1, ||grad side||_1)`` with sign constraints, a pair with no
+       active side (without sign constraints: and sides of equal signs)) gets ``UNKNOWN``.
     2. The LPEC ``min grad f^T d`` over the linearized cone and ``||d||_inf <= 1``, solved as a MILP
        with one binary per biactive pair (the big-M constants are valid bounds, see the code).
     3. Verdict, with ``thr = opt_tol * max(1, ||grad f||_1)`` (``||grad f||_1`` is the largest
@@ -320,6 +385,8 @@ def b_stationarity(
         raise InputError("prog", f"must be a contactmp Program, got {type(prog).__name__}")
     if prog.n_x == 0:
         raise InputError("prog", "has no variables")
+    if not isinstance(sign_constraints, (bool, np.bool_)):
+        raise InputError("sign_constraints", f"must be True or False, got {sign_constraints!r}")
     active_tol = check_number("active_tol", active_tol, positive=True)
     feas_tol = check_number("feas_tol", feas_tol, positive=True)
     opt_tol = check_number("opt_tol", opt_tol, positive=True)
@@ -342,9 +409,9 @@ def b_stationarity(
     if not np.isfinite(xv).all():
         return unknown("x is not finite")
     pt = _evaluate(prog, xv, pv)
-    act = _classify(prog, xv, pt, active_tol, feas_tol)
+    act = _classify(prog, xv, pt, active_tol, feas_tol, bool(sign_constraints))
     if act.why:
-        return unknown(act.why, objective=pt.f)
+        return unknown(act.why, objective=pt.f, sign_constraints=bool(sign_constraints))
     n = prog.n_x
     biactive = tuple(i for i, s in enumerate(act.sides) if s == "ab")
     nb = len(biactive)
@@ -361,17 +428,20 @@ def b_stationarity(
         idx = np.asarray(biactive)
         Ja, Jb = pt.jac_a[idx], pt.jac_b[idx]
         # Big-M: on the trust region |d_j| <= 1, so |grad a_i^T d| <= sum_j |grad a_ij| |d_j| <= ||grad a_i||_1
-        # =: M_a (and M_b for b). Hence u <= M_a (1 - z) and v <= M_b z cut nothing off besides the
-        # other branch: z = 1 forces u = 0 (branch a = 0), z = 0 forces v = 0 (branch b = 0).
+        # =: M_a (and M_b for b). Hence -M_a z <= u <= M_a (1 - z) and -M_b (1 - z) <= v <= M_b z cut
+        # nothing off besides the other branch: z = 1 forces u <= 0 <= v (branch "a"), z = 0 forces
+        # v <= 0 <= u (branch "b"); with sign constraints also u, v >= 0 (so u = 0, or v = 0).
         Ma, Mb = _row_l1(Ja), _row_l1(Jb)
         eye = sp.identity(nb, format="csr")
-        zero = sp.csr_matrix((nb, nb))
-        blocks += [sp.hstack([Ja, zero], format="csr"),                    # u >= 0
-                   sp.hstack([Jb, zero], format="csr"),                    # v >= 0
-                   sp.hstack([Ja, sp.diags(Ma) @ eye], format="csr"),      # u + M_a z <= M_a
-                   sp.hstack([Jb, -(sp.diags(Mb) @ eye)], format="csr")]   # v - M_b z <= 0
-        lo_parts += [np.zeros(nb), np.zeros(nb), np.full(nb, -INF), np.full(nb, -INF)]
-        hi_parts += [np.full(nb, INF), np.full(nb, INF), Ma, np.zeros(nb)]
+        blocks += [sp.hstack([Ja, sp.diags(Ma) @ eye], format="csr"),      # 0 <= u + M_a z <= M_a
+                   sp.hstack([Jb, -(sp.diags(Mb) @ eye)], format="csr")]   # -M_b <= v - M_b z <= 0
+        lo_parts += [np.zeros(nb), -Mb]
+        hi_parts += [Ma, np.zeros(nb)]
+        if sign_constraints:
+            zero = sp.csr_matrix((nb, nb))
+            blocks += [sp.hstack([Ja, zero], format="csr"), sp.hstack([Jb, zero], format="csr")]  # u, v >= 0
+            lo_parts += [np.zeros(nb), np.zeros(nb)]
+            hi_parts += [np.full(nb, INF), np.full(nb, INF)]
     c = np.concatenate([pt.grad_f, np.zeros(nb)])
     lb = np.concatenate([act.d_lb, np.zeros(nb)])
     ub = np.concatenate([act.d_ub, np.ones(nb)])
@@ -382,7 +452,8 @@ def b_stationarity(
         A_all = sp.vstack(blocks, format="csr")
         n_rows = A_all.shape[0]
         cons = [LinearConstraint(A_all, np.concatenate(lo_parts), np.concatenate(hi_parts))]
-    sizes = dict(n_biactive=nb, n_binary=nb, lpec_rows=n_rows, biactive=biactive, sides=act.sides, objective=pt.f)
+    sizes = dict(n_biactive=nb, n_binary=nb, lpec_rows=n_rows, biactive=biactive, sides=act.sides, objective=pt.f,
+                 sign_constraints=bool(sign_constraints), side_signs=act.signs)
     remaining = time_limit - (time.perf_counter() - t0)
     if remaining <= 0:
         return unknown("time limit reached before the LPEC was solved", **sizes)
@@ -392,8 +463,9 @@ def b_stationarity(
         opts["time_limit"] = float(remaining)
     with warnings.catch_warnings():  # milp warns that it forwards the two tolerances unchecked
         warnings.filterwarnings("ignore", message="Unrecognized options", category=RuntimeWarning)
-        res = milp(c, integrality=integrality if nb else None, bounds=Bounds(lb, ub), constraints=cons,
-                   options=opts)
+        with quiet_stdout():  # HiGHS prints MIP debug lines to fd 1 on some LPECs
+            res = milp(c, integrality=integrality if nb else None, bounds=Bounds(lb, ub), constraints=cons,
+                       options=opts)
     hi_msg = str(res.message)
     if res.status == 1:
         return unknown(f"time or node limit before the LPEC was solved (HiGHS: {hi_msg})", **sizes)
@@ -406,10 +478,11 @@ def b_stationarity(
     dual_bound = float(dual) if (dual is not None and np.isfinite(dual)) else value
     thr = opt_tol * max(1.0, float(np.abs(pt.grad_f).sum()))
     common = dict(value=value, n_biactive=nb, n_binary=nb, lpec_rows=n_rows, branch=branch, biactive=biactive,
-                  sides=act.sides, objective=pt.f, dual_bound=dual_bound)
+                  sides=act.sides, objective=pt.f, dual_bound=dual_bound, sign_constraints=bool(sign_constraints),
+                  side_signs=act.signs)
     slope = float(pt.grad_f @ d)
     if slope < -thr:
-        bad = _cone_violation(d, act, pt, biactive, branch)
+        bad = _cone_violation(d, act, pt, biactive, branch, bool(sign_constraints))
         if bad:
             return BStationarity(BVerdict.UNKNOWN, direction=d, time_s=time.perf_counter() - t0,
                                  message=f"HiGHS's LPEC direction fails the check of the linearized cone: {bad}",
@@ -429,10 +502,11 @@ def b_stationarity(
 
 
 def _cone_violation(d: np.ndarray, act: _Active, pt: _Point, biactive: tuple[int, ...],
-                    branch: tuple[str, ...]) -> str:
+                    branch: tuple[str, ...], sign_constraints: bool = True) -> str:
     """Empty when ``d`` lies in the linearized cone (and the trust region) to the check's tolerance,
     else what fails: ``lb - 1e-9 <= d <= ub + 1e-9``, each row ``lo <= A d <= hi`` to
-    ``1e-7 * max(1, ||row||_1)``, each biactive pair ``u, v >= -tol`` and ``min(u, v) <= tol``."""
+    ``1e-7 * max(1, ||row||_1)``, each biactive pair on its branch's quadrant (``u <= tol``,
+    ``v >= -tol`` on ``"a"``) and, with sign constraints, ``u, v >= -tol``."""
     assert act.d_lb is not None and act.d_ub is not None
     if (d < act.d_lb - 1e-9).any() or (d > act.d_ub + 1e-9).any():
         return "a bound of d (trust region or active bound of x) is violated"
@@ -446,10 +520,10 @@ def _cone_violation(d: np.ndarray, act: _Active, pt: _Point, biactive: tuple[int
         Ja, Jb = pt.jac_a[idx], pt.jac_b[idx]
         u, v = Ja @ d, Jb @ d
         sa, sb = _DIRECTION_TOL * np.maximum(1.0, _row_l1(Ja)), _DIRECTION_TOL * np.maximum(1.0, _row_l1(Jb))
-        if (u < -sa).any() or (v < -sb).any():
+        if sign_constraints and ((u < -sa).any() or (v < -sb).any()):
             return "grad a^T d >= 0 or grad b^T d >= 0 is violated at a biactive pair"
         on_a = np.asarray([s == "a" for s in branch])
-        if (np.where(on_a, np.abs(u) > sa, np.abs(v) > sb)).any():
+        if (np.where(on_a, (u > sa) | (v < -sb), (v > sb) | (u < -sa))).any():
             return "a biactive pair is off its branch"
     return ""
 
@@ -462,16 +536,14 @@ def branch_nlp(prog: Program, x: Any, cert: BStationarity) -> Program:
 
     Same variables (names, blocks; ``init = x`` clipped into the bounds), parameters, objective and
     rows as ``prog`` (expressions substituted symbol for symbol, as :func:`contactmp.solvers.mpcc.relax`
-    does). Each pair ``0 <= a_i _|_ b_i >= 0`` is replaced by its branch (:meth:`BStationarity.pair_branch`):
-
-    * ``a_i = 0 < b_i``, or a biactive pair the LPEC put on ``a = 0``: ``a_i = 0`` and ``b_i >= 0``;
-    * ``b_i = 0 < a_i``, or biactive on ``b = 0``: ``b_i = 0`` and ``a_i >= 0``.
-
-    (On a descent branch the LPEC's ``d`` keeps the fixed side's linearization at 0 and lets the other
-    grow, so ``d`` is a descent direction of the branch NLP.) A side that is a single variable is
-    written as a bound (``lb = ub = 0``, or ``lb = max(lb, 0)``), any other side as rows
-    ``{pair name}/branch_zero`` (``= 0``) and ``{pair name}/branch_nonneg`` (``>= 0``) in the pair's block.
-    Solve it with :func:`contactmp.solvers.nlp.solve_program` (``strategy="direct"``).
+    does). Each pair is replaced by its piece (:meth:`BStationarity.piece_intervals`): with sign
+    constraints ``a_i = 0 <= b_i`` (a pair with ``a_i = 0 < b_i``, or a biactive pair the LPEC put on
+    ``a = 0``) or ``b_i = 0 <= a_i``; without them the quadrant ``a_i <= 0 <= b_i`` or ``b_i <= 0 <=
+    a_i``. (On a descent branch the LPEC's ``d`` lies in the piece's linearization, so ``d`` is a
+    descent direction of the branch NLP.) A side that is a single variable gets the interval as
+    bounds (when they stay consistent), any other side rows ``{pair name}/branch_zero`` (``= 0``),
+    ``{pair name}/branch_nonneg`` (``>= 0``) or ``{pair name}/branch_nonpos`` (``<= 0``) in the
+    pair's block. Solve it with :func:`contactmp.solvers.nlp.solve_program`.
     """
     if not isinstance(prog, Program):
         raise InputError("prog", f"must be a contactmp Program, got {type(prog).__name__}")
@@ -480,31 +552,24 @@ def branch_nlp(prog: Program, x: Any, cert: BStationarity) -> Program:
     xv = np.asarray(x, dtype=float).ravel()
     if xv.shape != (prog.n_x,) or not np.isfinite(xv).all():
         raise InputError("x", f"must be {prog.n_x} finite numbers")
-    fixed = cert.pair_branch()
-    if len(fixed) != prog.n_comp:
+    a_int, b_int = cert.piece_intervals()
+    if a_int.shape[0] != prog.n_comp:
         raise InputError("cert", f"has no branch for the {prog.n_comp} pairs ({cert.verdict}: {cert.message})")
     lbx, ubx = prog.lbx.copy(), prog.ubx.copy()
-    zero_rows: dict[int, list[int]] = {}  # pair handle position -> pair indices whose zero side is a row
-    nonneg_rows: dict[int, list[tuple[int, str]]] = {}
     handles = prog.complementarities
     owner = np.empty(prog.n_comp, dtype=int)
     for k, h in enumerate(handles):
         owner[h.index] = k
-    for i, side in enumerate(fixed):
-        zero, other = (prog.comp_a[i], prog.comp_b[i]) if side == "a" else (prog.comp_b[i], prog.comp_a[i])
-        j = prog.variable_index(zero)
-        if j is not None and lbx[j] <= 0.0 <= ubx[j]:
-            lbx[j] = ubx[j] = 0.0
-        else:
-            zero_rows.setdefault(int(owner[i]), []).append(i)
-        j = prog.variable_index(other)
-        if j is not None:
-            lbx[j] = max(lbx[j], 0.0)
-            if lbx[j] > ubx[j]:  # (a variable bounded above by a negative number: keep it as a row)
-                lbx[j] = prog.lbx[j]
-                nonneg_rows.setdefault(int(owner[i]), []).append((i, "b" if side == "a" else "a"))
-        else:
-            nonneg_rows.setdefault(int(owner[i]), []).append((i, "b" if side == "a" else "a"))
+    # rows[k][kind]: the (pair, side) whose side of kind "zero" / "nonneg" / "nonpos" is a row
+    rows: dict[int, dict[str, list[tuple[int, str]]]] = {}
+    for i in range(prog.n_comp):
+        for side, expr, (lo, hi) in (("a", prog.comp_a[i], a_int[i]), ("b", prog.comp_b[i], b_int[i])):
+            j = prog.variable_index(expr)
+            if j is not None and max(lbx[j], lo) <= min(ubx[j], hi):
+                lbx[j], ubx[j] = max(lbx[j], lo), min(ubx[j], hi)
+                continue
+            kind = "zero" if lo == hi == 0.0 else ("nonneg" if lo == 0.0 else "nonpos")
+            rows.setdefault(int(owner[i]), {}).setdefault(kind, []).append((i, side))
     new, f, _, a, b = copy_without_pairs(prog, f"{prog.name}/branch", lbx=lbx, ubx=ubx,
                                          init=np.clip(xv, lbx, ubx))
     new.add_cost(f)
@@ -521,13 +586,13 @@ def branch_nlp(prog: Program, x: Any, cert: BStationarity) -> Program:
                     return cand
             cand, k = f"{name}_{k}", k + 1
 
+    bounds = {"zero": (0.0, 0.0), "nonneg": (0.0, INF), "nonpos": (-INF, 0.0)}
     for k, h in enumerate(handles):
-        if k in zero_rows:
-            e = ca.vertcat(*[a[i] if fixed[i] == "a" else b[i] for i in zero_rows[k]])
-            new.add_constraint(e, 0.0, 0.0, name=unique(f"{h.name}/branch_zero"), block=h.block)
-        if k in nonneg_rows:
-            e = ca.vertcat(*[a[i] if s == "a" else b[i] for i, s in nonneg_rows[k]])
-            new.add_constraint(e, 0.0, INF, name=unique(f"{h.name}/branch_nonneg"), block=h.block)
+        for kind in ("zero", "nonneg", "nonpos"):
+            sides = rows.get(k, {}).get(kind)
+            if sides:
+                e = ca.vertcat(*[a[i] if s == "a" else b[i] for i, s in sides])
+                new.add_constraint(e, *bounds[kind], name=unique(f"{h.name}/branch_{kind}"), block=h.block)
     return new
 
 
@@ -542,54 +607,30 @@ def b_stationary_point(
     feas_tol: float = 1e-6,
     opt_tol: float = 1e-6,
     time_limit: float = 60.0,
+    sign_constraints: bool = True,
 ) -> tuple[np.ndarray, BStationarity, list[dict[str, Any]]]:
     """Move from ``x`` to a certified B-stationary point by branch NLPs, at most ``max_rounds`` of them.
 
     Each round: ``cert = b_stationarity(prog, x)``; if ``cert`` is ``YES`` or ``UNKNOWN``, stop. Else
-    solve :func:`branch_nlp` ``(prog, x, cert)`` from ``x`` with
-    :func:`contactmp.solvers.nlp.solve_program` (``strategy="direct"``, ``backend``, ``nlp_options``
-    an ``NLPOptions`` or dict); move to its point ``x+`` when ``x+`` is feasible for ``prog`` (the
-    certificate's feasibility test with ``active_tol``, ``feas_tol``) and ``f(x+) < f(x)``, else stop.
-    ``time_limit`` (seconds) bounds each certificate.
+    solve the NLP of the certificate's branch (:meth:`BStationarity.piece_intervals`, as bounds on
+    one IPOPT object of the program: the branch step of :func:`contactmp.solvers.nlp.solve_program`,
+    :func:`contactmp.solvers.nlp.walk_branches`) from ``x``; move to its point ``x+`` when ``x+``
+    passes the independent checks (``feas_tol``, and ``comp_tol`` of ``nlp_options``, an
+    ``NLPOptions`` or dict) and ``f(x+) < f(x)``, else stop. ``time_limit`` (seconds) bounds each
+    certificate.
 
     Returns ``(x, cert, history)``: the last point, its certificate and one dict per round
     (``round``, ``f``, ``verdict``, ``value``, ``branch``, and for a branch NLP ``nlp_status``,
-    ``f_new``, ``accepted``, ``reason``). Never raises on non-convergence.
+    ``iterations``, ``f_new``, ``accepted``, ``reason``). Never raises on non-convergence.
     """
-    from contactmp.solvers.nlp import solve_program  # (nlp imports IPOPT; only this function needs it)
+    from contactmp.solvers.nlp import NLPOptions, walk_branches  # (nlp imports IPOPT; only this needs it)
 
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, (int, np.integer)) or max_rounds < 0:
         raise InputError("max_rounds", f"must be a nonnegative integer, got {max_rounds!r}")
-    tols = dict(active_tol=active_tol, feas_tol=feas_tol, opt_tol=opt_tol, time_limit=time_limit)
-    xv = np.asarray(x, dtype=float).ravel().copy()
-    history: list[dict[str, Any]] = []
-    rounds = 0
-    while True:
-        cert = b_stationarity(prog, xv, **tols)
-        entry: dict[str, Any] = {"round": rounds, "f": cert.objective, "verdict": cert.verdict.value,
-                                 "value": cert.value, "branch": cert.pair_branch()}
-        history.append(entry)
-        if cert.verdict is not BVerdict.NO or rounds >= max_rounds:
-            return xv, cert, history
-        rounds += 1
-        nlp = branch_nlp(prog, xv, cert)
-        opts = dict(nlp_options) if isinstance(nlp_options, dict) else {}
-        res = solve_program(nlp, backend, "direct", None if isinstance(nlp_options, dict) else nlp_options, **opts)
-        x_new = np.asarray(res.x, dtype=float).ravel()
-        entry["nlp_status"] = str(res.status)
-        if x_new.shape != xv.shape or not np.isfinite(x_new).all():
-            entry.update(accepted=False, reason="the branch NLP returned no finite point")
-            return xv, cert, history
-        pt = _evaluate(prog, x_new, prog.p0)
-        entry["f_new"] = pt.f
-        why = _classify(prog, x_new, pt, check_number("active_tol", active_tol, positive=True),
-                        check_number("feas_tol", feas_tol, positive=True)).why
-        if why:
-            entry.update(accepted=False, reason=f"branch NLP point rejected: {why}")
-            return xv, cert, history
-        if not pt.f < cert.objective:
-            entry.update(accepted=False,
-                         reason=f"branch NLP point does not lower f ({pt.f:.6e} >= {cert.objective:.6e})")
-            return xv, cert, history
-        entry.update(accepted=True, reason="moved to the branch NLP's point")
-        xv = x_new
+    opts = dict(nlp_options) if isinstance(nlp_options, dict) else {}
+    base = None if isinstance(nlp_options, dict) else nlp_options
+    o = NLPOptions.build(base, **{"feas_tol": feas_tol, "certify_time_limit": time_limit,
+                                  "sign_constraints": sign_constraints, **opts})
+    return walk_branches(prog, x, int(max_rounds), backend=backend, options=o,
+                         active_tol=check_number("active_tol", active_tol, positive=True),
+                         opt_tol=check_number("opt_tol", opt_tol, positive=True))

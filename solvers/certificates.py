@@ -70,6 +70,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from contactmp.errors import InputError, check_number
+from contactmp.progress import quiet_stdout
 from contactmp.solvers.lcp import lcp_residual, polish_lcp, validate_lcp
 from contactmp.validate import validate_start
 
@@ -437,8 +438,9 @@ def _milp_certificate(M: Any, q: Any, z1: Any | None, delta: float | None, *, ti
         lb[n] = floor
         with warnings.catch_warnings():  # milp warns that it forwards the two tolerances unchecked
             warnings.filterwarnings("ignore", message="Unrecognized options", category=RuntimeWarning)
-            res = milp(c, integrality=integrality, bounds=Bounds(lb, bounds.ub), constraints=cons + cuts,
-                       options=opts)
+            with quiet_stdout():  # HiGHS prints MIP debug lines to fd 1 on some problems
+                res = milp(c, integrality=integrality, bounds=Bounds(lb, bounds.ub), constraints=cons + cuts,
+                           options=opts)
         rounds += 1
         nodes += int(getattr(res, "mip_node_count", 0) or 0)
         dual = getattr(res, "mip_dual_bound", None)

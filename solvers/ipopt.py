@@ -350,9 +350,23 @@ class IpoptNLP:
             self._problem, self._bounds = prob, bounds
         return self._problem
 
-    def solve(self, x0: Any, p: Any, lbx: Any, ubx: Any, lbg: Any, ubg: Any) -> IpoptAnswer:
+    def set_deadline(self, deadline: float) -> None:
+        """Move the deadline of later solves (a ``time.perf_counter()`` time). A solver built
+        without a deadline (``math.inf``) has no stop callback and cannot take a finite one."""
+        if deadline < math.inf and self.backend == "casadi" and self._cb is None:
+            raise ValueError("this IpoptNLP was built without a deadline")
+        self.deadline = deadline
+        if self._cb is not None:
+            self._cb.deadline = deadline
+
+    def solve(self, x0: Any, p: Any, lbx: Any, ubx: Any, lbg: Any, ubg: Any,
+              lam_x0: Any = None, lam_g0: Any = None) -> IpoptAnswer:
         """One IPOPT run from ``x0`` at parameters ``p``; never raises on non-convergence (an
-        exception inside the backend gives the status ``NonIpopt_Exception_Thrown``)."""
+        exception inside the backend gives the status ``NonIpopt_Exception_Thrown``).
+
+        ``lam_x0``, ``lam_g0``: starting multipliers (CasADi's convention, as in
+        :class:`IpoptAnswer`); IPOPT uses them only when built with ``warm_start_init_point=yes``
+        (with cyipopt they are passed as its ``lagrange`` and bound multipliers ``zl``, ``zu``)."""
         bounds = [np.broadcast_to(np.asarray(b, dtype=float), (n,)) for b, n in
                   ((lbx, self.nx), (ubx, self.nx), (lbg, self.ng), (ubg, self.ng))]
         x0 = np.asarray(x0, dtype=float).ravel()
@@ -361,8 +375,13 @@ class IpoptNLP:
         if self.backend == "casadi":
             if self._cb is not None:
                 self._cb.stopped = False
+            warm: dict[str, Any] = {}
+            if lam_x0 is not None:
+                warm["lam_x0"] = np.asarray(lam_x0, dtype=float).ravel()
+            if lam_g0 is not None:
+                warm["lam_g0"] = np.asarray(lam_g0, dtype=float).ravel()
             try:
-                sol = self._solver(x0=x0, p=p, lbx=bounds[0], ubx=bounds[1], lbg=bounds[2], ubg=bounds[3])
+                sol = self._solver(x0=x0, p=p, lbx=bounds[0], ubx=bounds[1], lbg=bounds[2], ubg=bounds[3], **warm)
             except RuntimeError as exc:  # evaluation errors CasADi raises instead of reporting
                 return IpoptAnswer(nan, math.nan, 0, "NonIpopt_Exception_Thrown", np.full(self.ng, np.nan),
                                    nan.copy(), str(exc).strip().splitlines()[-1])
@@ -379,7 +398,13 @@ class IpoptNLP:
             prob.add_option("max_wall_time", max(self.deadline - time.perf_counter(), 1e-3))
         self._callbacks.p = p
         self._callbacks.iterations = 0
-        x, info = prob.solve(x0)
+        kw: dict[str, Any] = {}
+        if lam_g0 is not None:
+            kw["lagrange"] = np.asarray(lam_g0, dtype=float).ravel()
+        if lam_x0 is not None:
+            lx = np.asarray(lam_x0, dtype=float).ravel()
+            kw["zl"], kw["zu"] = np.maximum(-lx, 0.0), np.maximum(lx, 0.0)
+        x, info = prob.solve(x0, **kw)
         code = int(info["status"])
         return IpoptAnswer(np.asarray(x, dtype=float).ravel(), float(info["obj_val"]), self._callbacks.iterations,
                            IPOPT_RETURN_CODES.get(code, f"ipopt status {code}"),

@@ -9,6 +9,19 @@ strategy's rows ``mpcc/sign_a``, ``mpcc/sign_b``, ``mpcc/product``, ``mpcc/smoot
 :func:`contactmp.solvers.nlp.solve_program` solves the same transformation along the strategy's
 homotopy. With ``sign_constraints=True`` the rows ``a >= 0``, ``b >= 0`` are added (except for a
 side that is a variable whose lower bound is already ``>= 0``).
+
+A :class:`Relaxation` also knows where each pair lives in its NLP (the variable or row of each side,
+the pair's product or smoothing row), so that one IPOPT object of the NLP can also solve the NLP of
+one *piece* of the MPCC by changing bounds only (:meth:`Relaxation.piece_bounds`): each side kept
+in an interval (``= 0``, ``>= 0``, ``<= 0`` or free) and the strategy's own rows switched off. That
+is the active-set polish of :func:`contactmp.solvers.nlp.solve_program` and its branch step.
+
+Sign conventions. With ``sign_constraints=True`` a pair means ``0 <= a_i _|_ b_i >= 0``. With
+``sign_constraints=False`` (NOSBENCH's convention) a pair means the product row ``a_i b_i <= 0``
+and the signs of ``a`` and ``b`` come from the variable bounds only; when both sides are
+nonnegative by their bounds the two readings agree. Either way, a *piece* of a pair is a
+quadrant: branch ``"a"`` is ``a_i <= 0 <= b_i`` and branch ``"b"`` is ``b_i <= 0 <= a_i`` (with sign
+constraints: ``a_i = 0 <= b_i`` and ``b_i = 0 <= a_i``, the usual branches).
 """
 from __future__ import annotations
 
@@ -23,7 +36,12 @@ from contactmp.errors import InputError, OptionError, did_you_mean
 from contactmp.program import Program, _scaled_violation
 
 __all__ = ["MPCC_STRATEGIES", "MPCCStrategy", "Relaxation", "relax", "relaxation", "fischer_burmeister",
-           "copy_without_pairs"]
+           "copy_without_pairs", "PORTFOLIO", "ZERO", "NONNEG", "NONPOS", "FREE"]
+
+INF = math.inf
+
+#: the side intervals of a piece (see :meth:`Relaxation.piece_bounds`)
+ZERO, NONNEG, NONPOS, FREE = (0.0, 0.0), (0.0, math.inf), (-math.inf, 0.0), (-math.inf, math.inf)
 
 
 @dataclass(frozen=True)
@@ -42,6 +60,12 @@ class MPCCStrategy:
     stop: str | None = None
     shrinks: bool = True
     nested: bool = True
+    members: tuple[str, ...] = ()
+
+    @property
+    def is_portfolio(self) -> bool:
+        """True for a portfolio: no transformation of its own, it runs its ``members`` in turn."""
+        return bool(self.members)
 
     def homotopy(self, o: Any) -> list[float]:
         """The parameter values of the options ``o`` (an ``NLPOptions``), in order."""
@@ -73,7 +97,23 @@ MPCC_STRATEGIES: dict[str, MPCCStrategy] = {s.name: s for s in (
                  "without sign constraints only the pairs whose sides are affine and nonnegative on the box "
                  "are smoothed, the others keep mpcc/product = a_i b_i - eps^2 <= 0", "eps", "eps0",
                  "eps_factor", "eps_min", nested=False),
+    # every NLP has the same feasible set (s in [0, S_MAX]); only the weight 1 / sigma changes
+    MPCCStrategy("scholtes_linf", "the l-infinity (elastic) mode of Scholtes' relaxation: one slack variable "
+                 "mpcc/s in [0, 10] for all pairs, rows mpcc/product = a_i b_i - s <= 0, objective f + s / sigma, "
+                 "sigma = sigma0, sigma0 * sigma_factor, ... down to sigma_min (the NOSBENCH paper's 'l_inf' "
+                 "mode, nosnoc's ELASTIC_INF), warm-started", "sigma", "sigma0", "sigma_factor", "sigma_min"),
+    MPCCStrategy("portfolio", "no transformation of its own: runs the strategies of PORTFOLIO in that order (the "
+                 "order measured on the shared NOSBENCH problems, benchmarks/mpcc_vs_nosnoc.py) with the time "
+                 "left, and returns the first answer that is solved and certified B-stationary (else the best "
+                 "solved one, else the best attempt)", "sigma",
+                 members=("scholtes", "scholtes_linf", "elastic_l1", "fischer_burmeister", "direct")),
 )}
+
+#: the order in which the ``"portfolio"`` strategy tries the others
+PORTFOLIO: tuple[str, ...] = MPCC_STRATEGIES["portfolio"].members
+
+#: the upper bound of the slack ``mpcc/s`` of ``"scholtes_linf"`` (the NOSBENCH paper's value)
+S_MAX = 10.0
 
 
 def fischer_burmeister(a: Any, b: Any, eps: Any = 0.0) -> Any:
@@ -102,18 +142,94 @@ class Relaxation:
     rows. :meth:`violation` measures the NLP's own bounds and rows with each smoothing row
     ``phi_eps(a_i, b_i) / eps`` replaced by ``a_i b_i - eps^2`` (same zero set, product units):
     ``phi_eps(a, 0) ~ -eps^2 / a`` tends to 0 as ``a`` grows, so a point far out on an axis meets
-    ``|phi_eps| <= tol`` without being near the curve ``a b = eps^2``."""
+    ``|phi_eps| <= tol`` without being near the curve ``a b = eps^2``.
+
+    Where the pairs live in the NLP (``-1``: nowhere): ``a_var[i]`` / ``b_var[i]`` the variable that
+    side ``i`` is (if it is one), ``a_row[i]`` / ``b_row[i]`` its side row (``mpcc/sign_a``,
+    ``mpcc/sign_b``, or the free rows ``mpcc/side_a``, ``mpcc/side_b`` made with ``side_rows``),
+    ``pair_row[i]`` its product or smoothing row, ``slack`` the variable ``mpcc/s`` of
+    ``"scholtes_linf"``. The NLP's variables are the source's followed by the strategy's own
+    (``n_source`` of them come first), so ``x[:n_source]`` is a point of the source.
+    """
 
     source: Program
     strategy: MPCCStrategy
     program: Program
     g_check: ca.SX
     n_smoothed: int = 0
+    sign_constraints: bool = True
+    a_var: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    b_var: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    a_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    b_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    pair_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    slack: int = -1
     _check: ca.Function | None = field(default=None, repr=False)
+
+    @property
+    def n_source(self) -> int:
+        """The number of the source's variables (the first entries of the NLP's ``x``)."""
+        return self.source.n_x
 
     def p(self, t: float) -> np.ndarray:
         """The parameter vector of :attr:`program`: the source's current values and ``t``."""
         return np.concatenate([self.source.p0, [float(t)]])
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(lbx, ubx, lbg, ubg)`` of the NLP with the source's *current* bounds (a variable's
+        bounds may have been changed since the relaxation was built) and the strategy's own."""
+        prog, src = self.program, self.source
+        n, m = src.n_x, src.n_g
+        lbx, ubx = prog.lbx, prog.ubx
+        lbg, ubg = prog.lbg, prog.ubg
+        lbx[:n], ubx[:n] = src.lbx, src.ubx
+        lbg[:m], ubg[:m] = src.lbg, src.ubg
+        return lbx, ubx, lbg, ubg
+
+    def start(self, x_source: np.ndarray) -> np.ndarray:
+        """An NLP start from a point of the source: ``x_source`` followed by the strategy's own
+        variables' initial values (the slack ``mpcc/s`` starts at ``S_MAX / 2``)."""
+        return np.concatenate([np.asarray(x_source, dtype=float).ravel(), self.program.x0[self.n_source:]])
+
+    def piece_parameter(self, t: float) -> float:
+        """The homotopy parameter at which a piece is solved: ``0`` for ``"elastic_l1"`` (so the
+        objective is ``f``: on a quadrant piece ``a_i b_i`` may be negative and a penalty would reward
+        it), ``t`` otherwise (the switched-off rows need a finite ``t``; the objective is ``f``)."""
+        return 0.0 if self.strategy.name == "elastic_l1" else float(t)
+
+    def piece_bounds(self, a_int: np.ndarray, b_int: np.ndarray,
+                     bounds: tuple[np.ndarray, ...] | None = None) -> tuple[np.ndarray, ...] | None:
+        """``(lbx, ubx, lbg, ubg)`` of the NLP of a piece of the MPCC: side ``a_i`` kept in the
+        interval ``a_int[i] = (lo, hi)`` (:data:`ZERO`, :data:`NONNEG`, :data:`NONPOS`, :data:`FREE`),
+        ``b_i`` in ``b_int[i]``, every product / smoothing row switched off (``-inf, inf``) and the
+        slack ``mpcc/s`` fixed at 0. A side that is a variable gets the interval as bounds (intersected
+        with its own), any other side on its side row. ``bounds`` defaults to :meth:`bounds`.
+
+        Returns None when the piece cannot be written with bounds (a side with neither a variable nor
+        a row, which :func:`relaxation` with ``side_rows=True`` never leaves) or is empty (an
+        interval that misses a side's bounds)."""
+        lbx, ubx, lbg, ubg = (b.copy() for b in (bounds if bounds is not None else self.bounds()))
+        for var, row, ints in ((self.a_var, self.a_row, a_int), (self.b_var, self.b_row, b_int)):
+            ints = np.asarray(ints, dtype=float).reshape(-1, 2)
+            lo, hi = ints[:, 0], ints[:, 1]
+            restricts = (lo > -INF) | (hi < INF)
+            on_var = var >= 0
+            on_row = ~on_var & (row >= 0)
+            if (restricts & ~on_var & ~on_row).any():
+                return None
+            j = var[on_var]
+            np.maximum.at(lbx, j, lo[on_var])
+            np.minimum.at(ubx, j, hi[on_var])
+            r = row[on_row]
+            np.maximum.at(lbg, r, lo[on_row])
+            np.minimum.at(ubg, r, hi[on_row])
+        used = self.pair_row[self.pair_row >= 0]
+        lbg[used], ubg[used] = -INF, INF
+        if self.slack >= 0:
+            lbx[self.slack] = ubx[self.slack] = 0.0
+        if (lbx > ubx).any() or (lbg > ubg).any():
+            return None
+        return lbx, ubx, lbg, ubg
 
     def violation(self, x: np.ndarray, p: np.ndarray) -> float:
         """The scaled violation (as in :meth:`Program.residuals`) of the NLP's bounds and rows
@@ -123,8 +239,8 @@ class Relaxation:
         if self._check is None:
             self._check = ca.Function("relaxed_g", [self.program.x, self.program.p], [self.g_check])
         g = np.asarray(self._check(x, p), dtype=float).ravel()
-        prog = self.program
-        return max(_scaled_violation(x, prog.lbx, prog.ubx), _scaled_violation(g, prog.lbg, prog.ubg))
+        lbx, ubx, lbg, ubg = self.bounds()
+        return max(_scaled_violation(x, lbx, ubx), _scaled_violation(g, lbg, ubg))
 
 
 def copy_without_pairs(prog: Program, name: str, *, lbx: Any = None, ubx: Any = None,
@@ -156,11 +272,19 @@ def strategy_named(name: Any) -> MPCCStrategy:
 
 
 def relaxation(prog: Program, strategy: str, parameter: float = 0.0, *,
-               sign_constraints: bool = True) -> Relaxation:
-    """The :class:`Relaxation` of ``prog`` by ``strategy`` with ``t = parameter`` (see :func:`relax`)."""
+               sign_constraints: bool = True, side_rows: bool = False) -> Relaxation:
+    """The :class:`Relaxation` of ``prog`` by ``strategy`` with ``t = parameter`` (see :func:`relax`).
+
+    ``side_rows=True`` (what :func:`contactmp.solvers.nlp.solve_program` uses) also gives every side
+    that is not a variable a row when ``sign_constraints`` adds none: the free rows ``mpcc/side_a``,
+    ``mpcc/side_b`` (``-inf <= a_i <= inf``; they change nothing until a piece puts bounds on them).
+    """
     if not isinstance(prog, Program):
         raise InputError("prog", f"must be a contactmp Program, got {type(prog).__name__}")
     st = strategy_named(strategy)
+    if st.is_portfolio:
+        raise InputError("strategy", f"'{st.name}' is a portfolio of strategies ({', '.join(st.members)}), not "
+                                     "one transformation; relax the program with one of them")
     if isinstance(parameter, bool) or not isinstance(parameter, (int, float)) or not math.isfinite(parameter):
         raise InputError("parameter", f"must be a finite number, got {parameter!r}")
     if st.name == "fischer_burmeister" and prog.n_comp and parameter <= 0:
@@ -169,38 +293,54 @@ def relaxation(prog: Program, strategy: str, parameter: float = 0.0, *,
     t = new.add_parameters(f"mpcc/{st.param}", 1, float(parameter)).sym
     check = [g]  # the rows, with each smoothing row in product units
     n_smoothed = 0
+    nc = prog.n_comp
+    rows: dict[str, np.ndarray] = {k: np.full(nc, -1, dtype=int) for k in ("a", "b", "pair")}
+    var = {"a": np.array([_variable(prog, prog.comp_a[i]) for i in range(nc)], dtype=int),
+           "b": np.array([_variable(prog, prog.comp_b[i]) for i in range(nc)], dtype=int)}
+    slack = -1
 
-    def add_rows(name: str, expr: ca.SX, lo: float, hi: float, checked_as: ca.SX | None = None) -> None:
-        if expr.shape[0]:
-            new.add_constraint(expr, lo, hi, name=f"mpcc/{name}")
-            check.append(expr if checked_as is None else checked_as)
+    def add_rows(name: str, expr: ca.SX, lo: float, hi: float, checked_as: ca.SX | None = None) -> np.ndarray:
+        if not expr.shape[0]:
+            return np.zeros(0, dtype=int)
+        h = new.add_constraint(expr, lo, hi, name=f"mpcc/{name}")
+        check.append(expr if checked_as is None else checked_as)
+        return np.arange(h.index.start, h.index.stop)
 
-    if prog.n_comp:
-        if sign_constraints:
-            for nm, side, side_new in (("sign_a", prog.comp_a, a), ("sign_b", prog.comp_b, b)):
+    if nc:
+        for side, src, side_new in (("a", prog.comp_a, a), ("b", prog.comp_b, b)):
+            if sign_constraints:
                 # a side that is a variable with lb >= 0 is already nonnegative by its bound
-                keep = [i for i in range(side.shape[0]) if not _nonneg_variable(prog, side[i])]
-                add_rows(nm, side_new[keep, 0], 0.0, np.inf)
+                keep = [i for i in range(nc) if not (var[side][i] >= 0 and prog.lbx[var[side][i]] >= 0.0)]
+                rows[side][keep] = add_rows(f"sign_{side}", side_new[keep, 0], 0.0, INF)
+            elif side_rows:
+                keep = [i for i in range(nc) if var[side][i] < 0]
+                rows[side][keep] = add_rows(f"side_{side}", side_new[keep, 0], -INF, INF)
         prod = a * b
         if st.name in ("direct", "scholtes"):
-            add_rows("product", prod - t, -np.inf, 0.0)
+            rows["pair"][:] = add_rows("product", prod - t, -INF, 0.0)
+        elif st.name == "scholtes_linf":
+            s = new.add_variables("mpcc/s", 1, 0.0, S_MAX, 0.5 * S_MAX)
+            slack = s.index.start
+            rows["pair"][:] = add_rows("product", prod - s.sym, -INF, 0.0)
+            f = f + s.sym / t
         elif st.name == "elastic_l1":
             f = f + t * ca.sum1(prod)
         else:
             # phi_eps = 0 forces a, b > 0: without sign constraints only pairs whose signs the
             # bounds already fix are smoothed; the others keep the product form a_i b_i <= eps^2
-            fb = (np.ones(prog.n_comp, dtype=bool) if sign_constraints
+            fb = (np.ones(nc, dtype=bool) if sign_constraints
                   else _nonneg_on_box(prog, prog.comp_a) & _nonneg_on_box(prog, prog.comp_b))
             smooth, rest = [int(i) for i in np.flatnonzero(fb)], [int(i) for i in np.flatnonzero(~fb)]
             # phi_eps(a, b) = eps phi_1(a / eps, b / eps): the row phi_eps / eps has unit size at every
             # eps, so IPOPT's tolerance on it is relative to eps (t >= eps_min > 0)
-            add_rows("smoothing", fischer_burmeister(a[smooth, 0], b[smooth, 0], t) / t, 0.0, 0.0,
-                     checked_as=prod[smooth, 0] - t * t)
-            add_rows("product", prod[rest, 0] - t * t, -np.inf, 0.0)
+            rows["pair"][smooth] = add_rows("smoothing", fischer_burmeister(a[smooth, 0], b[smooth, 0], t) / t,
+                                            0.0, 0.0, checked_as=prod[smooth, 0] - t * t)
+            rows["pair"][rest] = add_rows("product", prod[rest, 0] - t * t, -INF, 0.0)
             n_smoothed = len(smooth)
     new.add_cost(f)
     g_check = ca.vertcat(*[e for e in check if e.shape[0]]) if new.n_g else ca.SX(0, 1)
-    return Relaxation(prog, st, new, g_check, n_smoothed)
+    return Relaxation(prog, st, new, g_check, n_smoothed, bool(sign_constraints), var["a"], var["b"], rows["a"],
+                      rows["b"], rows["pair"], slack)
 
 
 def relax(prog: Program, strategy: str, parameter: float, *, sign_constraints: bool = True) -> Program:
@@ -212,15 +352,18 @@ def relax(prog: Program, strategy: str, parameter: float, *, sign_constraints: b
     the parameter ``mpcc/<sigma|rho|eps>`` (value ``parameter``; change it with
     ``relaxed["mpcc/sigma"].value = ...``) and the strategy's rows: ``mpcc/sign_a``, ``mpcc/sign_b``
     (``a >= 0``, ``b >= 0``, with ``sign_constraints``), ``mpcc/product`` (``a_i b_i - sigma <= 0``;
-    ``a_i b_i - eps^2 <= 0`` for the unsmoothed pairs of fischer_burmeister) and ``mpcc/smoothing``
-    (``phi_eps(a_i, b_i) / eps = 0``); elastic_l1 adds ``rho sum_i a_i b_i`` to the objective.
+    ``a_i b_i - s <= 0`` for scholtes_linf, whose slack variable ``mpcc/s`` in ``[0, 10]`` follows
+    the source's variables and adds ``s / sigma`` to the objective; ``a_i b_i - eps^2 <= 0`` for the
+    unsmoothed pairs of fischer_burmeister) and ``mpcc/smoothing`` (``phi_eps(a_i, b_i) / eps = 0``);
+    elastic_l1 adds ``rho sum_i a_i b_i`` to the objective.
     """
     return relaxation(prog, strategy, parameter, sign_constraints=sign_constraints).program
 
 
-def _nonneg_variable(prog: Program, e: ca.SX) -> bool:
+def _variable(prog: Program, e: ca.SX) -> int:
+    """The position of the scalar ``e`` in ``prog.x`` if it is one variable, else -1."""
     j = prog.variable_index(e)
-    return j is not None and prog.lbx[j] >= 0.0
+    return -1 if j is None else int(j)
 
 
 def _nonneg_on_box(prog: Program, side: ca.SX) -> np.ndarray:

@@ -59,16 +59,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import casadi as ca
 import numpy as np
 
 from contactmp.errors import InputError, OptionError, did_you_mean
 from contactmp.program import Program
 from contactmp.result import Result, Status
-from contactmp.solvers.ipopt import BACKENDS, IpoptNLP, check_ipopt_options, ipopt_status
+from contactmp.solvers.ipopt import BACKENDS, IpoptAnswer, IpoptNLP, check_ipopt_options, ipopt_status
 from contactmp.solvers.lcp import SolverOptions
-from contactmp.solvers.mpcc import MPCC_STRATEGIES, fischer_burmeister, relaxation, strategy_named
+from contactmp.solvers.mpcc import (FREE, MPCC_STRATEGIES, NONNEG, ZERO, MPCCStrategy, Relaxation,
+                                    fischer_burmeister, relaxation, strategy_named)
 
-__all__ = ["solve_program", "NLPOptions", "STRATEGIES", "BACKENDS", "fischer_burmeister"]
+__all__ = ["solve_program", "NLPOptions", "STRATEGIES", "BACKENDS", "fischer_burmeister", "walk_branches"]
 
 #: MPCC strategy name -> :class:`~contactmp.solvers.mpcc.MPCCStrategy` (the registry of solvers/mpcc.py)
 STRATEGIES = MPCC_STRATEGIES
@@ -90,15 +92,32 @@ class NLPOptions(SolverOptions):
 
     Attributes
     ----------
-    tol : IPOPT's convergence tolerance (its ``tol``) for each NLP.
+    tol : IPOPT's convergence tolerance (its ``tol``) for the NLP whose answer is returned (the last
+        NLP of the homotopy, a polish, a branch step, a program without pairs).
+    homotopy_tol : IPOPT's ``tol`` for the NLPs inside the homotopy (their answers only start the next
+        NLP and the polish; an answer that passes the checks is solved again at ``tol`` before it is
+        returned). ``homotopy_tol <= tol`` solves every NLP at ``tol``.
     feas_tol : accepted scaled bound / constraint violation (see :meth:`Program.residuals`).
-    comp_tol : accepted complementarity residual ``max_i |min(a_i, b_i)|``.
+    comp_tol : accepted complementarity residual ``max_i |min(a_i, b_i)|`` (``max_i a_i b_i``
+        without sign constraints).
     max_iter : IPOPT iterations per NLP.
-    sigma0, sigma_factor, sigma_min : the Scholtes homotopy ``sigma <- sigma_factor * sigma``.
+    sigma0, sigma_factor, sigma_min : the Scholtes homotopy ``sigma <- sigma_factor * sigma`` (also
+        the weight ``1 / sigma`` of ``"scholtes_linf"``).
     rho0, rho_factor, rho_max : the elastic_l1 penalty sequence ``rho <- rho_factor * rho``.
     eps0, eps_factor, eps_min : the Fischer-Burmeister smoothing ``eps <- eps_factor * eps``.
-    sign_constraints : add ``a >= 0`` and ``b >= 0`` (False: rely on variable bounds; judge
-        complementarity by ``max_i a_i b_i``).
+    sign_constraints : add ``a >= 0`` and ``b >= 0`` (False: rely on variable bounds; a pair is then
+        the product row ``a_i b_i <= 0``, judged by ``max_i a_i b_i``).
+    polish_max_iter : IPOPT iterations of each polish and branch step (a piece that needs more is
+        left to the homotopy).
+    polish : after every NLP of the homotopy, solve the *tightened* NLP of its active set (the side
+        nearer to 0 of each pair fixed at 0, both sides of a pair with ``max(|a_i|, |b_i|) <=
+        2 sqrt(max_j |a_j b_j|)``, the strategy's rows switched off; see
+        :meth:`~contactmp.solvers.mpcc.Relaxation.piece_bounds`) with the same IPOPT object, and
+        return its answer when IPOPT succeeds and the independent checks pass.
+    warm_start_duals : start every NLP after the first from the previous NLP's multipliers too
+        (IPOPT's ``warm_start_init_point``); primal warm starts are always on.
+    branch_rounds : at most this many branch steps when the certificate finds a descent branch
+        (0: certify only).
     time_limit : wall-clock seconds for the whole solve (``None`` or ``inf``: none); checked
         between NLPs, and inside each NLP unless ``ipopt`` sets ``max_wall_time`` (cyipopt: the
         time left as IPOPT's ``max_wall_time``; CasADi, whose IPOPT options are fixed when the
@@ -106,12 +125,14 @@ class NLPOptions(SolverOptions):
     ipopt : further IPOPT options, checked against IPOPT's own option table.
     certify : attach the B-stationarity certificate of the returned point
         (:func:`contactmp.solvers.b_stationarity.b_stationarity`, its LPEC solved as a MILP by
-        HiGHS) as ``extras["b_stationarity"]`` when the program has complementarity pairs; timed
-        apart (the result's ``time_s`` does not include it).
-    certify_time_limit : seconds for that MILP.
+        HiGHS) as ``extras["b_stationarity"]`` when the program has complementarity pairs, and take
+        the branch steps it finds; the certificates are timed apart (``extras["certify_time_s"]``,
+        not in the result's ``time_s``).
+    certify_time_limit : seconds for each certificate's MILP.
     """
 
     tol: float = 1e-8
+    homotopy_tol: float = 1e-3
     feas_tol: float = 1e-6
     comp_tol: float = 1e-8
     max_iter: int = 3000
@@ -125,6 +146,10 @@ class NLPOptions(SolverOptions):
     eps_factor: float = 0.1
     eps_min: float = 1e-10
     sign_constraints: bool = True
+    polish: bool = True
+    polish_max_iter: int = 200
+    warm_start_duals: bool = False
+    branch_rounds: int = 5
     time_limit: float = math.inf
     ipopt: dict[str, Any] = field(default_factory=dict)
     certify: bool = True
@@ -133,7 +158,7 @@ class NLPOptions(SolverOptions):
     def check(self) -> None:
         """Reject ill-typed values; copy and type-check the IPOPT options."""
         super().check()
-        for name in ("feas_tol", "comp_tol"):
+        for name in ("feas_tol", "comp_tol", "homotopy_tol"):
             _positive_finite(self, name)
         for h in MPCC_STRATEGIES.values():
             if h.start is None:
@@ -145,9 +170,11 @@ class NLPOptions(SolverOptions):
                 raise OptionError(f"{h.factor} must be {'in (0, 1)' if h.shrinks else 'a finite number > 1'}, got {f!r}")
             if (s1 > s0) if h.shrinks else (s1 < s0):
                 raise OptionError(f"{h.stop} ({s1}) must not {'exceed' if h.shrinks else 'be below'} {h.start} ({s0})")
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 0:
-            raise OptionError(f"max_iter must be a nonnegative integer, got {self.max_iter!r}")
-        for name in ("sign_constraints", "certify"):
+        for name in ("max_iter", "branch_rounds", "polish_max_iter"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise OptionError(f"{name} must be a nonnegative integer, got {v!r}")
+        for name in ("sign_constraints", "certify", "polish", "warm_start_duals"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
         _positive_finite(self, "certify_time_limit")
@@ -158,6 +185,86 @@ def _positive_finite(o: NLPOptions, name: str) -> None:
     v = getattr(o, name)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 and math.isfinite(v)):
         raise OptionError(f"{name} must be a positive finite number, got {v!r}")
+
+
+class _Engine:
+    """What one (program, strategy, options) solve needs, built once and kept in the program's cache
+    (so the starts of a multistart share it): the relaxation, the pair sides ``(x, p) -> (a, b)``
+    and three IPOPT objects of the same NLP, each built on first use: ``"loose"`` (``tol =
+    homotopy_tol``, the homotopy's inner NLPs), ``"tight"`` (``tol``, ``max_iter``) and ``"piece"``
+    (``tol``, ``max_iter = polish_max_iter``: polish and branch steps)."""
+
+    def __init__(self, rel: Relaxation, sides: ca.Function, options: dict[str, dict[str, Any]], backend: str,
+                 deadline: bool) -> None:
+        self.rel, self.sides, self.options, self.backend = rel, sides, options, backend
+        self._deadline = 0.0 if deadline else math.inf  # (a finite one makes the stop callback)
+        self._solvers: dict[str, IpoptNLP] = {}
+        self._nlp = rel.program.nlp()
+
+    def has(self, kind: str) -> bool:
+        """Whether the IPOPT object ``kind`` is configured (``"loose"`` only with a homotopy)."""
+        return kind in self.options
+
+    def solver(self, kind: str) -> IpoptNLP:
+        """The IPOPT object ``kind``, built now if it is the first use."""
+        s = self._solvers.get(kind)
+        if s is None:
+            s = IpoptNLP(self._nlp, self.options[kind], self.backend, self._deadline, nlpsol=_NLPSOL_OPTIONS)
+            s.set_deadline(self._deadline)
+            self._solvers[kind] = s
+        return s
+
+    def set_deadline(self, deadline: float) -> None:
+        """The deadline of every IPOPT object, now and when built later."""
+        self._deadline = deadline
+        for s in self._solvers.values():
+            s.set_deadline(deadline)
+
+
+#: a pair is biactive for the polish when max(|a_i|, |b_i|) <= BIACTIVE_FACTOR sqrt(max_j |a_j b_j|)
+#: (on a relaxation's answer a degenerate pair has both sides of the order of sqrt(sigma))
+BIACTIVE_FACTOR = 2.0
+
+#: how near an active bound (relative to max(1, |bound|)) an IPOPT answer is put on it
+SNAP_TOL = 1e-5
+
+#: engines kept per program (least recently used dropped first)
+_ENGINES_PER_PROGRAM = 8
+
+
+def _engine(prog: Program, strategy: str, o: NLPOptions, backend: str, ipopt: dict[str, Any],
+            homotopy: bool, deadline: bool) -> _Engine:
+    """The cached :class:`_Engine` of ``prog`` for these settings (built on first use). The
+    program's cache is cleared by every change of its structure; the bounds, start and parameter
+    values are read at every solve, so they may change between solves."""
+    options = {"tight": ipopt, "piece": {**ipopt, "max_iter": int(o.polish_max_iter)}}
+    if homotopy and o.homotopy_tol > o.tol:
+        options["loose"] = {**ipopt, "tol": float(o.homotopy_tol)}
+        if o.warm_start_duals:
+            options["loose"].setdefault("warm_start_init_point", "yes")
+    side_vars = [j for e in (prog.comp_a, prog.comp_b) for j in
+                 (prog.variable_index(e[i]) for i in range(prog.n_comp)) if j is not None]
+    # the sign rows that relaxation() leaves out depend on the current lower bounds of the sides
+    sign_pattern = tuple(bool(prog.lbx[j] >= 0.0) for j in side_vars) if o.sign_constraints else ()
+    key = (strategy, o.sign_constraints, backend, repr(sorted((k, sorted(v.items())) for k, v in options.items())),
+           deadline, sign_pattern)
+    cache: dict[Any, _Engine] = prog._cache.setdefault("solve_program_engines", {})
+    eng = cache.pop(key, None)
+    if eng is None:
+        rel = relaxation(prog, strategy, 1.0 if strategy == "fischer_burmeister" else 0.0,
+                         sign_constraints=o.sign_constraints, side_rows=True)
+        sides = ca.Function("sides", [prog.x, prog.p], [prog.comp_a, prog.comp_b])
+        eng = _Engine(rel, sides, options, backend, deadline)
+    cache[key] = eng  # (re)inserted last: the most recently used
+    while len(cache) > _ENGINES_PER_PROGRAM:
+        cache.pop(next(iter(cache)))
+    return eng
+
+
+#: casadi.nlpsol options of every solver here: no input check (it would warn at every solve of a
+#: piece with sides fixed by bounds that "the NLP is overconstrained", more equality rows and fixed
+#: variables than variables; the bounds are checked where they are made: Program, piece_bounds)
+_NLPSOL_OPTIONS: dict[str, Any] = {"inputs_check": False}
 
 
 def solve_program(
@@ -173,19 +280,27 @@ def solve_program(
 
     ``backend`` is ``"casadi"`` or ``"cyipopt"``; ``strategy`` one of :data:`STRATEGIES`;
     ``options`` an :class:`NLPOptions` and/or keyword overrides (strict). The program's current
-    parameter values ``p0`` are used and ``x0`` starts the first NLP.
+    parameter values ``p0``, bounds and start ``x0`` are used.
 
-    ``accept(x)``, if given, is called after every NLP that IPOPT solves and may return a
-    repaired point (for an LCP: the active-set polish); a repaired point that passes the
-    independent checks ends the homotopy and is returned (the caller vouches for its optimality
-    when the program has an objective). Never raises on non-convergence: the returned
-    :class:`~contactmp.result.Result` carries the status (``solver = "backend/strategy"``;
-    ``residuals`` the independent checks of the chosen point -- ``bound``, ``constraint``,
-    ``comp_min``, ``comp_prod``, ``comp_sign``, ``objective`` --; ``residual`` the largest of
-    bound / feas_tol, constraint / feas_tol and the complementarity residual / comp_tol, judged
-    against ``tol = 1``; ``extras``: ``backend_status`` (IPOPT's text for the last NLP),
-    ``backend``, ``strategy``, ``homotopy`` (every NLP: parameter, status, iterations, residuals),
-    ``ipopt_options`` and, for fischer_burmeister, ``smoothed_pairs``).
+    The homotopy (module docstring) stops at the first point that passes the independent checks
+    with an IPOPT success at ``tol``: an NLP's own answer, the answer of its polish (``polish``), or
+    the answer of ``accept(x)``. ``accept(x)``, if given, is called after every NLP that IPOPT
+    solves and may return a repaired point (for an LCP: the active-set polish); a repaired point
+    that passes the independent checks is returned (the caller vouches for its optimality when the
+    program has an objective). With ``certify``, the returned point of a program with pairs gets its
+    B-stationarity certificate; when the certificate finds a descent branch, the NLP of that branch
+    is solved from it (same IPOPT object) and the move is kept when it passes the checks and lowers
+    ``f`` (at most ``branch_rounds`` times).
+
+    Never raises on non-convergence: the returned :class:`~contactmp.result.Result` carries the
+    status (``solver = "backend/strategy"``; ``residuals`` the independent checks of the chosen
+    point -- ``bound``, ``constraint``, ``comp_min``, ``comp_prod``, ``comp_sign``, ``objective``
+    --; ``residual`` the largest of bound / feas_tol, constraint / feas_tol and the complementarity
+    residual / comp_tol, judged against ``tol = 1``; ``extras``: ``backend_status`` (IPOPT's text for
+    the NLP of the returned point), ``backend``, ``strategy``, ``homotopy`` (every NLP: parameter,
+    status, iterations, residuals, and its ``polish`` attempt), ``ipopt_options``, ``found_by``
+    (``"nlp"``, ``"polish"``, ``"accept"`` or ``""``), ``b_stationarity`` and ``branch_steps`` (with
+    ``certify``), ``certify_time_s`` and, for fischer_burmeister, ``smoothed_pairs``).
     """
     t0 = time.perf_counter()
     if not isinstance(prog, Program):
@@ -196,119 +311,9 @@ def solve_program(
         raise OptionError(f"unknown backend '{backend}' (known: {', '.join(BACKENDS)}){did_you_mean(backend, BACKENDS)}")
     hom = strategy_named(strategy)
     o = NLPOptions.build(options, **overrides)
-    ipopt = {**IPOPT_DEFAULTS, "tol": float(o.tol), "max_iter": int(o.max_iter), **o.ipopt}
-    limit = math.inf if o.time_limit is None else float(o.time_limit)
-    wall_each_nlp = math.isfinite(limit) and "max_wall_time" not in o.ipopt
-    if wall_each_nlp:
-        ipopt["max_wall_time"] = max(limit - (time.perf_counter() - t0), 1e-3)
-    ts = hom.homotopy(o) if prog.n_comp else [0.0]  # no pairs: one NLP
-    rel = relaxation(prog, strategy, ts[0], sign_constraints=o.sign_constraints)
-    nlp = rel.program
-    solver = IpoptNLP(nlp.nlp(), ipopt, backend, t0 + limit if wall_each_nlp else math.inf)
-    lbx, ubx, lbg, ubg = nlp.lbx, nlp.ubx, nlp.lbg, nlp.ubg
-    p0 = prog.p0
-    comp_key = "comp_min" if o.sign_constraints else "comp_prod"
-
-    def verified(res: dict[str, float]) -> bool:
-        return res["bound"] <= o.feas_tol and res["constraint"] <= o.feas_tol and res[comp_key] <= o.comp_tol
-
-    x = np.clip(prog.x0, lbx, ubx)
-    history: list[dict[str, Any]] = []
-    iterations = 0
-    param_name, nested = hom.param, hom.nested
-    last: _Candidate | None = None      # the answer of the last NLP
-    last_ok: _Candidate | None = None   # the answer of the last NLP IPOPT solved
-    found: _Candidate | None = None     # a verified answer (ends the homotopy)
-    checked: _Candidate | None = None   # the last answer that passes the checks although IPOPT failed
-    stop_reason = "homotopy exhausted"
-    for t in ts:
-        if limit - (time.perf_counter() - t0) <= 0:
-            stop_reason = "time_limit"
-            break
-        pt = rel.p(t)
-        ans = solver.solve(x, pt, lbx, ubx, lbg, ubg)
-        iterations += ans.iterations
-        ok = ans.ok
-        extra: dict[str, float] = {}
-        if rel.n_smoothed:
-            # IPOPT's |phi_eps| <= tol also holds far out on an axis: count the NLP as solved only
-            # when its answer is on the curves a_i b_i = eps^2 (and the rest of the NLP) to feas_tol
-            extra["smoothing_violation"] = rel.violation(ans.x, pt)
-            ok = ok and extra["smoothing_violation"] <= o.feas_tol
-        cand = _Candidate(ans.x, ans.status, ok, prog.residuals(ans.x, p0))
-        history.append({param_name: t, "status": ans.status, "iterations": ans.iterations, **cand.res,
-                        **extra})
-        last = cand
-        if np.isfinite(ans.x).all() and (nested or ok):
-            # (a failed NLP of a non-nested homotopy says nothing of the next: keep the last start)
-            x = ans.x
-        if not cand.ok and verified(cand.res):
-            checked = cand
-        if cand.ok:
-            last_ok = cand
-            if verified(cand.res):
-                found = cand
-                break
-            if accept is not None:
-                xr = accept(ans.x.copy())
-                if xr is not None:
-                    rep = _Candidate(np.asarray(xr, dtype=float).ravel(), ans.status, True,
-                                     prog.residuals(xr, p0), repaired=True)
-                    history[-1]["repaired"] = {k: rep.res[k] for k in ("bound", "constraint", comp_key)}
-                    if verified(rep.res):
-                        found = rep
-                        break
-        if ans.status == "Infeasible_Problem_Detected" and nested and rel.violation(ans.x, pt) > o.feas_tol:
-            # IPOPT's answer violates the relaxed NLP itself; the next relaxations are tighter
-            stop_reason = "the relaxed NLP is locally infeasible"
-            break
-    backend_status = last.status if last is not None else "not started"
-    messages = [f"{strategy} via {backend}: {len(history)} NLP(s), last IPOPT status {backend_status}"]
-    if found is not None:
-        chosen, status = found, Status.SOLVED
-        if found.repaired:
-            messages.append("answer repaired by accept() and verified")
-    else:
-        # the last NLP's answer, unless it failed and an earlier NLP succeeded
-        chosen = last if (last is not None and (last.ok or last_ok is None)) else last_ok
-        if checked is not None and (chosen is None or not verified(chosen.res)):
-            # an NLP IPOPT did not finish left a point that passes the independent checks (feasible
-            # and complementary): return it rather than a worse one; with an objective its status
-            # stays unsolved (IPOPT certified no stationarity), without one it is a solution
-            chosen = checked
-            messages.append(f"returning a point that passes the checks although IPOPT ended {checked.status}")
-        if chosen is None:  # time limit before the first NLP
-            chosen = _Candidate(x, "not started", False, prog.residuals(x, p0))
-        elif chosen is not last:
-            messages.append("returning the answer of the last NLP IPOPT solved")
-        if verified(chosen.res) and (chosen.ok or not prog.has_objective):
-            status = Status.SOLVED
-        elif stop_reason == "time_limit":
-            status = Status.TIME_LIMIT
-            messages.append(f"time limit {limit:g} s reached")
-        else:
-            status = ipopt_status(backend_status)
-            r = chosen.res
-            messages.append(
-                f"{stop_reason}; checks: bound {r['bound']:.2e}, constraint {r['constraint']:.2e} "
-                f"(feas_tol {o.feas_tol:.0e}), {comp_key} {r[comp_key]:.2e} (comp_tol {o.comp_tol:.0e})"
-            )
-    r = chosen.res
-    time_s = time.perf_counter() - t0
-    extras = {"backend_status": backend_status, "backend": backend, "strategy": strategy,
-              "homotopy": history, "ipopt_options": ipopt,
-              **({"smoothed_pairs": rel.n_smoothed} if strategy == "fischer_burmeister" else {})}
-    if o.certify and prog.n_comp:
-        from contactmp.solvers.b_stationarity import b_stationarity
-
-        extras["b_stationarity"] = b_stationarity(prog, chosen.x, p=p0, feas_tol=o.feas_tol,
-                                                  time_limit=o.certify_time_limit).summary()
-    return Result(
-        status=status, x=chosen.x, solver=f"{backend}/{strategy}",
-        residual=max(r["bound"] / o.feas_tol, r["constraint"] / o.feas_tol, r[comp_key] / o.comp_tol), tol=1.0,
-        iterations=iterations, time_s=time_s, message="; ".join(messages),
-        residuals=chosen.res, objective=chosen.res["objective"], program=prog, extras=extras,
-    )
+    if hom.is_portfolio:
+        return _solve_portfolio(prog, backend, hom, o, accept, t0)
+    return _Homotopy(prog, backend, hom, o, accept, t0).run()
 
 
 @dataclass
@@ -317,4 +322,393 @@ class _Candidate:
     status: str
     ok: bool
     res: dict[str, float]
-    repaired: bool = False
+    found_by: str = "nlp"
+    x_full: np.ndarray | None = None  # the point in the NLP's variables (slack included)
+
+
+class _Homotopy:
+    """One run of :func:`solve_program` for one strategy (its state in one place)."""
+
+    def __init__(self, prog: Program, backend: str, hom: MPCCStrategy, o: NLPOptions,
+                 accept: Callable[[np.ndarray], np.ndarray | None] | None, t0: float) -> None:
+        self.prog, self.backend, self.hom, self.o, self.accept, self.t0 = prog, backend, hom, o, accept, t0
+        self.ipopt = {**IPOPT_DEFAULTS, "tol": float(o.tol), "max_iter": int(o.max_iter), **o.ipopt}
+        self.limit = math.inf if o.time_limit is None else float(o.time_limit)
+        self.ts = hom.homotopy(o) if prog.n_comp else [0.0]  # no pairs: one NLP
+        deadline = math.isfinite(self.limit) and "max_wall_time" not in o.ipopt
+        self.eng = _engine(prog, hom.name, o, backend, self.ipopt, len(self.ts) > 1, deadline)
+        self.eng.set_deadline(t0 + self.limit if deadline else math.inf)
+        self.rel = self.eng.rel
+        self.bounds = self.rel.bounds()
+        self.p0 = prog.p0
+        self.comp_key = "comp_min" if o.sign_constraints else "comp_prod"
+        self.iterations = 0
+        self.history: list[dict[str, Any]] = []
+        self.answers: list[tuple[_Candidate, dict[str, Any]]] = []  # settled answers and their certificates
+        self.pending: list[tuple[_Candidate, Any]] = []  # solved answers certified not B-stationary
+        self.certify_time = 0.0
+
+    # -- checks ----------------------------------------------------------------------------------
+    def verified(self, res: dict[str, float]) -> bool:
+        o = self.o
+        return res["bound"] <= o.feas_tol and res["constraint"] <= o.feas_tol and res[self.comp_key] <= o.comp_tol
+
+    def left(self) -> float:
+        return self.limit - (time.perf_counter() - self.t0)
+
+    def candidate(self, ans: IpoptAnswer, ok: bool | None = None, found_by: str = "nlp",
+                  bounds: tuple[np.ndarray, np.ndarray] | None = None) -> _Candidate:
+        """The answer ``ans`` as a point of the source with its independent residuals. With the
+        variable ``bounds`` of the NLP solved, a variable IPOPT left within ``SNAP_TOL * max(1,
+        |bound|)`` of a bound whose multiplier says it is active (CasADi's sign: ``lam_x < 0`` lower,
+        ``> 0`` upper) is put on that bound -- an interior-point method stops a distance of order
+        ``mu`` inside -- and the snapped point is kept when it passes the checks no worse and does
+        not raise ``f``."""
+        n = self.prog.n_x
+        cand = _Candidate(ans.x[:n], ans.status, ans.ok if ok is None else ok, self.prog.residuals(ans.x[:n], self.p0),
+                          found_by, ans.x)
+        if bounds is None or not np.isfinite(ans.x).all() or not np.isfinite(ans.lam_x).all():
+            return cand
+        lb, ub = bounds
+        with np.errstate(invalid="ignore"):
+            lo = (ans.lam_x < 0) & np.isfinite(lb) & (ans.x - lb <= SNAP_TOL * np.maximum(1.0, np.abs(lb))) & (ans.x != lb)
+            hi = (ans.lam_x > 0) & np.isfinite(ub) & (ub - ans.x <= SNAP_TOL * np.maximum(1.0, np.abs(ub))) & (ans.x != ub)
+        if not (lo.any() or hi.any()):
+            return cand
+        x_full = np.where(lo, lb, np.where(hi, ub, ans.x))
+        res = self.prog.residuals(x_full[:n], self.p0)
+        keys = ("bound", "constraint", self.comp_key)
+        if all(res[k] <= max(cand.res[k], self.o.feas_tol if k != self.comp_key else 0.0) for k in keys) \
+                and res["objective"] <= cand.res["objective"]:
+            return _Candidate(x_full[:n], ans.status, cand.ok, res, found_by, x_full)
+        return cand
+
+    # -- the pieces ------------------------------------------------------------------------------
+    def solve_piece(self, x_full: np.ndarray, t: float, a_int: np.ndarray, b_int: np.ndarray,
+                    found_by: str) -> tuple[_Candidate | None, dict[str, Any]]:
+        """The tightened NLP of one piece from ``x_full`` with the tight IPOPT object."""
+        bnd = self.rel.piece_bounds(a_int, b_int, self.bounds)
+        if bnd is None:
+            return None, {"status": "not tried", "reason": "the piece cannot be written with bounds or is empty"}
+        ans = self.eng.solver("piece").solve(np.clip(x_full, bnd[0], bnd[1]), self.rel.p(self.rel.piece_parameter(t)),
+                                             *bnd)
+        self.iterations += ans.iterations
+        cand = self.candidate(ans, found_by=found_by, bounds=bnd[:2])
+        info = {"status": ans.status, "iterations": ans.iterations,
+                **{k: cand.res[k] for k in ("bound", "constraint", self.comp_key, "objective")}}
+        return cand, info
+
+    def polish(self, x_full: np.ndarray, t: float) -> tuple[_Candidate | None, dict[str, Any]]:
+        """The active-set polish of an NLP answer (see :class:`NLPOptions`)."""
+        a, b = (np.asarray(v, dtype=float).ravel() for v in self.eng.sides(x_full[:self.prog.n_x], self.p0))
+        if not (np.isfinite(a).all() and np.isfinite(b).all()):
+            return None, {"status": "not tried", "reason": "sides not finite"}
+        tau = BIACTIVE_FACTOR * math.sqrt(float(np.max(np.abs(a * b), initial=0.0)))
+        both = np.maximum(np.abs(a), np.abs(b)) <= tau
+        a_zero = both | (np.abs(a) <= np.abs(b))
+        b_zero = both | ~a_zero
+        other = NONNEG if self.o.sign_constraints else FREE
+        a_int = np.where(a_zero[:, None], ZERO, other)
+        b_int = np.where(b_zero[:, None], ZERO, other)
+        cand, info = self.solve_piece(x_full, t, a_int, b_int, "polish")
+        info["biactive"] = int(both.sum())
+        return cand, info
+
+    # -- the homotopy ----------------------------------------------------------------------------
+    def run(self) -> Result:
+        prog, o, rel = self.prog, self.o, self.rel
+        lbx, ubx, lbg, ubg = self.bounds
+        x = np.clip(rel.start(prog.x0), lbx, ubx)
+        lam: tuple[np.ndarray, np.ndarray] | None = None
+        last: _Candidate | None = None      # the answer of the last NLP
+        last_ok: _Candidate | None = None   # the answer of the last NLP IPOPT solved
+        found: _Candidate | None = None     # a verified answer (ends the homotopy)
+        checked: _Candidate | None = None   # the last answer that passes the checks although IPOPT failed
+        stop_reason = "homotopy exhausted"
+        param_name, nested = self.hom.param, self.hom.nested
+        for k, t in enumerate(self.ts):
+            if self.left() <= 0:
+                stop_reason = "time_limit"
+                break
+            pt = rel.p(t)
+            final = k == len(self.ts) - 1 or not self.eng.has("loose")
+            solver = self.eng.solver("tight" if final else "loose")
+            warm = lam if (o.warm_start_duals and not final and lam is not None) else (None, None)
+            ans = solver.solve(x, pt, lbx, ubx, lbg, ubg, *warm)
+            self.iterations += ans.iterations
+            ok = ans.ok
+            extra: dict[str, Any] = {}
+            if rel.n_smoothed:
+                # IPOPT's |phi_eps| <= tol also holds far out on an axis: count the NLP as solved only
+                # when its answer is on the curves a_i b_i = eps^2 (and the rest of the NLP) to feas_tol
+                extra["smoothing_violation"] = rel.violation(ans.x, pt)
+                ok = ok and extra["smoothing_violation"] <= o.feas_tol
+            cand = self.candidate(ans, ok, bounds=(lbx, ubx) if final else None)
+            entry = {param_name: t, "status": ans.status, "iterations": ans.iterations, "tol": solver.ipopt["tol"],
+                     **cand.res, **extra}
+            self.history.append(entry)
+            last = cand
+            if np.isfinite(ans.x).all() and (nested or ok):
+                # (a failed NLP of a non-nested homotopy says nothing of the next: keep the last start)
+                x = ans.x
+                lam = (ans.lam_x, ans.lam_g)
+            if not cand.ok and self.verified(cand.res):
+                checked = cand
+            if cand.ok:
+                last_ok = cand
+                if self.verified(cand.res):
+                    if final:
+                        if self.settle(cand):
+                            found = cand
+                            break
+                    # a loose NLP's answer passes the checks: solve the same NLP again at tol
+                    again = self.eng.solver("tight").solve(ans.x, pt, lbx, ubx, lbg, ubg)
+                    self.iterations += again.iterations
+                    c2 = self.candidate(again, bounds=(lbx, ubx))
+                    entry["at_tol"] = {"status": again.status, "iterations": again.iterations}
+                    if c2.ok and self.verified(c2.res) and self.settle(c2):
+                        found = c2
+                        break
+                if self.accept is not None:
+                    xr = self.accept(cand.x.copy())
+                    if xr is not None:
+                        xr = np.asarray(xr, dtype=float).ravel()
+                        rep = _Candidate(xr, ans.status, True, prog.residuals(xr, self.p0), "accept")
+                        entry["repaired"] = {k: rep.res[k] for k in ("bound", "constraint", self.comp_key)}
+                        if self.verified(rep.res) and self.settle(rep):
+                            found = rep
+                            break
+            if o.polish and prog.n_comp and np.isfinite(ans.x).all() and self.left() > 0:
+                pol, info = self.polish(ans.x, t)
+                entry["polish"] = info
+                if pol is not None and pol.ok and self.verified(pol.res) and self.settle(pol):
+                    found = pol
+                    break
+            if ans.status == "Infeasible_Problem_Detected" and nested and rel.violation(ans.x, pt) > o.feas_tol:
+                # IPOPT's answer violates the relaxed NLP itself; the next relaxations are tighter
+                stop_reason = "the relaxed NLP is locally infeasible"
+                break
+        return self.finish(found, last, last_ok, checked, stop_reason)
+
+    def settle(self, cand: _Candidate) -> bool:
+        """``cand`` passed the checks with an IPOPT success: certify it and say whether the homotopy
+        ends here. It goes on when the certificate says *not* B-stationary: ``cand`` is kept aside
+        (pending), and if the homotopy finds nothing certified, the best pending answer is the start
+        of the branch walk (:meth:`certify`). (Walking at once from an early answer would pick its
+        branches by the LPEC's tie-breaks instead of by the homotopy, and a multistart would lose the
+        diversity of its starts.)"""
+        if not (self.o.certify and self.prog.n_comp):
+            self.answers.append((cand, {}))
+            return True
+        cert = self.certificate(cand.x)
+        if cert.verdict.value == "no":
+            self.pending.append((cand, cert))
+            return False
+        self.answers.append((cand, {"b_stationarity": cert.summary(), "branch_steps": []}))
+        return True
+
+    def certificate(self, x: np.ndarray, active_tol: float = 1e-6, opt_tol: float = 1e-6) -> Any:
+        """The B-stationarity certificate of the source point ``x`` (timed into ``certify_time``)."""
+        from contactmp.solvers.b_stationarity import b_stationarity
+
+        o = self.o
+        c0 = time.perf_counter()
+        cert = b_stationarity(self.prog, x, p=self.p0, feas_tol=o.feas_tol, active_tol=active_tol, opt_tol=opt_tol,
+                              sign_constraints=o.sign_constraints, time_limit=o.certify_time_limit)
+        self.certify_time += time.perf_counter() - c0
+        return cert
+
+    def finish(self, found: _Candidate | None, last: _Candidate | None, last_ok: _Candidate | None,
+               checked: _Candidate | None, stop_reason: str) -> Result:
+        prog, o = self.prog, self.o
+        backend_status = last.status if last is not None else "not started"
+        messages = [f"{self.hom.name} via {self.backend}: {len(self.history)} NLP(s), last IPOPT status {backend_status}"]
+        extras: dict[str, Any] = {}
+        if found is None and self.pending:
+            # nothing certified: walk the descent branches from the best solved answer kept aside
+            cand, cert = min(self.pending, key=lambda a: a[0].res["objective"])
+            chosen, extras = self.certify(cand, Status.SOLVED, cert)
+            self.answers.append((chosen, extras))
+            found = chosen
+            if extras["b_stationarity"]["verdict"] == "no":
+                messages.append(f"no answer certified B-stationary; returning the best of {len(self.pending)} "
+                                f"solved one(s)")
+        if self.answers:
+            chosen, extras = self.answers[-1]
+            status = Status.SOLVED
+            backend_status = chosen.status
+            by = {"accept": "answer repaired by accept() and verified", "polish": "answer of the active-set polish, "
+                  "verified", "branch": "moved along descent branches of the B-stationarity certificate"}
+            if chosen.found_by in by:
+                messages.append(by[chosen.found_by])
+            extras.pop("solid", None)
+        else:
+            # the last NLP's answer, unless it failed and an earlier NLP succeeded
+            chosen = last if (last is not None and (last.ok or last_ok is None)) else last_ok
+            if checked is not None and (chosen is None or not self.verified(chosen.res)):
+                # an NLP IPOPT did not finish left a point that passes the independent checks (feasible
+                # and complementary): return it rather than a worse one; with an objective its status
+                # stays unsolved (IPOPT certified no stationarity), without one it is a solution
+                chosen = checked
+                messages.append(f"returning a point that passes the checks although IPOPT ended {checked.status}")
+            if chosen is None:  # time limit before the first NLP
+                x = np.clip(self.prog.x0, prog.lbx, prog.ubx)
+                chosen = _Candidate(x, "not started", False, prog.residuals(x, self.p0), "")
+            elif chosen is not last:
+                messages.append("returning the answer of the last NLP IPOPT solved")
+            if self.verified(chosen.res) and (chosen.ok or not prog.has_objective):
+                status = Status.SOLVED
+            elif stop_reason == "time_limit" or self.left() <= 0:
+                status = Status.TIME_LIMIT
+                messages.append(f"time limit {self.limit:g} s reached")
+            else:
+                status = ipopt_status(backend_status)
+                r = chosen.res
+                messages.append(
+                    f"{stop_reason}; checks: bound {r['bound']:.2e}, constraint {r['constraint']:.2e} "
+                    f"(feas_tol {o.feas_tol:.0e}), {self.comp_key} {r[self.comp_key]:.2e} (comp_tol {o.comp_tol:.0e})"
+                )
+            chosen = _Candidate(chosen.x, chosen.status, chosen.ok, chosen.res, "", chosen.x_full)
+            if o.certify and prog.n_comp:
+                chosen, extras = self.certify(chosen, status)
+                if extras.pop("solid", False) and status is not Status.SOLVED:
+                    # feasible, complementary and certified B-stationary: a stronger claim than IPOPT's
+                    status = Status.SOLVED
+                    messages.append("solved: the point passes the checks and is certified B-stationary")
+        r = chosen.res
+        time_s = time.perf_counter() - self.t0 - self.certify_time
+        extras = {"backend_status": backend_status, "backend": self.backend, "strategy": self.hom.name,
+                  "homotopy": self.history, "ipopt_options": self.ipopt, "found_by": chosen.found_by,
+                  **extras, **({"smoothed_pairs": self.rel.n_smoothed} if self.hom.name == "fischer_burmeister" else {})}
+        if o.certify and prog.n_comp:
+            extras["certify_time_s"] = self.certify_time
+        return Result(
+            status=status, x=chosen.x, solver=f"{self.backend}/{self.hom.name}",
+            residual=max(r["bound"] / o.feas_tol, r["constraint"] / o.feas_tol, r[self.comp_key] / o.comp_tol),
+            tol=1.0, iterations=self.iterations, time_s=time_s, message="; ".join(messages),
+            residuals=chosen.res, objective=chosen.res["objective"], program=prog, extras=extras,
+        )
+
+    # -- the certificate and the branch steps ----------------------------------------------------
+    def certify(self, chosen: _Candidate, status: Status, first: Any = None) -> tuple[_Candidate, dict[str, Any]]:
+        """The B-stationarity certificate of ``chosen`` (``first``, if already computed) and the branch
+        steps of :meth:`walk`. The point returned is the last *solid* one of the walk (IPOPT converged
+        on its NLP, or its certificate proves it B-stationary: a feasible point where ``d = 0`` solves
+        the LPEC needs no IPOPT claim), else ``chosen``; the extras are ``b_stationarity`` (its
+        certificate's summary), ``branch_steps`` (the rounds that solved a branch NLP) and ``solid``."""
+        from contactmp.solvers.b_stationarity import BVerdict
+
+        walk = self.walk(chosen, self.o.branch_rounds, first=first)
+        extras = {"branch_steps": [h for h in walk.history if "accepted" in h]}
+        solid = (chosen, walk.certs[0]) if (status is Status.SOLVED or walk.certs[0].verdict is BVerdict.YES) else None
+        for point, cert in zip(walk.points[1:], walk.certs[1:]):
+            if point.ok or cert.verdict is BVerdict.YES:
+                solid = (point, cert)
+        if solid is None:  # not solved, and no move made it so: the point and certificate as they are
+            return chosen, {"b_stationarity": walk.certs[0].summary(), **extras}
+        return solid[0], {"b_stationarity": solid[1].summary(), **extras, "solid": True}
+
+    def walk(self, start: _Candidate, rounds: int, active_tol: float = 1e-6, opt_tol: float = 1e-6,
+             first: Any = None) -> "_Walk":
+        """Certify ``start`` (``first``: its certificate, if already computed); while the certificate
+        finds a descent branch (at most ``rounds`` times), solve that branch's NLP from the current
+        point with the ``"piece"`` IPOPT object and move to its answer when the answer passes the
+        independent checks and lowers ``f``. Every certificate is timed apart; each branch NLP counts
+        as solving."""
+        from contactmp.solvers.b_stationarity import BVerdict
+
+        walk = _Walk([start], [first if first is not None else self.certificate(start.x, active_tol, opt_tol)], [])
+        current = start
+        while True:
+            cert = walk.certs[-1]
+            entry: dict[str, Any] = {"round": len(walk.history), "f": cert.objective, "verdict": cert.verdict.value,
+                                     "value": cert.value, "branch": cert.pair_branch()}
+            walk.history.append(entry)
+            if (cert.verdict is not BVerdict.NO or not self.verified(current.res) or len(walk.history) > rounds
+                    or self.left() <= 0):
+                return walk
+            a_int, b_int = cert.piece_intervals()
+            x_full = current.x_full if current.x_full is not None else self.rel.start(current.x)
+            cand, info = self.solve_piece(x_full, self.ts[-1], a_int, b_int, "branch")
+            entry.update(nlp_status=info["status"], iterations=info.get("iterations", 0),
+                         f_new=cand.res["objective"] if cand is not None else math.nan)
+            if cand is None or not self.verified(cand.res):
+                entry.update(accepted=False, reason=f"the branch NLP's answer fails the checks ({info['status']})")
+                return walk
+            if not cand.res["objective"] < current.res["objective"]:
+                entry.update(accepted=False, reason=f"the branch NLP's answer does not lower f "
+                                                    f"({cand.res['objective']:.6e} >= {current.res['objective']:.6e})")
+                return walk
+            entry.update(accepted=True, reason="moved to the branch NLP's answer")
+            current = cand
+            walk.points.append(current)
+            walk.certs.append(self.certificate(current.x, active_tol, opt_tol))
+
+
+@dataclass
+class _Walk:
+    """The points of a branch walk (the start first), their certificates and one history entry per
+    round (``round``, ``f``, ``verdict``, ``value``, ``branch`` and, for a round that solved a branch
+    NLP, ``nlp_status``, ``iterations``, ``f_new``, ``accepted``, ``reason``)."""
+
+    points: list[_Candidate]
+    certs: list[Any]
+    history: list[dict[str, Any]]
+
+
+def walk_branches(prog: Program, x: Any, rounds: int = 5, *, backend: str = "casadi", options: NLPOptions | None = None,
+                  active_tol: float = 1e-6, opt_tol: float = 1e-6,
+                  **overrides: Any) -> tuple[np.ndarray, Any, list[dict[str, Any]]]:
+    """From the point ``x`` of the MPCC ``prog``, move along descent branches of the B-stationarity
+    certificate (:meth:`_Homotopy.walk`, the same step :func:`solve_program` takes after its
+    homotopy): at most ``rounds`` branch NLPs, each solved with IPOPT (``backend``; ``options`` /
+    ``overrides`` are :class:`NLPOptions`: ``feas_tol``, ``comp_tol`` judge a move,
+    ``certify_time_limit`` bounds each certificate, ``sign_constraints`` reads the pairs).
+    Returns ``(x, certificate, history)`` of the last point reached (see :class:`_Walk`)."""
+    o = NLPOptions.build(options, **overrides)
+    xv = np.asarray(x, dtype=float).ravel()
+    if xv.shape != (prog.n_x,) or not np.isfinite(xv).all():
+        raise InputError("x", f"must be {prog.n_x} finite numbers")
+    h = _Homotopy(prog, backend, strategy_named("direct"), o, None, time.perf_counter())
+    start = _Candidate(xv, "given", False, prog.residuals(xv, h.p0), "", h.rel.start(xv))
+    walk = h.walk(start, rounds, active_tol, opt_tol)
+    return walk.points[-1].x, walk.certs[-1], walk.history
+
+
+def _solve_portfolio(prog: Program, backend: str, hom: MPCCStrategy, o: NLPOptions,
+                     accept: Callable[[np.ndarray], np.ndarray | None] | None, t0: float) -> Result:
+    """The ``"portfolio"`` strategy: its members in order with the time left; the first answer that is
+    solved and certified B-stationary ends it (else the best solved answer, else the attempt with
+    the smallest residual). ``extras["portfolio"]`` lists every attempt."""
+    from dataclasses import replace
+
+    limit = math.inf if o.time_limit is None else float(o.time_limit)
+    tried: list[Result] = []
+    chosen: Result | None = None
+    for name in hom.members:
+        left = limit - (time.perf_counter() - t0)
+        if left <= 0:
+            break
+        res = _Homotopy(prog, backend, strategy_named(name), replace(o, time_limit=left), accept,
+                        time.perf_counter()).run()
+        tried.append(res)
+        if res.status is Status.SOLVED and (not prog.n_comp or not o.certify
+                                            or res.extras.get("b_stationarity", {}).get("b_stationary") is True):
+            chosen = res
+            break
+    if chosen is None and tried:
+        solved = [r for r in tried if r.status is Status.SOLVED]
+        chosen = min(solved, key=lambda r: r.objective) if solved else min(tried, key=lambda r: r.residual)
+    if chosen is None:  # no time for any member
+        chosen = _Homotopy(prog, backend, strategy_named(hom.members[0]), replace(o, time_limit=1e-9), accept,
+                           time.perf_counter()).run()
+        tried.append(chosen)
+    attempts = [{"strategy": r.extras["strategy"], "status": r.status.value, "objective": r.objective,
+                 "residual": r.residual, "iterations": r.iterations, "time_s": r.time_s,
+                 "b_stationary": r.extras.get("b_stationarity", {}).get("b_stationary")} for r in tried]
+    return chosen.replace(
+        solver=f"{backend}/portfolio", iterations=sum(r.iterations for r in tried),
+        time_s=time.perf_counter() - t0 - sum(r.extras.get("certify_time_s", 0.0) for r in tried),
+        message=f"portfolio: {len(tried)} strategy(ies) tried, returned {chosen.extras['strategy']}; {chosen.message}",
+        extras={**chosen.extras, "strategy": "portfolio", "member": chosen.extras["strategy"], "portfolio": attempts},
+    )

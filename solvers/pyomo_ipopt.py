@@ -43,9 +43,46 @@ Models with ``pyomo.mpec`` Complementarity components are solved in one of two w
   condition is ``optimal`` only when the answer passed the checks (bounds, rows, ``max_i
   |min(a_i, b_i)|`` <= ``comp_tol``); no ``dual``/``rc`` suffixes are produced. The solver object
   keeps ``last_result`` (the :class:`~contactmp.result.Result`, with the homotopy in
-  ``extras["homotopy"]``) and ``last_program`` (the :class:`PyomoProgram`). A pair must be
-  ``complements(e1 >= l1, e2 >= l2)`` (any inequality on each side; an equality side makes the
-  pair that equality, as in Pyomo); the box form ``l <= e1 <= u _|_ e2`` is refused.
+  ``extras["homotopy"]``) and ``last_program`` (the :class:`PyomoProgram`).
+
+With ``strategy``, every condition ``complements(arg1, arg2)`` that pyomo.mpec accepts becomes
+Program rows and pairs ``0 <= a _|_ b >= 0`` with exactly the same feasible set (tested against
+``mpec.standard_form`` on the same models). Each side is first put in Pyomo's canonical form
+(``ComplementarityData._canonical_expression``): ``p <= q`` is ``p <= u`` (upper bound u = q) when
+``q`` is a number or fixed, else ``l <= q`` (l = p) when ``p`` is, else ``0 <= q - p``; ``l <= e <=
+u`` is a range (``l``, ``u`` numbers, mutable parameters or fixed expressions: their current
+values; Pyomo's own transformations want constants); ``lhs == rhs`` an equality; anything else
+(``m.z[1]**2``, ``x - y``, a variable) a free expression. Strict inequalities count as ``<=``, as in
+Pyomo. An infinite bound is no bound. The slack of a one-sided side is ``s = e - l`` or ``s = u - e``.
+Then (:attr:`ConditionForm.form`, in :attr:`PyomoProgram.conditions`):
+
+* ``"equality"``: a side ``lhs == rhs`` (the first, if both are) makes the condition the row
+  ``lhs - rhs = 0``; the other side is ignored, as Pyomo does (a warning names it when it had a
+  bound);
+* ``"pair"``: one bound on each side (``e1 >= l1 _|_ e2 >= l2``, ``<=`` variants, either order):
+  ``0 <= s1 _|_ s2 >= 0``;
+* a side with bounds ``l <= e1 <= u`` against a free ``e2`` (either order), the mixed
+  complementarity (MCP) form: ``e1`` in ``[l, u]``; ``e1 = l`` => ``e2 >= 0``; ``e1 = u`` =>
+  ``e2 <= 0``; ``l < e1 < u`` => ``e2 = 0``. With one finite bound this is the form
+  ``complements(e1 >= l, e2)`` (``e2 >= 0`` at the bound; ``e1 <= u``: ``e2 <= 0``), which
+  pyomo.mpec's transformations refuse (they count three missing bounds) but which is their
+  ``complements(inequality(l, e1, inf), e2)`` exactly:
+
+  - ``"lower"`` (``u`` infinite): ``0 <= e1 - l _|_ e2 >= 0``;
+  - ``"upper"`` (``l`` infinite): ``0 <= u - e1 _|_ -e2 >= 0``;
+  - ``"box"`` (``l < u``, both finite): two variables ``w+, w- >= 0`` (the Variables ``w``), the
+    row ``e2 - w+ + w- = 0`` and the pairs ``0 <= e1 - l _|_ w+ >= 0``, ``0 <= u - e1 _|_ w- >= 0``
+    (``w+ = max(e2, 0)``, ``w- = max(-e2, 0)`` at every feasible point; they start there);
+  - ``"fixed"`` (``l == u``): the row ``e1 = l``, ``e2`` free;
+  - ``"free"`` (a range with both bounds infinite): the row ``e2 = 0``.
+
+The written form decides the sign of the free side: ``0 <= 1 - x _|_ y`` bounds ``1 - x`` below
+(``y >= 0`` at ``x = 1``), ``x <= 1 _|_ y`` bounds ``x`` above (``y <= 0`` at ``x = 1``), as in Pyomo.
+What Pyomo refuses is refused with :class:`UnsupportedProgramError` naming the condition: three
+or four finite bounds (a range against a bounded side, ``0 <= x <= 1 _|_ y >= 0``, or two ranges),
+two free sides, a range whose bound has unfixed variables. Contradictory bounds of a side (``l > u``
+through parameters, ``e >= inf``) raise :class:`~contactmp.errors.InputError` whose ``field`` is
+the condition's name.
 
 Without ``strategy``, an untransformed Complementarity raises
 :class:`~contactmp.errors.UnsupportedProgramError`; so do discrete variables and the NL operators
@@ -87,7 +124,8 @@ from contactmp.solvers.ipopt import IpoptNLP, ipopt_option_types, ipopt_status
 if TYPE_CHECKING:  # pragma: no cover
     from contactmp.program import Program, Variables
 
-__all__ = ["NAME", "CasadiIpopt", "PYOMO_STATUS", "SUFFIXES", "PyomoProgram", "pyomo_to_program"]
+__all__ = ["NAME", "CasadiIpopt", "PYOMO_STATUS", "SUFFIXES", "PyomoProgram", "ConditionForm",
+           "CONDITION_FORMS", "pyomo_to_program"]
 
 NAME = "contactmp_ipopt"
 logger = logging.getLogger("contactmp.solvers.pyomo_ipopt")
@@ -419,21 +457,44 @@ def _load(info: Any, xs: list[float], values: dict[str, tuple[str, list[float]]]
 #: solver options read by the strategy path itself (besides the fields of NLPOptions)
 _PLUGIN_KEYS = ("strategy", "backend")
 
+#: the forms of a pyomo.mpec condition, as :attr:`ConditionForm.form` names them (see the module
+#: docstring for the equations)
+CONDITION_FORMS = ("pair", "equality", "lower", "upper", "box", "fixed", "free")
+
+
+@dataclass(frozen=True)
+class ConditionForm:
+    """How one ``pyomo.mpec`` condition became rows, pairs and auxiliary variables of the Program.
+
+    ``form`` is one of :data:`CONDITION_FORMS`; ``rows`` are positions in the constraint ``"g"``,
+    ``pairs`` positions in the complementarity ``"pairs"`` and ``aux`` positions in the
+    Variables ``"w"`` (the ``w+``, ``w-`` of a ``"box"`` condition), all of
+    :attr:`PyomoProgram.program`.
+    """
+
+    condition: Any
+    form: str
+    rows: tuple[int, ...] = ()
+    pairs: tuple[int, ...] = ()
+    aux: tuple[int, ...] = ()
+
 
 @dataclass(eq=False)
 class PyomoProgram:
     """A :class:`~contactmp.program.Program` read from a Pyomo model, with the maps back to it.
 
-    ``program`` has one Variables handle ``x`` (``program["x"]``): ``x[j]`` is the Pyomo variable
+    ``program`` has the Variables handle ``x`` (``program["x"]``): ``x[j]`` is the Pyomo variable
     ``variables[j]`` (the unfixed variables met in the active objective, rows and complementarity
     conditions, in the model's declaration order, so a model made by
     :meth:`Program.to_pyomo <contactmp.program.Program.to_pyomo>` keeps its program's order when
-    every variable is used). Its rows (constraint ``"g"``) come from ``constraints``: the
-    active rows with a bound in declaration order, then the conditions with an equality side
-    (a row ``lhs - rhs = 0``); its pairs (complementarity ``"pairs"``) are the other active
-    ``Complementarity`` conditions ``pairs`` in declaration order, as ``0 <= a _|_ b >= 0`` with
-    ``a = rhs - lhs`` for a side ``lhs <= rhs``. The objective is ``sense * (model objective)``,
-    minimized (``sense = -1`` for a maximization).
+    every variable is used). A model with a box condition ``l <= e1 <= u _|_ e2`` also has the
+    Variables handle ``w`` (``w >= 0``, two per box condition, after ``x``). The rows
+    (constraint ``"g"``) come from ``constraints``: the active rows with a bound in declaration
+    order, then the rows of the conditions in declaration order (a condition owns at most one
+    row); the pairs (complementarity ``"pairs"``) from ``pairs`` (a box
+    condition owns two consecutive pairs). ``conditions`` says how each active condition was
+    mapped (:class:`ConditionForm`). The objective is ``sense * (model objective)``, minimized
+    (``sense = -1`` for a maximization).
     """
 
     program: Program
@@ -441,51 +502,199 @@ class PyomoProgram:
     constraints: list[Any]
     pairs: list[Any]
     sense: int
+    conditions: list[ConditionForm] = dataclasses.field(default_factory=list)
+    #: x (the model's columns) -> the free sides e2 of the box conditions, one per box, in order
+    _free_sides: casadi.Function | None = None
 
     @property
     def x(self) -> Variables:
-        """The Variables handle of all columns."""
+        """The Variables handle of the model's columns."""
         return self.program["x"]  # type: ignore[return-value]
+
+    @property
+    def n_aux(self) -> int:
+        """The number of auxiliary variables ``w`` (two per box condition)."""
+        return self.program.n_x - len(self.variables)
 
     def values(self) -> np.ndarray:
         """The model's current values of :attr:`variables` (``None`` -> nan), in program order."""
         return np.array([np.nan if v.value is None else float(v.value) for v in self.variables])
 
-    def load(self, x: Any) -> None:
-        """Set the model's variables to the program vector ``x`` (Pyomo stale flags updated)."""
+    def aux_values(self, x: Any) -> np.ndarray:
+        """The auxiliary variables of the model point ``x`` (length ``len(variables)``): for each
+        box condition ``w+ = max(e2, 0)``, ``w- = max(-e2, 0)``, the only values with which the
+        Program's rows and pairs can hold when ``x`` satisfies the condition."""
         xv = np.asarray(x, dtype=float).ravel()
         if xv.shape != (len(self.variables),):
             from contactmp.errors import InputError
 
             raise InputError("x", f"must have length {len(self.variables)}, got shape {xv.shape}")
-        _load(self, xv.tolist(), {}, {})
+        if self._free_sides is None:
+            return np.zeros(0)
+        e2 = np.asarray(self._free_sides(xv), dtype=float).ravel()
+        return np.column_stack([np.maximum(e2, 0.0), np.maximum(-e2, 0.0)]).ravel()
+
+    def program_x(self, x: Any = None) -> np.ndarray:
+        """The program vector of the model point ``x`` (default: the model's current values,
+        ``None`` -> nan): ``x`` then :meth:`aux_values`. ``program.residuals(program_x())`` judges
+        the model's point by the Program's rows, bounds and pairs."""
+        xv = self.values() if x is None else np.asarray(x, dtype=float).ravel()
+        return np.concatenate([xv, self.aux_values(xv)])
+
+    def load(self, x: Any) -> None:
+        """Set the model's variables to ``x``: a program vector (length ``program.n_x``) or its
+        model part (length ``len(variables)``); Pyomo stale flags updated."""
+        xv = np.asarray(x, dtype=float).ravel()
+        if xv.shape not in {(len(self.variables),), (self.program.n_x,)}:
+            from contactmp.errors import InputError
+
+            raise InputError("x", f"must have length {len(self.variables)} or {self.program.n_x}, "
+                             f"got shape {xv.shape}")
+        _load(self, xv[:len(self.variables)].tolist(), {}, {})
 
 
-def _relation_side(conv: Any, cdata: Any, arg: Any) -> tuple[str, Any]:
-    """("ge", s) for an inequality ``lhs <= rhs`` (``s = rhs - lhs >= 0`` as SX or float), or
-    ("eq", (lhs, rhs)) converted, for an equality."""
-    from pyomo.core.expr.relational_expr import (
-        EqualityExpression,
-        InequalityExpression,
-        RangedExpression,
-    )
+def _is_fixed(e: Any) -> bool:
+    """Pyomo's test of a relation's bound: a number, or an expression whose variables are fixed."""
+    from pyomo.common.numeric_types import native_numeric_types
+
+    return type(e) in native_numeric_types or (hasattr(e, "is_fixed") and bool(e.is_fixed()))
+
+
+@dataclass
+class _Side:
+    """One side of a condition in Pyomo's canonical form ``lo <= body <= hi`` (converted; an
+    infinite bound is None), an equality ``body = 0`` or a bare expression ``body``."""
+
+    kind: str                 # "rel" or "expr"
+    body: Any                 # SX or float
+    lo: float | None = None
+    hi: float | None = None
+    arg: Any = None           # the Pyomo side itself (for messages)
+
+    @property
+    def n_bounds(self) -> int:
+        """How many of ``lo``, ``hi`` are finite."""
+        return (self.lo is not None) + (self.hi is not None)
+
+    @property
+    def text(self) -> str:
+        """The side as Pyomo prints it."""
+        return str(self.arg)
+
+    def slack(self) -> Any:
+        """The side as ``s >= 0``: ``body - lo`` (lower bound) or ``hi - body`` (upper bound)."""
+        if self.lo is not None:
+            return self.body if self.lo == 0.0 else self.body - self.lo
+        return -self.body if self.hi == 0.0 else self.hi - self.body
+
+
+def _bound(cdata: Any, val: Any, which: str, arg: Any) -> float | None:
+    """A converted bound: a float, None for an infinite one on its own side; InputError for NaN
+    or an infinite bound that no point meets."""
+    from contactmp.errors import InputError
+
+    v = float(val)
+    if np.isnan(v) or (which == "lower" and v == np.inf) or (which == "upper" and v == -np.inf):
+        raise InputError(cdata.name, f"complementarity side {arg} has the {which} bound {v}")
+    return None if np.isinf(v) else v
+
+
+def _side(conv: Any, cdata: Any, arg: Any) -> _Side:
+    """One side (not an equality) of ``cdata`` in Pyomo's canonical form
+    (``ComplementarityData._canonical_expression``): ``a <= b`` with ``b`` fixed is ``a`` bounded
+    above by ``b``, with ``a`` fixed ``b`` bounded below by ``a``, else ``b - a >= 0``;
+    ``l <= e <= u`` needs fixed ``l``, ``u``; anything else is a free expression."""
+    from pyomo.core.expr.relational_expr import InequalityExpression, RangedExpression, RelationalExpression
 
     if isinstance(arg, InequalityExpression):
-        lhs, rhs = (conv(e) for e in arg.args)
-        if type(lhs) is float and lhs == 0.0:
-            return "ge", rhs
-        if type(rhs) is float and rhs == 0.0:
-            return "ge", -lhs
-        return "ge", rhs - lhs
-    if isinstance(arg, EqualityExpression):
-        return "eq", tuple(conv(e) for e in arg.args)
-    what = ("a range l <= e <= u" if isinstance(arg, RangedExpression)
-            else f"{type(arg).__name__} {arg!r} (no relation)")
-    raise UnsupportedProgramError(
-        f"{NAME}: complementarity {cdata.name} has {what} as a side; the strategy option takes "
-        "complements(e1 >= l1, e2 >= l2) (one inequality per side); transform the model with "
-        "mpec.simple_nonlinear and solve it without strategy instead"
-    )
+        a, b = arg.args
+        if _is_fixed(b):
+            return _Side("rel", conv(a), None, _bound(cdata, conv(b), "upper", arg), arg)
+        if _is_fixed(a):
+            return _Side("rel", conv(b), _bound(cdata, conv(a), "lower", arg), None, arg)
+        return _Side("rel", conv(b) - conv(a), 0.0, None, arg)
+    if isinstance(arg, RangedExpression):
+        lo, e, hi = arg.args
+        for name, bnd in (("lower", lo), ("upper", hi)):
+            if not _is_fixed(bnd):
+                raise UnsupportedProgramError(
+                    f"{NAME}: complementarity {cdata.name}: the {name} bound of {arg} has unfixed "
+                    "variables; a range l <= e1 <= u needs numbers (or fixed expressions) l, u")
+        return _Side("rel", conv(e), _bound(cdata, conv(lo), "lower", arg),
+                     _bound(cdata, conv(hi), "upper", arg), arg)
+    if isinstance(arg, bool):
+        raise UnsupportedProgramError(
+            f"{NAME}: complementarity {cdata.name} has {arg} as a side (a relation between numbers, "
+            "which Python evaluated); a side is an inequality, a range l <= e <= u, an equality or "
+            "an expression")
+    if isinstance(arg, RelationalExpression):
+        raise UnsupportedProgramError(
+            f"{NAME}: complementarity {cdata.name} has {type(arg).__name__} {arg} as a side; a side "
+            "is an inequality, a range l <= e <= u, an equality or an expression")
+    return _Side("expr", conv(arg), arg=arg)
+
+
+@dataclass
+class _Mapped:
+    """One condition as rows ``(expr, lo, hi)``, pairs ``(a, b)`` and box free sides (each box
+    gets the auxiliary pair ``w+``, ``w-``)."""
+
+    form: str
+    rows: list[tuple[Any, float, float]] = dataclasses.field(default_factory=list)
+    pairs: list[tuple[Any, Any]] = dataclasses.field(default_factory=list)
+    box: Any = None           # the free side e2 of a "box" condition
+
+
+def _map_condition(conv: Any, cdata: Any, wp: Any, wm: Any) -> _Mapped:
+    """The rows and pairs of the condition ``cdata`` (the forms of the module docstring);
+    ``wp``, ``wm`` are the auxiliary symbols a box condition uses."""
+    from pyomo.core.expr.relational_expr import EqualityExpression, InequalityExpression, RangedExpression
+
+    from contactmp.errors import InputError
+
+    args = cdata._args
+    eq = [k for k, arg in enumerate(args) if isinstance(arg, EqualityExpression)]
+    if eq:  # as in Pyomo: the (first) equality side alone; the other side is not even read
+        lhs, rhs = (conv(e) for e in args[eq[0]].args)
+        other = args[1 - eq[0]]
+        if isinstance(other, (InequalityExpression, RangedExpression)):
+            logger.warning("%s: complementarity %s: the equality side %s makes the condition; the "
+                           "other side %s is ignored, as pyomo.mpec does", NAME, cdata.name,
+                           args[eq[0]], other)
+        return _Mapped("equality", rows=[(lhs - rhs, 0.0, 0.0)])
+    s1, s2 = (_side(conv, cdata, arg) for arg in args)
+    free1 = s1.kind == "expr" or s1.n_bounds == 0
+    free2 = s2.kind == "expr" or s2.n_bounds == 0
+    if not free1 and not free2:
+        if s1.n_bounds == 1 and s2.n_bounds == 1:
+            return _Mapped("pair", pairs=[(s1.slack(), s2.slack())])
+        raise UnsupportedProgramError(
+            f"{NAME}: complementarity {cdata.name} has {s1.n_bounds + s2.n_bounds} finite bounds "
+            f"({s1.text} _|_ {s2.text}); a condition has exactly two: one on each side, or "
+            "l <= e1 <= u with an expression e2 on the other side")
+    if free1 and free2:  # a range with two infinite bounds is the bounded side of a free one
+        rel = [s for s in (s1, s2) if s.kind == "rel"]
+        if len(rel) != 1:
+            raise UnsupportedProgramError(
+                f"{NAME}: complementarity {cdata.name} has no finite bound ({s1.text} _|_ "
+                f"{s2.text}); one side must be bounded (e1 >= l, e1 <= u or l <= e1 <= u)")
+        bounded, free = (s1, s2) if rel[0] is s1 else (s2, s1)
+    else:
+        bounded, free = (s2, s1) if free1 else (s1, s2)
+    lo, e1, hi, e2 = bounded.lo, bounded.body, bounded.hi, free.body
+    if lo is None and hi is None:
+        return _Mapped("free", rows=[(e2, 0.0, 0.0)])
+    if hi is None:
+        return _Mapped("lower", pairs=[(bounded.slack(), e2)])
+    if lo is None:
+        return _Mapped("upper", pairs=[(bounded.slack(), -e2)])
+    if lo > hi:
+        raise InputError(cdata.name, f"complementarity side {bounded.text} has lower bound {lo} > "
+                                     f"upper bound {hi}")
+    if lo == hi:
+        return _Mapped("fixed", rows=[(e1, lo, lo)])
+    low = e1 if lo == 0.0 else e1 - lo
+    return _Mapped("box", rows=[(e2 - wp + wm, 0.0, 0.0)], pairs=[(low, wp), (hi - e1, wm)], box=e2)
 
 
 @dataclass(eq=False)
@@ -507,6 +716,9 @@ class _Read:
     pairs: list[Any]
     a: list[Any]
     b: list[Any]
+    conditions: list[ConditionForm] = dataclasses.field(default_factory=list)
+    aux: list[casadi.SX] = dataclasses.field(default_factory=list)   # w+, w- placeholders
+    boxes: list[Any] = dataclasses.field(default_factory=list)       # e2 of each box condition
 
 
 _CONSTANT_ROW_TOL = 1e-8  # a row without variables is kept out; violated by more: infeasible
@@ -515,9 +727,11 @@ _CONSTANT_ROW_TOL = 1e-8  # a row without variables is kept out; violated by mor
 def _read_model(model: Any) -> _Read:
     """Convert the active objective, rows and complementarity conditions of ``model`` to SX.
 
-    Raises Pyomo's ``InfeasibleConstraintException`` for a violated row without variables and
+    Raises Pyomo's ``InfeasibleConstraintException`` for a violated row without variables,
     :class:`UnsupportedProgramError` for more than one objective, discrete variables, a model
-    without variables or what :class:`~contactmp.pyomo_bridge.PyomoToSX` cannot translate.
+    without variables, a condition with another number of finite bounds than Pyomo's two (or what
+    :class:`~contactmp.pyomo_bridge.PyomoToSX` cannot translate) and
+    :class:`~contactmp.errors.InputError` (naming the condition) for contradictory bounds of a side.
     """
     import pyomo.environ as pyo
     from pyomo.common.errors import InfeasibleConstraintException
@@ -541,18 +755,19 @@ def _read_model(model: Any) -> _Read:
     lbg: list[float] = []
     ubg: list[float] = []
 
-    def add_row(owner: Any, e: Any, lo: float | None, hi: float | None) -> None:
+    def add_row(owner: Any, e: Any, lo: float | None, hi: float | None) -> tuple[int, ...]:
         lo = -np.inf if lo is None else float(lo)
         hi = np.inf if hi is None else float(hi)
         if type(e) is float:
             if e < lo - _CONSTANT_ROW_TOL or e > hi + _CONSTANT_ROW_TOL:
                 raise InfeasibleConstraintException(
                     f"row {owner.name} has no variables and is violated: {lo} <= {e} <= {hi}")
-            return
+            return ()
         rows.append(owner)
         g.append(e)
         lbg.append(lo)
         ubg.append(hi)
+        return (len(g) - 1,)
 
     for c in model.component_data_objects(pyo.Constraint, active=True, descend_into=True):
         if c.lb is None and c.ub is None:
@@ -561,21 +776,28 @@ def _read_model(model: Any) -> _Read:
     pairs: list[Any] = []
     a: list[Any] = []
     b: list[Any] = []
+    conditions: list[ConditionForm] = []
+    aux: list[casadi.SX] = []
+    boxes: list[Any] = []
     for cdata in model.component_data_objects(Complementarity, active=True, descend_into=True):
         if len(cdata._args) != 2:
             raise UnsupportedProgramError(f"{NAME}: complementarity {cdata.name} has no two sides")
-        sides = []
-        for arg in cdata._args:
-            kind, val = _relation_side(conv, cdata, arg)
-            if kind == "eq":  # as in Pyomo: an equality side makes the condition that equality
-                lhs, rhs = val
-                add_row(cdata, lhs - rhs, 0.0, 0.0)
-                break
-            sides.append(val)
-        else:
+        k = len(aux)
+        wp, wm = casadi.SX.sym(f"w{k}"), casadi.SX.sym(f"w{k + 1}")
+        mapped = _map_condition(conv, cdata, wp, wm)
+        at_row = [i for e, lo, hi in mapped.rows for i in add_row(cdata, e, lo, hi)]
+        at_pair = []
+        for sa, sb in mapped.pairs:
+            at_pair.append(len(a))
             pairs.append(cdata)
-            a.append(sides[0])
-            b.append(sides[1])
+            a.append(sa)
+            b.append(sb)
+        at_aux: tuple[int, ...] = ()
+        if mapped.box is not None:
+            aux += [wp, wm]
+            boxes.append(mapped.box)
+            at_aux = (k, k + 1)
+        conditions.append(ConditionForm(cdata, mapped.form, tuple(at_row), tuple(at_pair), at_aux))
 
     if not conv.variables:
         raise UnsupportedProgramError(
@@ -595,7 +817,7 @@ def _read_model(model: Any) -> _Read:
         ubx=np.array([np.inf if hi is None else float(hi) for _, hi in bounds]),
         x0=np.array([0.0 if v.value is None else float(v.value) for v in variables]),
         f=f, sense=sense, objectives=objectives, rows=rows, g=g, lbg=lbg, ubg=ubg, pairs=pairs,
-        a=a, b=b,
+        a=a, b=b, conditions=conditions, aux=aux, boxes=boxes,
     )
 
 
@@ -605,10 +827,20 @@ def _program(read: _Read, model: Any) -> PyomoProgram:
 
     prog = Program(str(getattr(model, "name", "") or "").strip() or "pyomo_model")
     xh = prog.add_variables("x", len(read.variables), lb=read.lbx, ub=read.ubx, init=read.x0)
+    free_sides = None
+    syms, subs = [read.symbols], [xh.sym]
+    if read.aux:
+        boxes = casadi.substitute([casadi.SX(e) for e in read.boxes], [read.symbols], [xh.sym])
+        free_sides = casadi.Function("free_sides", [xh.sym], [casadi.vertcat(*boxes)])
+        e2 = np.asarray(free_sides(read.x0), dtype=float).ravel()
+        e2 = np.where(np.isfinite(e2), e2, 0.0)  # a start where e2 is undefined: w = 0
+        w0 = np.column_stack([np.maximum(e2, 0.0), np.maximum(-e2, 0.0)]).ravel()
+        wh = prog.add_variables("w", len(read.aux), lb=0.0, init=w0)
+        syms, subs = [read.symbols, casadi.vertcat(*read.aux)], [xh.sym, wh.sym]
     parts = [casadi.SX(e) if type(e) is float else e
              for e in ([read.f] if read.f is not None else []) + read.g + read.a + read.b]
     # one substitution of the placeholders by the program's symbols (keeps the DAG)
-    parts = casadi.substitute(parts, [read.symbols], [xh.sym])
+    parts = casadi.substitute(parts, syms, subs)
     k = 1 if read.f is not None else 0
     n_g, n_c = len(read.g), len(read.a)
     if read.f is not None and not parts[0].is_constant():
@@ -619,19 +851,24 @@ def _program(read: _Read, model: Any) -> PyomoProgram:
         prog.add_complementarity(casadi.vertcat(*parts[k + n_g:k + n_g + n_c]),
                                  casadi.vertcat(*parts[k + n_g + n_c:]), name="pairs")
     return PyomoProgram(program=prog, variables=read.variables, constraints=read.rows,
-                        pairs=read.pairs, sense=read.sense)
+                        pairs=read.pairs, sense=read.sense, conditions=read.conditions,
+                        _free_sides=free_sides)
 
 
 def pyomo_to_program(model: Any) -> PyomoProgram:
-    """The :class:`~contactmp.program.Program` of a Pyomo model with ``pyomo.mpec`` pairs.
+    """The :class:`~contactmp.program.Program` of a Pyomo model with ``pyomo.mpec`` conditions.
 
-    ``min sense * objective s.t. l <= x <= u, lbg <= g(x) <= ubg, 0 <= a(x) _|_ b(x) >= 0``
-    read from the model's active components by :class:`~contactmp.pyomo_bridge.PyomoToSX`
-    (fixed variables and mutable parameters at their current values); the initial guess is the
-    variables' current values (``None`` -> 0). See :class:`PyomoProgram` for the orders. The model
-    is not changed. Raises :class:`UnsupportedProgramError` (discrete variables, several
-    objectives, a box-form complementarity, an expression without CasADi form) and Pyomo's
-    ``InfeasibleConstraintException`` (a violated row without variables).
+    ``min sense * objective s.t. l <= x <= u, lbg <= g(x, w) <= ubg, 0 <= a(x, w) _|_ b(x, w) >= 0,
+    w >= 0`` read from the model's active components by
+    :class:`~contactmp.pyomo_bridge.PyomoToSX` (fixed variables and mutable parameters at their
+    current values); every form of condition is mapped exactly as the module docstring says (the
+    auxiliary ``w`` only for box conditions ``l <= e1 <= u _|_ e2``). The initial guess is the
+    variables' current values (``None`` -> 0) and :meth:`PyomoProgram.aux_values` of them. See
+    :class:`PyomoProgram` for the orders. The model is not changed. Raises
+    :class:`UnsupportedProgramError` (discrete variables, several objectives, a condition without
+    exactly two finite bounds, an expression without CasADi form),
+    :class:`~contactmp.errors.InputError` (a variable or a side with lower bound > upper bound)
+    and Pyomo's ``InfeasibleConstraintException`` (a violated row without variables).
     """
     if hasattr(model, "is_constructed") and not model.is_constructed():
         raise RuntimeError(f"{NAME}: model {model.name} has unconstructed components")
@@ -726,7 +963,8 @@ def _solve_mpcc(model: Any, options: dict[str, Any], *, tee: bool, load: bool,
     if report_timing:
         print(f"      {t_build - t0:6.3f} s Pyomo -> Program, {t_solve - t_build:6.3f} s {strategy} "
               f"({len(res.extras.get('homotopy', []))} NLPs)")
-    _deliver(results, model, view, [float(v) for v in res.x], {}, read.sense * float(res.objective), read.sense,
+    xs = [float(v) for v in np.asarray(res.x, dtype=float).ravel()[:len(read.variables)]]
+    _deliver(results, model, view, xs, {}, read.sense * float(res.objective), read.sense,
              tc, ss, sol_status, res.backend_status, load, {}, (res.status.value, res.message),
              f"no finite point to load ({res.status.value})")
     return results, res, pp

@@ -12,11 +12,8 @@ backend's own claims). Solvers are built once per size and options and cached.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +21,7 @@ import casadi as ca
 import numpy as np
 
 from contactmp.errors import OptionError, did_you_mean
+from contactmp.progress import quiet_stdout
 from contactmp.solvers.ipopt import IpoptNLP
 
 __all__ = ["QP_SOLVERS", "CONE_QP_SOLVERS", "QPAnswer", "solve_qp", "solve_cone_qp", "available_qp_solvers",
@@ -68,28 +66,9 @@ def available_qp_solvers() -> tuple[str, ...]:
     return tuple(p for p in QP_SOLVERS if ca.has_conic(p))
 
 
-@contextlib.contextmanager
-def _quiet_stdout() -> Iterator[None]:
-    """Silence C-level stdout (qpOASES prints its license banner when a solver is created)."""
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):  # captured stdout without a descriptor
-        yield
-        return
-    sys.stdout.flush()
-    saved = os.dup(fd)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), fd)
-            yield
-    finally:
-        os.dup2(saved, fd)
-        os.close(saved)
-
-
 @functools.lru_cache(maxsize=64)
 def _conic(plugin: str, m: int, n_a: int, extra: tuple[tuple[str, Any], ...]) -> ca.Function:
-    with _quiet_stdout():
+    with quiet_stdout():
         return ca.conic(f"qp_{plugin}_{m}_{n_a}", plugin,
                         {"h": ca.Sparsity.dense(m, m), "a": ca.Sparsity.dense(n_a, m) if n_a else ca.Sparsity(0, m)},
                         {**QP_SOLVERS[plugin], **dict(extra), "error_on_fail": False})

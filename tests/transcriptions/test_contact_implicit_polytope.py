@@ -52,9 +52,12 @@ def test_polytope_push_replays_through_its_own_step(formulation: str) -> None:
 
 def test_nmdp_and_mdp_agree_on_a_linear_system() -> None:
     """A point mass with a constant polytope: backward Euler and the frozen linearization are the
-    same equations, so both transcriptions have the same optimum."""
-    a = _push("nmdp").solve(strategy="elastic_l1")
-    b = _push("mdp").solve(strategy="elastic_l1")
+    same equations, so both transcriptions follow the same homotopy path to the same optimum when
+    every NLP is solved to tol (homotopy_tol = tol). (With the default inner tolerance 1e-3 the
+    elastic homotopy of "nmdp" ends at another local minimizer, 30.10 against 28.02: both certified
+    B-stationary.)"""
+    a = _push("nmdp").solve(strategy="elastic_l1", homotopy_tol=1e-8)
+    b = _push("mdp").solve(strategy="elastic_l1", homotopy_tol=1e-8)
     assert a.status is Status.SOLVED and b.status is Status.SOLVED
     assert a.objective == pytest.approx(b.objective, rel=1e-6)
 

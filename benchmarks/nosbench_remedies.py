@@ -23,7 +23,9 @@ Every variant is the plain loop of ``benchmarks/mpcc_vs_nosnoc.py`` (``G_i H_i <
 * ``aug``: the file's ``augmented_objective_fun`` (f plus nosnoc's step-length regularization);
 * ``perturb``: a seeded relative perturbation of the file's initial guess;
 * ``pf:V1>V2>...@CAP``: a portfolio of variants, run for real (the file loaded once, each attempt
-  but the last limited to CAP seconds, stop at the first answer that meets the criterion).
+  but the last limited to CAP seconds, stop at the first answer that meets the criterion);
+  ``pfc:`` the same with CPU-time limits (IPOPT's ``max_cpu_time``), which other load on the
+  machine does not shorten.
 
 Accepting an answer always goes through the independent check (the file's own Functions), never
 IPOPT's word. Records go to a JSONL (``contactmp.records.RecordStore``, resumable, keyed by
@@ -188,8 +190,9 @@ class Homotopy:
         self.lbg = np.concatenate([np.asarray(v, float) for v in lbg])
         self.ubg = np.concatenate([np.asarray(v, float) for v in ubg])
         self.n_g = pb.n_g
+        clock = {"max_cpu_time": float(time_limit)} if st.get("cpu_clock") else {"max_wall_time": float(time_limit)}
         ipopt = {"print_level": 0, "sb": "yes", "bound_relax_factor": 0.0, "mu_strategy": "adaptive",
-                 "max_wall_time": float(time_limit), **st["ipopt"]}
+                 **clock, **st["ipopt"]}
         self.ipopt = ipopt
         self.solver = ca.nlpsol("h", "ipopt", {"x": self.x, "p": ca.vertcat(p, sigma), "f": obj,
                                                "g": ca.vertcat(*rows)},
@@ -254,18 +257,19 @@ def run_portfolio(path: Path, spec: str, time_limit: float) -> dict[str, Any]:
     from contactmp.nosbench import load_nosbench
 
     t0, c0 = time.perf_counter(), time.process_time()
-    body, _, cap_s = spec[3:].partition("@")
+    cpu = spec.startswith("pfc:")
+    body, _, cap_s = spec.split(":", 1)[1].partition("@")
     cap = float(cap_s) if cap_s else math.inf
     order = body.split(">")
     pb = load_nosbench(path)
     attempts = []
     rec: dict[str, Any] = {}
     for k, v in enumerate(order):
-        left = time_limit - (time.perf_counter() - t0)
+        left = time_limit - ((time.process_time() - c0) if cpu else (time.perf_counter() - t0))
         if left <= 0:
             break
         limit = left if k == len(order) - 1 else min(cap, left)
-        rec = run(path, v, limit, pb=pb)
+        rec = run(path, v, limit, pb=pb, cpu_clock=cpu)
         attempts.append({"variant": v, "solved": rec["solved"], "time_s": rec["time_s"], "nlps": rec["nlps"],
                          "iterations": rec["iterations"]})
         if rec["solved"]:
@@ -275,20 +279,25 @@ def run_portfolio(path: Path, spec: str, time_limit: float) -> dict[str, Any]:
             "status": "solved" if rec.get("solved") else ("time_limit" if wall > time_limit else "not_solved"),
             "solved_by": attempts[-1]["variant"] if rec.get("solved") else None, "time_s": wall,
             "cpu_s": time.process_time() - c0, "iterations": sum(a["iterations"] for a in attempts),
+            "clock": "cpu" if cpu else "wall",
             "nlps": sum(a["nlps"] for a in attempts), "attempts": attempts,
             "objective": rec.get("objective"), "comp_residual": rec.get("comp_residual"),
             "feasibility": rec.get("feasibility"), "n_w": pb.n_w, "n_g": pb.n_g, "n_comp": pb.n_comp}
 
 
-def run(path: Path, variant: str, time_limit: float, pb: Any = None) -> dict[str, Any]:
+def run(path: Path, variant: str, time_limit: float, pb: Any = None, cpu_clock: bool = False) -> dict[str, Any]:
     """One problem, one variant: the homotopy (and polish steps), judged by the paper's criterion."""
     from contactmp.nosbench import load_nosbench
 
-    if variant.startswith("pf:"):
+    if variant.startswith(("pf:", "pfc:")):
         return run_portfolio(path, variant, time_limit)
     t0, c0 = time.perf_counter(), time.process_time()
-    st = settings(variant)
+    st = {**settings(variant), "cpu_clock": cpu_clock}
     pb = load_nosbench(path) if pb is None else pb
+
+    def elapsed() -> float:
+        return time.process_time() - c0 if cpu_clock else time.perf_counter() - t0
+
     hom = Homotopy(pb, st, time_limit)
     build_s = time.perf_counter() - t0
     x = hom.start()
@@ -298,7 +307,7 @@ def run(path: Path, variant: str, time_limit: float, pb: Any = None) -> dict[str
     w_best = x[:pb.n_w]
     iters = 0
     while sigma >= st["sigma_min"] * (1 - 1e-12):
-        if time.perf_counter() - t0 > time_limit:
+        if elapsed() > time_limit:
             break
         xn, info = hom.solve(x, sigma)
         iters += info["iterations"]
@@ -319,7 +328,7 @@ def run(path: Path, variant: str, time_limit: float, pb: Any = None) -> dict[str
         if j["solved"] and solved_by is None:
             # the criterion holds though IPOPT did not say success: keep the point, go on like the paper
             w_best = w
-        if st["polish"] and mn <= st["polish_from"] and time.perf_counter() - t0 < time_limit:
+        if st["polish"] and mn <= st["polish_from"] and elapsed() < time_limit:
             wp, pinfo = hom.polish(w)
             iters += pinfo["iterations"]
             jp = judge(pb, wp)
@@ -366,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     variants = list(VARIANTS) if args.variants == "all" else args.variants.split(";")
     bad = [v for v in variants if v not in VARIANTS and not (
-        v.startswith("pf:") and all(x in VARIANTS for x in v[3:].partition("@")[0].split(">")))]
+        v.startswith(("pf:", "pfc:")) and all(x in VARIANTS for x in v.split(":", 1)[1].partition("@")[0].split(">")))]
     if bad:
         raise SystemExit(f"unknown variants {bad}; known: {list(VARIANTS)}")
     store = RecordStore(args.out, fresh=args.fresh)

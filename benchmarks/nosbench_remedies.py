@@ -23,7 +23,8 @@ Every variant is the plain loop of ``benchmarks/mpcc_vs_nosnoc.py`` (``G_i H_i <
 * ``aug``: the file's ``augmented_objective_fun`` (f plus nosnoc's step-length regularization);
 * ``perturb``: a seeded relative perturbation of the file's initial guess;
 * ``pf:V1>V2>...@CAP``: a portfolio of variants, run for real (the file loaded once, each attempt
-  but the last limited to CAP seconds, stop at the first answer that meets the criterion);
+  but the last limited to CAP seconds, stop at the first answer that meets the criterion), or
+  ``pf:V1@C1>V2@C2>V3`` with a cap per attempt;
   ``pfc:`` the same with CPU-time limits (IPOPT's ``max_cpu_time``), which other load on the
   machine does not shorten.
 
@@ -91,6 +92,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "linf,s0=0.1": {"mode": "linf", "sigma0": 0.1},
     "linf,stopfail": {"mode": "linf", "stop_on_fail": True},
     "monotone+polish": {"ipopt": {"mu_strategy": "monotone"}, "polish": True},
+    "linf,monotone+polish": {"mode": "linf", "ipopt": {"mu_strategy": "monotone"}, "polish": True},
     "perturb": {"perturb": 0.1},
     "perturb,seed=1": {"perturb": 0.1, "seed": 1},
     "perturb,seed=2": {"perturb": 0.3, "seed": 2},
@@ -250,6 +252,17 @@ class Homotopy:
             "fixed_G": int(fixG.sum()), "fixed_H": int(fixH.sum()), "both": int((fixG & fixH).sum())}
 
 
+def parse_portfolio(spec: str) -> tuple[list[str], list[float]]:
+    """``pf:V1>V2>V3@CAP`` (one cap for every attempt but the last) or ``pf:V1@C1>V2@C2>V3`` (a cap
+    per attempt): the variants and their caps (inf: none)."""
+    members = spec.split(":", 1)[1].split(">")
+    names = [m.partition("@")[0] for m in members]
+    caps = [float(m.partition("@")[2]) if m.partition("@")[2] else math.inf for m in members]
+    if all(math.isinf(c) for c in caps[:-1]) and not math.isinf(caps[-1]):
+        caps = [caps[-1]] * len(caps)  # the old form: one cap for all
+    return names, caps
+
+
 def run_portfolio(path: Path, spec: str, time_limit: float) -> dict[str, Any]:
     """A portfolio ``pf:V1>V2>...[@CAP]``: load once, run the variants in order, each with the time
     ``CAP`` (the last with what is left of ``time_limit``), stop at the first answer that meets the
@@ -258,9 +271,7 @@ def run_portfolio(path: Path, spec: str, time_limit: float) -> dict[str, Any]:
 
     t0, c0 = time.perf_counter(), time.process_time()
     cpu = spec.startswith("pfc:")
-    body, _, cap_s = spec.split(":", 1)[1].partition("@")
-    cap = float(cap_s) if cap_s else math.inf
-    order = body.split(">")
+    order, caps = parse_portfolio(spec)
     pb = load_nosbench(path)
     attempts = []
     rec: dict[str, Any] = {}
@@ -268,7 +279,7 @@ def run_portfolio(path: Path, spec: str, time_limit: float) -> dict[str, Any]:
         left = time_limit - ((time.process_time() - c0) if cpu else (time.perf_counter() - t0))
         if left <= 0:
             break
-        limit = left if k == len(order) - 1 else min(cap, left)
+        limit = left if k == len(order) - 1 else min(caps[k], left)
         rec = run(path, v, limit, pb=pb, cpu_clock=cpu)
         attempts.append({"variant": v, "solved": rec["solved"], "time_s": rec["time_s"], "nlps": rec["nlps"],
                          "iterations": rec["iterations"]})
@@ -375,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     variants = list(VARIANTS) if args.variants == "all" else args.variants.split(";")
     bad = [v for v in variants if v not in VARIANTS and not (
-        v.startswith(("pf:", "pfc:")) and all(x in VARIANTS for x in v.split(":", 1)[1].partition("@")[0].split(">")))]
+        v.startswith(("pf:", "pfc:")) and all(x in VARIANTS for x in parse_portfolio(v)[0]))]
     if bad:
         raise SystemExit(f"unknown variants {bad}; known: {list(VARIANTS)}")
     store = RecordStore(args.out, fresh=args.fresh)

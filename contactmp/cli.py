@@ -69,9 +69,11 @@ def solve(
         ..., exists=True, dir_okay=False,
         help="Problem file, read by content: LCP (.npz with M, q; Siconos .dat) or fc3d "
         "(.npz with W, q, mu; Siconos .dat; FCLIB HDF5); a NOSBENCH MPCC (CasADi .json) is solved "
-        "with Scholtes' relaxation.",
+        "with an MPCC strategy (--solver scholtes, scholtes_linf, elastic_l1, fischer_burmeister, direct, "
+        "portfolio).",
     ),
-    solver: Optional[str] = typer.Option(None, help="Solver name (see `contactmp list`); default tries several."),
+    solver: Optional[str] = typer.Option(None, help="Solver name (see `contactmp list`; for a NOSBENCH MPCC "
+                                         "an MPCC strategy); default tries several."),
     tol: float = typer.Option(
         1e-8, help="Tolerance on the independent residual: ||min(z, Mz+q)||_inf for an LCP, the "
         "normalized natural-map residual for fc3d."),
@@ -100,7 +102,7 @@ def solve(
     t0 = _command_t0()
     limit = _check_time_limit_option(time_limit)
     if is_nosbench_file(file):  # a NOSBENCH MPCC (CasADi JSON)
-        _solve_nosbench(file, as_json, _time_left(limit, t0))
+        _solve_nosbench(file, as_json, _time_left(limit, t0), solver)
     kind = "problem"
     line = ProgressLine(delay=progress_delay)
     try:
@@ -155,23 +157,26 @@ def _check_time_limit_option(value: float) -> float:
         raise typer.Exit(2) from None
 
 
-def _solve_nosbench(file: Path, as_json: bool, time_limit: float = 60.0) -> None:
-    """Solve a NOSBENCH MPCC with the paper's Scholtes protocol; exit 0 (solved or not) or 2."""
+def _solve_nosbench(file: Path, as_json: bool, time_limit: float = 60.0, strategy: str | None = None) -> None:
+    """Solve a NOSBENCH MPCC with an MPCC strategy (``--solver``; default: the portfolio of
+    :func:`contactmp.solvers.nosbench.solve_nosbench`), judged by the paper's criterion, with the
+    B-stationarity certificate of the answer; exit 0 (solved or not) or 2."""
     from contactmp.errors import ContactMPError
     from contactmp.solvers.nosbench import solve_nosbench
 
     try:
-        out = solve_nosbench(file, time_limit=time_limit)
+        out = solve_nosbench(file, time_limit=time_limit, **({} if strategy is None else {"strategy": strategy}))
     except ContactMPError as exc:
         _error(str(exc))
         raise typer.Exit(2)
     if as_json:
         sys.stdout.write(json.dumps({"kind": "mpcc", **out}) + "\n")
     else:
+        cert = out.get("b_stationarity") or {}
         _print_table(f"{file.name} (NOSBENCH MPCC, n_w = {out['n_w']}, {out['n_comp']} pairs)",
-                     ("status", "strategy", "objective", "max G_i H_i", "feasibility", "time"),
+                     ("status", "strategy", "objective", "max G_i H_i", "feasibility", "B-stationary", "time"),
                      [[out["status"], out["strategy"], str(out["objective"]), str(out["comp_residual"]),
-                       str(out["feasibility"]), f"{out['time_s']:.3f} s"]])
+                       str(out["feasibility"]), str(cert.get("verdict", "-")), f"{out['time_s']:.3f} s"]])
         Console().print(out["message"])
     raise typer.Exit(0)
 

@@ -13,6 +13,10 @@ relies on, so they are handled by a named MPCC strategy (:data:`STRATEGIES`, the
     1e-12: NOSBENCH stops at 1e-9 but judges the product ``a_i b_i``; we judge ``min(a_i, b_i)``),
     each NLP warm-started at the previous answer; the homotopy stops at the first NLP that
     succeeds with a verified answer (bounds, constraints, complementarity).
+``"scholtes_linf"``
+    The l-infinity (elastic) mode of Scholtes' relaxation (the NOSBENCH paper's, nosnoc's
+    ``ELASTIC_INF``): one slack variable ``s`` in ``[0, 10]`` for all pairs, ``a_i b_i <= s``, and
+    ``s / sigma`` added to the objective, for the same ``sigma`` sequence, warm-started.
 ``"elastic_l1"``
     The l1 penalty: ``a >= 0``, ``b >= 0`` and ``rho * sum_i a_i b_i`` added to the objective,
     for ``rho = rho0, rho0 * rho_factor, ...`` up to ``rho_max``, warm-started, with the same stop.
@@ -44,13 +48,44 @@ nonnegative on the whole box ``lbx <= x <= ubx``; any other pair (a sign-indefin
 NOSBENCH's ``(Lambda, L)``, ``(Lambda, -L)`` with ``L`` free) keeps the product form
 ``a_i b_i <= eps^2``, so the limit problem is the same as the other strategies'.
 
+``"portfolio"``
+    No transformation of its own: the strategies of :data:`~contactmp.solvers.mpcc.PORTFOLIO` in
+    that order (learned on the shared NOSBENCH problems) with the time left, stopping at the first
+    answer that is solved and certified B-stationary.
+
+How a homotopy runs (every strategy but ``"direct"``, which is one NLP):
+
+1. The relaxed NLPs are built once per program, strategy and options (the *engine*, kept in the
+   program's cache, so the starts of a multistart share it): one CasADi/cyipopt IPOPT object for
+   the inner NLPs (``tol = homotopy_tol``, default 1e-3: their answers only start the next NLP and
+   the polish), one at ``tol`` for the NLP whose answer is returned and one at ``tol`` with
+   ``polish_max_iter`` iterations for the pieces below. Parameters, bounds and the start change
+   between solves, the structure never; every NLP is warm-started at the previous answer (primal;
+   with ``warm_start_duals`` also its multipliers).
+2. After each NLP, the *active-set polish*: each pair's side nearer to 0 is fixed at 0 (both sides
+   of a pair with ``max(|a_i|, |b_i|) <= 2 sqrt(max_j |a_j b_j|)``, a degenerate pair at this
+   ``sigma``), the strategy's rows are switched off, and the resulting *tightened NLP* (one piece of
+   the MPCC) is solved by changing bounds on the same IPOPT object. Its answer, put onto the bounds
+   its multipliers say are active, is accepted only when IPOPT succeeds and the independent checks
+   pass.
+3. The homotopy stops at the first point that passes the checks with an IPOPT success at ``tol``
+   (the NLP's own answer, solved again at ``tol`` if it came from an inner NLP; the polish; the
+   caller's ``accept``) *and* is not certified non-B-stationary: with ``certify`` (default) the
+   point's B-stationarity certificate (:mod:`contactmp.solvers.b_stationarity`, the LPEC as a HiGHS
+   MILP, timed apart) is computed, and a point with a descent direction is kept aside while the
+   homotopy goes on. If nothing certified is found, the best point kept aside starts a walk along
+   the LPEC's descent branches (at most ``branch_rounds`` branch NLPs, each solved by bounds on the
+   same object; a move must pass the checks and lower ``f``), MPECopt-style.
+
 Whatever the backend says, the :class:`~contactmp.result.Result` is ``solved`` only when the independent
 checks of :meth:`Program.residuals` pass: scaled bound and constraint violations ``<= feas_tol``
-and ``max_i |min(a_i, b_i)| <= comp_tol``; and, when the program has an objective, the last NLP
-must have ended with an IPOPT success (a feasible point is not a minimizer). A relaxed NLP that
-IPOPT declares locally infeasible ends the homotopy when its answer does violate the relaxed
-constraints (the relaxed sets shrink as sigma falls); when the answer satisfies them after all,
-the homotopy goes on.
+and ``max_i |min(a_i, b_i)| <= comp_tol``; and, when the program has an objective, the NLP of the
+returned point must have ended with an IPOPT success, or the point must be certified B-stationary
+(a feasible point where the LPEC's optimum is 0 is a stationary point of the MPCC, which is what an
+IPOPT success would have claimed). ``extras["b_stationarity"]`` says whether it is certified
+(``b_stationary``: True, False or None). A relaxed NLP that IPOPT declares locally infeasible ends
+the homotopy when its answer does violate the relaxed constraints (the relaxed sets shrink as
+sigma falls); when the answer satisfies them after all, the homotopy goes on.
 """
 from __future__ import annotations
 
@@ -600,7 +635,10 @@ class _Homotopy:
 
         walk = self.walk(chosen, self.o.branch_rounds, first=first)
         extras = {"branch_steps": [h for h in walk.history if "accepted" in h]}
-        solid = (chosen, walk.certs[0]) if (status is Status.SOLVED or walk.certs[0].verdict is BVerdict.YES) else None
+        # (a certificate makes a point solved only when the point passes the checks: its own
+        # feasibility test, to active_tol, is looser than comp_tol)
+        solid = (chosen, walk.certs[0]) if (status is Status.SOLVED or (walk.certs[0].verdict is BVerdict.YES
+                                                                        and self.verified(chosen.res))) else None
         for point, cert in zip(walk.points[1:], walk.certs[1:]):
             if point.ok or cert.verdict is BVerdict.YES:
                 solid = (point, cert)

@@ -297,3 +297,15 @@ def test_product_form_solve_is_solved_and_certified() -> None:
     assert r.objective == pytest.approx(1.0, abs=1e-6)
     assert r.residuals["comp_prod"] <= 1e-7
     assert r.extras["b_stationarity"]["b_stationary"] is True
+
+
+def test_a_certificate_does_not_make_an_uncomplementary_point_solved() -> None:
+    # scholtes4 relaxed at sigma = 1e-13 only, no polish: the NLP's answer is z1 = z2 = t with
+    # t^2 = sigma (f = z1 + z2 - z3 with z3 = 4 t is -2 t, pushing t up to the product row), so
+    # max |min(z1, z2)| = 3.2e-7 > comp_tol = 1e-8: not solved. The certificate's own feasibility
+    # test (active to 1e-6) takes the pair as biactive and the point as B-stationary (the LPEC of
+    # the origin's cone, value 0); that must not turn the answer into "solved".
+    r = solve_program(scholtes4(), "casadi", "scholtes", sigma0=1e-13, sigma_min=1e-13, polish=False)
+    assert r.residuals["comp_min"] == pytest.approx(math.sqrt(1e-13), rel=1e-3)
+    assert r.status is not Status.SOLVED
+    assert r.extras["b_stationarity"]["b_stationary"] is True

@@ -528,6 +528,21 @@ def ours_nosbench(path: Path, strategy: str, time_limit: float) -> dict[str, Any
             "n_w": pb.n_w, "n_g": pb.n_g, "n_comp": pb.n_comp}
 
 
+def remedy_nosbench(path: Path, variant: str, time_limit: float) -> dict[str, Any]:
+    """A variant or portfolio of ``benchmarks/nosbench_remedies.py`` (the plain loop with one change, or
+    such loops in order), judged again by the paper's criterion here."""
+    import nosbench_remedies as rem
+
+    from contactmp.nosbench import load_nosbench
+
+    rec = rem.run(path, variant, time_limit)
+    w = rec.pop("w", None)
+    out = {k: v for k, v in rec.items() if k not in ("history",)}
+    if w is not None:
+        out.update(paper_judge(load_nosbench(path), np.asarray(w, dtype=float)))
+    return out
+
+
 def warm_up_b(path: Path, strategies: list[str]) -> None:
     """One untimed solve of ``path`` by every method, so that one-time costs (imports, IPOPT's
     option table, CasADi plugin loading) are not charged to the first timed solve."""
@@ -708,6 +723,13 @@ def family_summary(problems: list[str], methods: list[str], recs: dict[str, dict
     return out
 
 
+def _label(m: str) -> str:
+    """A method's short name in tables and figures (a remedies portfolio spec is long)."""
+    if m == REF:
+        return "plain"
+    return f"plain-loop {m.split(':', 1)[0]}" if m.startswith(("pf:", "pfc:")) else m
+
+
 def _status_cell(r: dict[str, Any]) -> str:
     """``yes`` (solved by the paper's criterion), ``TL`` (time limit), ``err``, or ``no``."""
     if not r:
@@ -747,7 +769,7 @@ def plot_part_b(problems: list[str], methods: list[str], recs: dict[str, dict[st
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(15, 5.5), dpi=110, gridspec_kw={"width_ratios": [1, 1.6]})
     markers = "os^vDPX*<>"
     for k, m in enumerate(methods):
-        name = "plain loop" if m == REF else m
+        name = "plain loop" if m == REF else _label(m)
         ax1.step(prof["tau"], prof["rho"][m], where="post", linewidth=1.8,
                  label=f"{name} ({sum(1 for t in times[m] if t is not None)}/{len(problems)})")
         xs = np.arange(len(problems))
@@ -786,8 +808,7 @@ def report_b(problems: list[str], folders: dict[str, str], methods: list[str], r
     strategies = [m for m in methods if m != REF]
     cols = ["problem", "set", "fam", "n_w", "n_g", "n_comp"]
     for m in methods:
-        short = "plain" if m == REF else m
-        cols += [short, "t", "it", "nlp"]
+        cols += [_label(m), "t", "it", "nlp"]
     cols += ["B-stat " + "/".join(s[:4] for s in strategies)]
     rows = []
     for p in problems:
@@ -810,13 +831,13 @@ def report_b(problems: list[str], folders: dict[str, str], methods: list[str], r
     frows = [[f["family"], f["problems"]] + [c for m in methods for c in
              (f["methods"][m]["solved"], common.fmt_time(f["methods"][m]["total_time_s"]))] for f in fams]
     common.print_table("Part B per family: solved and total time",
-                       ["family", "n"] + [c for m in methods for c in ("plain" if m == REF else m, "t")], frows)
+                       ["family", "n"] + [c for m in methods for c in (_label(m), "t")], frows)
     summary = summarize_b(problems, methods, recs)
     srows = []
     for sm in summary:
         bs = sm["b_stationary"]
         srows.append([
-            "plain loop (reference)" if sm["method"] == REF else sm["method"],
+            "plain loop (reference)" if sm["method"] == REF else sm["method"],  # full spec of a remedy
             f"{sm['solved']}/{sm['problems']}", f"{100 * sm['fraction']:.1f}%",
             common.fmt_time(sm["total_time_s"]), _f(sm["total_time_ratio_vs_reference"], ".3g"),
             common.fmt_time(sm["median_time_solved_s"]),
@@ -859,6 +880,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="timed repeats of the block task solves (default 3; 1 with --quick)")
     ap.add_argument("--strategies", default=None,
                     help="comma-separated MPCC strategies (default: every one in STRATEGIES)")
+    ap.add_argument("--remedies", default=None,
+                    help="part B: extra methods from benchmarks/nosbench_remedies.py, semicolon-separated variant "
+                    "names or portfolios (for example 'pfc:linf,monotone@4>oracle=loqo@1>l1', the measured order)")
     ap.add_argument("--only", default=None,
                     help="part B: only the NOSBENCH problems whose name contains one of these comma-separated "
                     "substrings (for example 2BCLS,CLS1D)")
@@ -974,7 +998,8 @@ def main(argv: list[str] | None = None) -> int:
         if not files:
             raise SystemExit(f"no NOSBENCH problem matches --only {args.only!r}")
         folders = {f.stem: f.parent.name for f in files}
-        methods = [REF] + strategies
+        remedies = [x for x in (args.remedies or "").split(";") if x]
+        methods = [REF] + strategies + remedies
         py, why = nosnoc_python()
         nosnoc_ok, nosnoc_note = nosnoc_generic_mpcc(py) if py is not None else (False, why)
         if not nosnoc_ok:
@@ -986,6 +1011,8 @@ def main(argv: list[str] | None = None) -> int:
             jobs.append((f"B/{f.stem}/{REF}", cfg_b, lambda f=f: reference_scholtes(f, args.time_limit)))
             for s in strategies:
                 jobs.append((f"B/{f.stem}/{s}", cfg_b, lambda f=f, s=s: ours_nosbench(f, s, args.time_limit)))
+            for v in remedies:
+                jobs.append((f"B/{f.stem}/{v}", cfg_b, lambda f=f, v=v: remedy_nosbench(f, v, args.time_limit)))
         store = job_store(jsonl, jobs)
         if any(key not in store for key, _, _ in jobs):
             warm_up_b(files[0], strategies)

@@ -293,7 +293,8 @@ def run_portfolio(path: Path, spec: str, time_limit: float) -> dict[str, Any]:
             "clock": "cpu" if cpu else "wall",
             "nlps": sum(a["nlps"] for a in attempts), "attempts": attempts,
             "objective": rec.get("objective"), "comp_residual": rec.get("comp_residual"),
-            "feasibility": rec.get("feasibility"), "n_w": pb.n_w, "n_g": pb.n_g, "n_comp": pb.n_comp}
+            "feasibility": rec.get("feasibility"), "n_w": pb.n_w, "n_g": pb.n_g, "n_comp": pb.n_comp,
+            "w": rec.get("w")}
 
 
 def run(path: Path, variant: str, time_limit: float, pb: Any = None, cpu_clock: bool = False) -> dict[str, Any]:
@@ -360,7 +361,7 @@ def run(path: Path, variant: str, time_limit: float, pb: Any = None, cpu_clock: 
             "solved_by": solved_by, "time_s": wall, "cpu_s": time.process_time() - c0, "build_s": build_s, "iterations": iters,
             "nlps": len(hist) + sum(1 for h in hist if "polish" in h), "objective": j["objective"],
             "comp_residual": j["comp_residual"], "feasibility": j["feasibility"], "history": hist,
-            "n_w": pb.n_w, "n_g": pb.n_g, "n_comp": pb.n_comp}
+            "n_w": pb.n_w, "n_g": pb.n_g, "n_comp": pb.n_comp, "w": [float(v) for v in w_best]}
 
 
 def files(only: str | None) -> list[Path]:
@@ -400,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
                 rec = run(f, v, args.time_limit)
             except Exception as exc:  # recorded, the run goes on
                 rec = {"problem": f.stem, "variant": v, "solved": False, "status": "error", "message": repr(exc)}
+            rec.pop("w", None)
             store.append({"key": key, **rec})
             print(f"{f.stem:48s} {v:18s} {'yes' if rec.get('solved') else rec.get('status'):>10s} "
                   f"{rec.get('time_s', 0):7.2f} s  by {rec.get('solved_by')}  nlps {rec.get('nlps')}", flush=True)

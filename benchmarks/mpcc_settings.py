@@ -44,12 +44,15 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "sigma0 0.1": {"sigma0": 0.1},
     "sigma0 0.01": {"sigma0": 0.01},
     "sigma_factor 0.01": {"sigma_factor": 0.01},
+    "polish_max_iter 50": {"polish_max_iter": 50},
+    "polish_max_iter 1000": {"polish_max_iter": 1000},
     "dual warm start": {"warm_start_duals": True},
     "spral": {"ipopt": {"linear_solver": "spral"}},
     "mu monotone": {"ipopt": {"mu_strategy": "monotone"}},
     "mu oracle probing": {"ipopt": {"mu_oracle": "probing"}},
     "limited-memory Hessian": {"ipopt": {"hessian_approximation": "limited-memory"}},
     "no MUMPS scaling": {"ipopt": {"mumps_permuting_scaling": 0, "mumps_scaling": 0}},
+    "MUMPS pivtol 1e-4": {"ipopt": {"mumps_pivtol": 1e-4}},
 }
 #: a start converged when verified solved and max |min(a_i, b_i)| <= COMP_TOL (the studies' rule)
 COMP_TOL = 1e-6

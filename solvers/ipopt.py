@@ -72,6 +72,12 @@ IPOPT_RETURN_CODES: dict[int, str] = {
 }
 
 
+#: IPOPT's return texts that come before its first iteration (CasADi then reports the iteration
+#: count of an earlier solve, or an uninitialized one)
+_BEFORE_ITERATING = frozenset({"Not_Enough_Degrees_Of_Freedom", "Invalid_Problem_Definition", "Invalid_Option",
+                               "Insufficient_Memory"})
+
+
 def ipopt_status(text: str, verified: bool = False) -> Status:
     """The :class:`Status` of an IPOPT return ``text`` (:data:`IPOPT_STATUS`, unlisted: ``NOT_SOLVED``).
 
@@ -387,10 +393,13 @@ class IpoptNLP:
                                    nan.copy(), str(exc).strip().splitlines()[-1])
             st = self._solver.stats()
             status = str(st.get("return_status", "unknown"))
+            iterations = int(st.get("iter_count", 0))
+            if status in _BEFORE_ITERATING or not 0 <= iterations <= 10**9:
+                iterations = 0  # IPOPT stopped before its first iteration: CasADi's count is stale
             if self._cb is not None and self._cb.stopped and status == "User_Requested_Stop":
                 status = "Maximum_WallTime_Exceeded"  # our deadline stopped it: IPOPT's own limit, in effect
             return IpoptAnswer(np.asarray(sol["x"], dtype=float).ravel(), float(sol["f"]),
-                               int(st.get("iter_count", 0)), status,
+                               iterations, status,
                                np.asarray(sol["lam_g"], dtype=float).ravel(),
                                np.asarray(sol["lam_x"], dtype=float).ravel())
         prob = self._cy_problem(*bounds)

@@ -224,17 +224,20 @@ def _positive_finite(o: NLPOptions, name: str) -> None:
 
 class _Engine:
     """What one (program, strategy, options) solve needs, built once and kept in the program's cache
-    (so the starts of a multistart share it): the relaxation, the pair sides ``(x, p) -> (a, b)``
-    and three IPOPT objects of the same NLP, each built on first use: ``"loose"`` (``tol =
-    homotopy_tol``, the homotopy's inner NLPs), ``"tight"`` (``tol``, ``max_iter``) and ``"piece"``
-    (``tol``, ``max_iter = polish_max_iter``: polish and branch steps)."""
+    (so the starts of a multistart share it): the relaxation ``rel`` of the homotopy, the relaxation
+    ``rel_piece`` whose bounds write the pieces (the same object, unless the pairs have no sign
+    rows and a side is not a variable: then it adds the free side rows ``mpcc/side_a``,
+    ``mpcc/side_b``, kept out of the homotopy's NLP because even a free row changes IPOPT's path),
+    the pair sides ``(x, p) -> (a, b)`` and three IPOPT objects, each built on first use:
+    ``"loose"`` (``rel``, ``tol = homotopy_tol``, the homotopy's inner NLPs), ``"tight"`` (``rel``,
+    ``tol``, ``max_iter``) and ``"piece"`` (``rel_piece``, ``tol``, ``max_iter = polish_max_iter``:
+    polish and branch steps). Both relaxations have the same variables and parameters."""
 
-    def __init__(self, rel: Relaxation, sides: ca.Function, options: dict[str, dict[str, Any]], backend: str,
-                 deadline: bool) -> None:
-        self.rel, self.sides, self.options, self.backend = rel, sides, options, backend
+    def __init__(self, rel: Relaxation, rel_piece: Relaxation, sides: ca.Function,
+                 options: dict[str, dict[str, Any]], backend: str, deadline: bool) -> None:
+        self.rel, self.rel_piece, self.sides, self.options, self.backend = rel, rel_piece, sides, options, backend
         self._deadline = 0.0 if deadline else math.inf  # (a finite one makes the stop callback)
         self._solvers: dict[str, IpoptNLP] = {}
-        self._nlp = rel.program.nlp()
 
     def has(self, kind: str) -> bool:
         """Whether the IPOPT object ``kind`` is configured (``"loose"`` only with a homotopy)."""
@@ -244,7 +247,8 @@ class _Engine:
         """The IPOPT object ``kind``, built now if it is the first use."""
         s = self._solvers.get(kind)
         if s is None:
-            s = IpoptNLP(self._nlp, self.options[kind], self.backend, self._deadline, nlpsol=_NLPSOL_OPTIONS)
+            rel = self.rel_piece if kind == "piece" else self.rel
+            s = IpoptNLP(rel.program.nlp(), self.options[kind], self.backend, self._deadline, nlpsol=_NLPSOL_OPTIONS)
             s.set_deadline(self._deadline)
             self._solvers[kind] = s
         return s
@@ -286,10 +290,13 @@ def _engine(prog: Program, strategy: str, o: NLPOptions, backend: str, ipopt: di
     cache: dict[Any, _Engine] = prog._cache.setdefault("solve_program_engines", {})
     eng = cache.pop(key, None)
     if eng is None:
-        rel = relaxation(prog, strategy, 1.0 if strategy == "fischer_burmeister" else 0.0,
-                         sign_constraints=o.sign_constraints, side_rows=True)
+        t0 = 1.0 if strategy == "fischer_burmeister" else 0.0
+        rel = relaxation(prog, strategy, t0, sign_constraints=o.sign_constraints)
+        rel_piece = rel
+        if not o.sign_constraints and ((rel.a_var < 0) | (rel.b_var < 0)).any():
+            rel_piece = relaxation(prog, strategy, t0, sign_constraints=False, side_rows=True)
         sides = ca.Function("sides", [prog.x, prog.p], [prog.comp_a, prog.comp_b])
-        eng = _Engine(rel, sides, options, backend, deadline)
+        eng = _Engine(rel, rel_piece, sides, options, backend, deadline)
     cache[key] = eng  # (re)inserted last: the most recently used
     while len(cache) > _ENGINES_PER_PROGRAM:
         cache.pop(next(iter(cache)))
@@ -375,6 +382,7 @@ class _Homotopy:
         self.eng.set_deadline(t0 + self.limit if deadline else math.inf)
         self.rel = self.eng.rel
         self.bounds = self.rel.bounds()
+        self.piece_bounds0 = self.bounds if self.eng.rel_piece is self.rel else self.eng.rel_piece.bounds()
         self.p0 = prog.p0
         self.comp_key = "comp_min" if o.sign_constraints else "comp_prod"
         self.iterations = 0
@@ -422,10 +430,11 @@ class _Homotopy:
     def solve_piece(self, x_full: np.ndarray, t: float, a_int: np.ndarray, b_int: np.ndarray,
                     found_by: str) -> tuple[_Candidate | None, dict[str, Any]]:
         """The tightened NLP of one piece from ``x_full`` with the tight IPOPT object."""
-        bnd = self.rel.piece_bounds(a_int, b_int, self.bounds)
+        rel = self.eng.rel_piece
+        bnd = rel.piece_bounds(a_int, b_int, self.piece_bounds0)
         if bnd is None:
             return None, {"status": "not tried", "reason": "the piece cannot be written with bounds or is empty"}
-        ans = self.eng.solver("piece").solve(np.clip(x_full, bnd[0], bnd[1]), self.rel.p(self.rel.piece_parameter(t)),
+        ans = self.eng.solver("piece").solve(np.clip(x_full, bnd[0], bnd[1]), rel.p(rel.piece_parameter(t)),
                                              *bnd)
         self.iterations += ans.iterations
         cand = self.candidate(ans, found_by=found_by, bounds=bnd[:2])
@@ -447,6 +456,14 @@ class _Homotopy:
         b_int = np.where(b_zero[:, None], ZERO, other)
         cand, info = self.solve_piece(x_full, t, a_int, b_int, "polish")
         info["biactive"] = int(both.sum())
+        if info["status"] == "Not_Enough_Degrees_Of_Freedom" and both.any():
+            # the biactive pairs' second zero sides left more equations than variables (IPOPT refuses
+            # such NLPs even when they are consistent): keep only each pair's nearer side at 0
+            a_zero = np.abs(a) <= np.abs(b)
+            a_int = np.where(a_zero[:, None], ZERO, other)
+            b_int = np.where(a_zero[:, None], other, ZERO)
+            cand, again = self.solve_piece(x_full, t, a_int, b_int, "polish")
+            info = {**again, "biactive": 0, "first_try": info}
         return cand, info
 
     # -- the homotopy ----------------------------------------------------------------------------
@@ -471,6 +488,13 @@ class _Homotopy:
             warm = lam if (o.warm_start_duals and not final and lam is not None) else (None, None)
             ans = solver.solve(x, pt, lbx, ubx, lbg, ubg, *warm)
             self.iterations += ans.iterations
+            retried: dict[str, Any] = {}
+            if not final and ans.status == "Infeasible_Problem_Detected":
+                # an inner NLP at homotopy_tol may give up early: ask IPOPT at tol before believing it
+                retried = {"status": ans.status, "iterations": ans.iterations}
+                solver = self.eng.solver("tight")
+                ans = solver.solve(x, pt, lbx, ubx, lbg, ubg)
+                self.iterations += ans.iterations
             ok = ans.ok
             extra: dict[str, Any] = {}
             if rel.n_smoothed:
@@ -480,7 +504,7 @@ class _Homotopy:
                 ok = ok and extra["smoothing_violation"] <= o.feas_tol
             cand = self.candidate(ans, ok, bounds=(lbx, ubx) if final else None)
             entry = {param_name: t, "status": ans.status, "iterations": ans.iterations, "tol": solver.ipopt["tol"],
-                     **cand.res, **extra}
+                     **cand.res, **extra, **({"infeasible_at_homotopy_tol": retried} if retried else {})}
             self.history.append(entry)
             last = cand
             if np.isfinite(ans.x).all() and (nested or ok):

@@ -43,6 +43,8 @@ def nlp_iterations(r) -> int:
     """Every IPOPT iteration recorded in a result's extras."""
     hist = r.extras["homotopy"]
     return sum(h["iterations"] + h.get("at_tol", {}).get("iterations", 0) + h.get("polish", {}).get("iterations", 0)
+               + h.get("polish", {}).get("first_try", {}).get("iterations", 0)
+               + h.get("infeasible_at_homotopy_tol", {}).get("iterations", 0)
                for h in hist) + sum(s["iterations"] for s in r.extras.get("branch_steps", []))
 
 
@@ -179,6 +181,23 @@ def test_piece_bounds_fix_variables_and_side_rows_and_switch_off_the_strategy_ro
     assert rel.piece_bounds(np.array([ZERO, NONNEG]), np.array([NONNEG, ZERO])) is None
 
 
+def test_free_side_rows_stay_out_of_the_homotopys_nlp() -> None:
+    # Without sign constraints a side that is an expression has no row in the homotopy's NLP (even a
+    # free row changes IPOPT's path: on NOSBENCH's CARHYS elastic_l1 took 9 NLPs and failed with
+    # them, 1 NLP without); the pieces are written on a second relaxation that has them.
+    from contactmp.solvers.nlp import NLPOptions, _engine
+
+    prog, z = lcp_program()
+    o = NLPOptions.build(sign_constraints=False)
+    eng = _engine(prog, "scholtes", o, "casadi", {"print_level": 0, "sb": "yes"}, True, False)
+    assert [c.name for c in eng.rel.program.constraints] == ["mpcc/product"]
+    assert [c.name for c in eng.rel_piece.program.constraints] == ["mpcc/side_b", "mpcc/product"]
+    assert eng.rel_piece.program.n_x == eng.rel.program.n_x
+    # with sign constraints the sign rows serve both: one relaxation
+    eng2 = _engine(prog, "scholtes", NLPOptions.build(), "casadi", {"print_level": 0, "sb": "yes"}, True, False)
+    assert eng2.rel_piece is eng2.rel
+
+
 def test_side_rows_are_free_without_sign_constraints() -> None:
     prog, z = lcp_program()
     rel = relaxation(prog, "scholtes", 0.1, sign_constraints=False, side_rows=True)
@@ -309,3 +328,26 @@ def test_a_certificate_does_not_make_an_uncomplementary_point_solved() -> None:
     assert r.residuals["comp_min"] == pytest.approx(math.sqrt(1e-13), rel=1e-3)
     assert r.status is not Status.SOLVED
     assert r.extras["b_stationarity"]["b_stationary"] is True
+
+
+def test_a_polish_with_more_equations_than_variables_falls_back_to_one_side_per_pair() -> None:
+    # Two pairs on two free variables, sides written as rows: 0 <= 2x _|_ 2y >= 0 and
+    # 0 <= 3x _|_ 3y >= 0, min (x - 1)^2 + (y - 1)^2 from the symmetric start. At sigma = 1 the
+    # relaxed answer has both pairs biactive for the polish (9 x y <= 1 with x, y near 1/3): four
+    # rows fixed at 0 in two variables, which IPOPT refuses (Not_Enough_Degrees_Of_Freedom, before
+    # its first iteration: 0 iterations counted, not the stale count CasADi reports). The polish then
+    # keeps one side per pair at 0, the nearer one: an axis minimizer, (1, 0) or (0, 1), f = 1,
+    # B-stationary.
+    prog = Program("overdetermined_piece")
+    x = prog.add_variables("x", 1, init=0.5)
+    y = prog.add_variables("y", 1, init=0.5)
+    prog.add_cost((x.sym - 1) ** 2 + (y.sym - 1) ** 2)
+    prog.add_complementarity(ca.vertcat(2 * x.sym, 3 * x.sym), ca.vertcat(2 * y.sym, 3 * y.sym), name="pairs")
+    r = solve_program(prog, "casadi", "scholtes")
+    tries = [h["polish"].get("first_try", {}) for h in r.extras["homotopy"]]
+    refused = [t for t in tries if t.get("status") == "Not_Enough_Degrees_Of_Freedom"]
+    assert refused and all(t["iterations"] == 0 for t in refused)
+    assert r.status is Status.SOLVED and r.extras["found_by"] == "polish"
+    assert sorted([r.value(x)[0], r.value(y)[0]]) == pytest.approx([0.0, 1.0], abs=1e-7)
+    assert r.extras["b_stationarity"]["b_stationary"] is True
+    assert 0 <= r.iterations == nlp_iterations(r)

@@ -191,14 +191,16 @@ class IpoptAnswer:
 
 class _Deadline(ca.Callback):
     """CasADi's ``iteration_callback``: asks IPOPT to stop (``User_Requested_Stop``) once
-    ``time.perf_counter()`` has passed ``deadline``. IPOPT's own ``max_wall_time`` counts from the
-    start of each NLP and CasADi fixes it when the solver is built (building again costs about as
-    much as a short solve), so the deadline of a whole sequence of solves is checked here."""
+    ``time.perf_counter()`` has passed ``deadline`` or ``time.process_time()`` has passed
+    ``cpu_deadline``. IPOPT's own ``max_wall_time`` counts from the start of each NLP and CasADi fixes
+    it when the solver is built (building again costs about as much as a short solve), so the
+    deadline of a whole sequence of solves is checked here."""
 
     def __init__(self, nx: int, ng: int) -> None:
         ca.Callback.__init__(self)
         self.nx, self.ng = nx, ng
         self.deadline = math.inf
+        self.cpu_deadline = math.inf
         self.stopped = False
         self.construct("contactmp_deadline", {})
 
@@ -225,7 +227,7 @@ class _Deadline(ca.Callback):
         return ca.Sparsity(0, 0)
 
     def eval(self, arg: Any) -> list[int]:
-        if time.perf_counter() >= self.deadline:
+        if time.perf_counter() >= self.deadline or time.process_time() >= self.cpu_deadline:
             self.stopped = True
             return [1]
         return [0]
@@ -316,6 +318,7 @@ class IpoptNLP:
             raise OptionError(f"unknown backend '{backend}' (known: {', '.join(BACKENDS)})"
                               f"{did_you_mean(backend, BACKENDS)}")
         self.backend, self.ipopt, self.deadline = backend, dict(ipopt), deadline
+        self.cpu_deadline = math.inf
         x = nlp["x"]
         g, p = nlp.get("g", type(x)(0, 1)), nlp.get("p", type(x)(0, 1))
         self.nx, self.ng = x.shape[0], g.shape[0]
@@ -356,14 +359,15 @@ class IpoptNLP:
             self._problem, self._bounds = prob, bounds
         return self._problem
 
-    def set_deadline(self, deadline: float) -> None:
-        """Move the deadline of later solves (a ``time.perf_counter()`` time). A solver built
+    def set_deadline(self, deadline: float, cpu_deadline: float = math.inf) -> None:
+        """Move the deadlines of later solves: ``deadline`` a ``time.perf_counter()`` time,
+        ``cpu_deadline`` a ``time.process_time()`` time (this process's CPU seconds). A solver built
         without a deadline (``math.inf``) has no stop callback and cannot take a finite one."""
-        if deadline < math.inf and self.backend == "casadi" and self._cb is None:
+        if min(deadline, cpu_deadline) < math.inf and self.backend == "casadi" and self._cb is None:
             raise ValueError("this IpoptNLP was built without a deadline")
-        self.deadline = deadline
+        self.deadline, self.cpu_deadline = deadline, cpu_deadline
         if self._cb is not None:
-            self._cb.deadline = deadline
+            self._cb.deadline, self._cb.cpu_deadline = deadline, cpu_deadline
 
     def solve(self, x0: Any, p: Any, lbx: Any, ubx: Any, lbg: Any, ubg: Any,
               lam_x0: Any = None, lam_g0: Any = None) -> IpoptAnswer:
@@ -397,7 +401,9 @@ class IpoptNLP:
             if status in _BEFORE_ITERATING or not 0 <= iterations <= 10**9:
                 iterations = 0  # IPOPT stopped before its first iteration: CasADi's count is stale
             if self._cb is not None and self._cb.stopped and status == "User_Requested_Stop":
-                status = "Maximum_WallTime_Exceeded"  # our deadline stopped it: IPOPT's own limit, in effect
+                # our deadline stopped it: IPOPT's own limit, in effect
+                status = ("Maximum_CpuTime_Exceeded" if time.process_time() >= self._cb.cpu_deadline
+                          else "Maximum_WallTime_Exceeded")
             return IpoptAnswer(np.asarray(sol["x"], dtype=float).ravel(), float(sol["f"]),
                                iterations, status,
                                np.asarray(sol["lam_g"], dtype=float).ravel(),
@@ -405,6 +411,8 @@ class IpoptNLP:
         prob = self._cy_problem(*bounds)
         if self.deadline < math.inf:
             prob.add_option("max_wall_time", max(self.deadline - time.perf_counter(), 1e-3))
+        if self.cpu_deadline < math.inf:
+            prob.add_option("max_cpu_time", max(self.cpu_deadline - time.process_time(), 1e-3))
         self._callbacks.p = p
         self._callbacks.iterations = 0
         kw: dict[str, Any] = {}

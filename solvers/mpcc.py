@@ -35,13 +35,31 @@ import numpy as np
 from contactmp.errors import InputError, OptionError, did_you_mean
 from contactmp.program import Program, _scaled_violation
 
-__all__ = ["MPCC_STRATEGIES", "MPCCStrategy", "Relaxation", "relax", "relaxation", "fischer_burmeister",
+__all__ = ["MPCC_STRATEGIES", "MPCCStrategy", "PortfolioMember", "Relaxation", "relax", "relaxation", "fischer_burmeister",
            "copy_without_pairs", "PORTFOLIO", "ZERO", "NONNEG", "NONPOS", "FREE"]
 
 INF = math.inf
 
 #: the side intervals of a piece (see :meth:`Relaxation.piece_bounds`)
 ZERO, NONNEG, NONPOS, FREE = (0.0, 0.0), (0.0, math.inf), (-math.inf, 0.0), (-math.inf, math.inf)
+
+
+@dataclass(frozen=True)
+class PortfolioMember:
+    """One attempt of the ``"portfolio"`` strategy: the MPCC ``strategy`` with the
+    :class:`~contactmp.solvers.nlp.NLPOptions` ``options`` (an ``ipopt`` dict is merged into the
+    caller's IPOPT options), given at most ``cpu_seconds`` of this process's CPU time (None: all the
+    time left)."""
+
+    strategy: str
+    options: tuple[tuple[str, Any], ...] = ()
+    cpu_seconds: float | None = None
+
+    def describe(self) -> str:
+        """``strategy`` with its options and cap, for messages and records."""
+        opts = ", ".join(f"{k}={v}" for k, v in self.options)
+        cap = f", at most {self.cpu_seconds:g} s CPU" if self.cpu_seconds is not None else ""
+        return f"{self.strategy}{' (' + opts + ')' if opts else ''}{cap}"
 
 
 @dataclass(frozen=True)
@@ -60,7 +78,7 @@ class MPCCStrategy:
     stop: str | None = None
     shrinks: bool = True
     nested: bool = True
-    members: tuple[str, ...] = ()
+    members: tuple["PortfolioMember", ...] = ()
 
     @property
     def is_portfolio(self) -> bool:
@@ -102,15 +120,19 @@ MPCC_STRATEGIES: dict[str, MPCCStrategy] = {s.name: s for s in (
                  "mpcc/s in [0, 10] for all pairs, rows mpcc/product = a_i b_i - s <= 0, objective f + s / sigma, "
                  "sigma = sigma0, sigma0 * sigma_factor, ... down to sigma_min (the NOSBENCH paper's 'l_inf' "
                  "mode, nosnoc's ELASTIC_INF), warm-started", "sigma", "sigma0", "sigma_factor", "sigma_min"),
-    MPCCStrategy("portfolio", "no transformation of its own: runs the strategies of PORTFOLIO in that order (the "
-                 "order measured on the shared NOSBENCH problems, benchmarks/mpcc_vs_nosnoc.py) with the time "
-                 "left, and returns the first answer that is solved and certified B-stationary (else the best "
-                 "solved one, else the best attempt)", "sigma",
-                 members=("scholtes", "scholtes_linf", "elastic_l1", "fischer_burmeister", "direct")),
+    MPCCStrategy("portfolio", "no transformation of its own: runs the members of PORTFOLIO in that order (the "
+                 "order and CPU caps measured on the 66 shared NOSBENCH problems, benchmarks/mpcc_vs_nosnoc.py): "
+                 "scholtes_linf with IPOPT's monotone barrier (at most 4 s CPU), scholtes with the LOQO barrier "
+                 "oracle (at most 1 s CPU), then elastic_l1 with the time left; it returns the first answer that "
+                 "is solved and not refuted by its B-stationarity certificate (else the best solved one, else the "
+                 "attempt of least residual)", "sigma",
+                 members=(PortfolioMember("scholtes_linf", (("ipopt", {"mu_strategy": "monotone"}),), 4.0),
+                          PortfolioMember("scholtes", (("ipopt", {"mu_oracle": "loqo"}),), 1.0),
+                          PortfolioMember("elastic_l1"))),
 )}
 
-#: the order in which the ``"portfolio"`` strategy tries the others
-PORTFOLIO: tuple[str, ...] = MPCC_STRATEGIES["portfolio"].members
+#: the attempts of the ``"portfolio"`` strategy, in order
+PORTFOLIO: tuple[PortfolioMember, ...] = MPCC_STRATEGIES["portfolio"].members
 
 #: the upper bound of the slack ``mpcc/s`` of ``"scholtes_linf"`` (the NOSBENCH paper's value)
 S_MAX = 10.0
@@ -283,8 +305,9 @@ def relaxation(prog: Program, strategy: str, parameter: float = 0.0, *,
         raise InputError("prog", f"must be a contactmp Program, got {type(prog).__name__}")
     st = strategy_named(strategy)
     if st.is_portfolio:
-        raise InputError("strategy", f"'{st.name}' is a portfolio of strategies ({', '.join(st.members)}), not "
-                                     "one transformation; relax the program with one of them")
+        raise InputError("strategy", f"'{st.name}' is a portfolio of strategies "
+                                     f"({', '.join(m.strategy for m in st.members)}), not one transformation; "
+                                     "relax the program with one of them")
     if isinstance(parameter, bool) or not isinstance(parameter, (int, float)) or not math.isfinite(parameter):
         raise InputError("parameter", f"must be a finite number, got {parameter!r}")
     if st.name == "fischer_burmeister" and prog.n_comp and parameter <= 0:
@@ -295,8 +318,9 @@ def relaxation(prog: Program, strategy: str, parameter: float = 0.0, *,
     n_smoothed = 0
     nc = prog.n_comp
     rows: dict[str, np.ndarray] = {k: np.full(nc, -1, dtype=int) for k in ("a", "b", "pair")}
-    var = {"a": np.array([_variable(prog, prog.comp_a[i]) for i in range(nc)], dtype=int),
-           "b": np.array([_variable(prog, prog.comp_b[i]) for i in range(nc)], dtype=int)}
+    var = {"a": np.array([_variable(prog, e) for e in ca.vertsplit(prog.comp_a)], dtype=int).reshape(nc),
+           "b": np.array([_variable(prog, e) for e in ca.vertsplit(prog.comp_b)], dtype=int).reshape(nc)}
+    lbx = prog.lbx
     slack = -1
 
     def add_rows(name: str, expr: ca.SX, lo: float, hi: float, checked_as: ca.SX | None = None) -> np.ndarray:
@@ -310,7 +334,7 @@ def relaxation(prog: Program, strategy: str, parameter: float = 0.0, *,
         for side, src, side_new in (("a", prog.comp_a, a), ("b", prog.comp_b, b)):
             if sign_constraints:
                 # a side that is a variable with lb >= 0 is already nonnegative by its bound
-                keep = [i for i in range(nc) if not (var[side][i] >= 0 and prog.lbx[var[side][i]] >= 0.0)]
+                keep = [i for i in range(nc) if not (var[side][i] >= 0 and lbx[var[side][i]] >= 0.0)]
                 rows[side][keep] = add_rows(f"sign_{side}", side_new[keep, 0], 0.0, INF)
             elif side_rows:
                 keep = [i for i in range(nc) if var[side][i] < 0]

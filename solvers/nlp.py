@@ -102,7 +102,7 @@ from contactmp.program import Program
 from contactmp.result import Result, Status
 from contactmp.solvers.ipopt import BACKENDS, IpoptAnswer, IpoptNLP, check_ipopt_options, ipopt_status
 from contactmp.solvers.lcp import SolverOptions
-from contactmp.solvers.mpcc import (FREE, MPCC_STRATEGIES, NONNEG, ZERO, MPCCStrategy, Relaxation,
+from contactmp.solvers.mpcc import (FREE, MPCC_STRATEGIES, NONNEG, ZERO, MPCCStrategy, Relaxation, _variable,
                                     fischer_burmeister, relaxation, strategy_named)
 
 __all__ = ["solve_program", "NLPOptions", "STRATEGIES", "BACKENDS", "fischer_burmeister", "walk_branches"]
@@ -153,10 +153,16 @@ class NLPOptions(SolverOptions):
         (IPOPT's ``warm_start_init_point``); primal warm starts are always on.
     branch_rounds : at most this many branch steps when the certificate finds a descent branch
         (0: certify only).
+    infeasible_stop : a homotopy whose relaxed sets shrink (Scholtes, direct, l1) ends after this many
+        NLPs in a row that IPOPT finds locally infeasible (their answers violating the relaxed NLP);
+        0: never (each NLP starts from the last answer, and IPOPT may find the set again).
     time_limit : wall-clock seconds for the whole solve (``None`` or ``inf``: none); checked
         between NLPs, and inside each NLP unless ``ipopt`` sets ``max_wall_time`` (cyipopt: the
         time left as IPOPT's ``max_wall_time``; CasADi, whose IPOPT options are fixed when the
         solver is built: an iteration callback that stops IPOPT at the deadline).
+    cpu_time_limit : CPU seconds of this process (``time.process_time``) for the whole solve (``inf``:
+        none), checked like ``time_limit``; unlike wall-clock time it does not depend on what else
+        the machine runs (the portfolio caps its members with it).
     ipopt : further IPOPT options, checked against IPOPT's own option table.
     certify : attach the B-stationarity certificate of the returned point
         (:func:`contactmp.solvers.b_stationarity.b_stationarity`, its LPEC solved as a MILP by
@@ -171,7 +177,7 @@ class NLPOptions(SolverOptions):
     feas_tol: float = 1e-6
     comp_tol: float = 1e-8
     max_iter: int = 3000
-    sigma0: float = 1.0
+    sigma0: float = 1e-2
     sigma_factor: float = 0.1
     sigma_min: float = 1e-12
     rho0: float = 1.0
@@ -185,7 +191,9 @@ class NLPOptions(SolverOptions):
     polish_max_iter: int = 200
     warm_start_duals: bool = False
     branch_rounds: int = 5
+    infeasible_stop: int = 3
     time_limit: float = math.inf
+    cpu_time_limit: float = math.inf
     ipopt: dict[str, Any] = field(default_factory=dict)
     certify: bool = True
     certify_time_limit: float = 10.0
@@ -205,7 +213,7 @@ class NLPOptions(SolverOptions):
                 raise OptionError(f"{h.factor} must be {'in (0, 1)' if h.shrinks else 'a finite number > 1'}, got {f!r}")
             if (s1 > s0) if h.shrinks else (s1 < s0):
                 raise OptionError(f"{h.stop} ({s1}) must not {'exceed' if h.shrinks else 'be below'} {h.start} ({s0})")
-        for name in ("max_iter", "branch_rounds", "polish_max_iter"):
+        for name in ("max_iter", "branch_rounds", "polish_max_iter", "infeasible_stop"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
                 raise OptionError(f"{name} must be a nonnegative integer, got {v!r}")
@@ -213,6 +221,9 @@ class NLPOptions(SolverOptions):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
         _positive_finite(self, "certify_time_limit")
+        v = self.cpu_time_limit
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+            raise OptionError(f"cpu_time_limit must be a positive number of seconds (inf: none), got {v!r}")
         self.ipopt = check_ipopt_options(self.ipopt)
 
 
@@ -236,8 +247,10 @@ class _Engine:
     def __init__(self, rel: Relaxation, rel_piece: Relaxation, sides: ca.Function,
                  options: dict[str, dict[str, Any]], backend: str, deadline: bool) -> None:
         self.rel, self.rel_piece, self.sides, self.options, self.backend = rel, rel_piece, sides, options, backend
-        self._deadline = 0.0 if deadline else math.inf  # (a finite one makes the stop callback)
+        self._stoppable = deadline  # IPOPT objects with the stop callback (they take deadlines)
+        self._deadline = self._cpu_deadline = math.inf
         self._solvers: dict[str, IpoptNLP] = {}
+        self._side_jac: ca.Function | None = None
 
     def has(self, kind: str) -> bool:
         """Whether the IPOPT object ``kind`` is configured (``"loose"`` only with a homotopy)."""
@@ -248,16 +261,33 @@ class _Engine:
         s = self._solvers.get(kind)
         if s is None:
             rel = self.rel_piece if kind == "piece" else self.rel
-            s = IpoptNLP(rel.program.nlp(), self.options[kind], self.backend, self._deadline, nlpsol=_NLPSOL_OPTIONS)
-            s.set_deadline(self._deadline)
+            s = IpoptNLP(rel.program.nlp(), self.options[kind], self.backend, 0.0 if self._stoppable else math.inf,
+                         nlpsol=_NLPSOL_OPTIONS)
+            s.set_deadline(self._deadline, self._cpu_deadline)
             self._solvers[kind] = s
         return s
 
-    def set_deadline(self, deadline: float) -> None:
-        """The deadline of every IPOPT object, now and when built later."""
-        self._deadline = deadline
+    def side_jacobians(self, x: np.ndarray, p: np.ndarray) -> tuple[Any, Any]:
+        """``d a / d x`` and ``d b / d x`` at ``(x, p)`` as scipy CSR matrices (the Function is built
+        on first use)."""
+        import scipy.sparse as sp
+
+        if self._side_jac is None:
+            prog = self.rel.source
+            self._side_jac = ca.Function("side_jac", [prog.x, prog.p],
+                                         [ca.jacobian(prog.comp_a, prog.x), ca.jacobian(prog.comp_b, prog.x)])
+        out = []
+        for m in self._side_jac(x, p):
+            colind, row = m.sparsity().get_ccs()
+            out.append(sp.csc_matrix((np.asarray(m.nonzeros(), dtype=float), np.asarray(row, dtype=int),
+                                      np.asarray(colind, dtype=int)), shape=m.shape).tocsr())
+        return out[0], out[1]
+
+    def set_deadline(self, deadline: float, cpu_deadline: float = math.inf) -> None:
+        """The wall-clock and CPU deadlines of every IPOPT object, now and when built later."""
+        self._deadline, self._cpu_deadline = deadline, cpu_deadline
         for s in self._solvers.values():
-            s.set_deadline(deadline)
+            s.set_deadline(deadline, cpu_deadline)
 
 
 #: a pair is biactive for the polish when max(|a_i|, |b_i|) <= BIACTIVE_FACTOR sqrt(max_j |a_j b_j|)
@@ -276,15 +306,23 @@ def _engine(prog: Program, strategy: str, o: NLPOptions, backend: str, ipopt: di
     """The cached :class:`_Engine` of ``prog`` for these settings (built on first use). The
     program's cache is cleared by every change of its structure; the bounds, start and parameter
     values are read at every solve, so they may change between solves."""
-    options = {"tight": ipopt, "piece": {**ipopt, "max_iter": int(o.polish_max_iter)}}
+    piece = {**ipopt, "max_iter": int(o.polish_max_iter)}
+    if piece.get("linear_solver", "mumps") == "mumps":
+        # a piece has many equations (sides fixed at 0 as rows); with MUMPS' default ordering its
+        # factorizations took 40-80 ms against 11 ms with METIS on the point mass at N = 400
+        piece.setdefault("mumps_pivot_order", 5)
+    options = {"tight": ipopt, "piece": piece}
     if homotopy and o.homotopy_tol > o.tol:
         options["loose"] = {**ipopt, "tol": float(o.homotopy_tol)}
         if o.warm_start_duals:
             options["loose"].setdefault("warm_start_init_point", "yes")
-    side_vars = [j for e in (prog.comp_a, prog.comp_b) for j in
-                 (prog.variable_index(e[i]) for i in range(prog.n_comp)) if j is not None]
+    side_vars = prog._cache.get("side_variables")
+    if side_vars is None:  # (the program's cache is cleared when its structure changes)
+        side_vars = prog._cache["side_variables"] = np.array(
+            [j for e in (prog.comp_a, prog.comp_b) for j in (_variable(prog, p) for p in ca.vertsplit(e)) if j >= 0],
+            dtype=int)
     # the sign rows that relaxation() leaves out depend on the current lower bounds of the sides
-    sign_pattern = tuple(bool(prog.lbx[j] >= 0.0) for j in side_vars) if o.sign_constraints else ()
+    sign_pattern = (prog.lbx[side_vars] >= 0.0).tobytes() if o.sign_constraints else b""
     key = (strategy, o.sign_constraints, backend, repr(sorted((k, sorted(v.items())) for k, v in options.items())),
            deadline, sign_pattern)
     cache: dict[Any, _Engine] = prog._cache.setdefault("solve_program_engines", {})
@@ -376,10 +414,12 @@ class _Homotopy:
         self.prog, self.backend, self.hom, self.o, self.accept, self.t0 = prog, backend, hom, o, accept, t0
         self.ipopt = {**IPOPT_DEFAULTS, "tol": float(o.tol), "max_iter": int(o.max_iter), **o.ipopt}
         self.limit = math.inf if o.time_limit is None else float(o.time_limit)
+        self.cpu_limit, self.cpu0 = float(o.cpu_time_limit), time.process_time()
         self.ts = hom.homotopy(o) if prog.n_comp else [0.0]  # no pairs: one NLP
-        deadline = math.isfinite(self.limit) and "max_wall_time" not in o.ipopt
-        self.eng = _engine(prog, hom.name, o, backend, self.ipopt, len(self.ts) > 1, deadline)
-        self.eng.set_deadline(t0 + self.limit if deadline else math.inf)
+        wall = math.isfinite(self.limit) and "max_wall_time" not in o.ipopt
+        cpu = math.isfinite(self.cpu_limit) and "max_cpu_time" not in o.ipopt
+        self.eng = _engine(prog, hom.name, o, backend, self.ipopt, len(self.ts) > 1, wall or cpu)
+        self.eng.set_deadline(t0 + self.limit if wall else math.inf, self.cpu0 + self.cpu_limit if cpu else math.inf)
         self.rel = self.eng.rel
         self.bounds = self.rel.bounds()
         self.piece_bounds0 = self.bounds if self.eng.rel_piece is self.rel else self.eng.rel_piece.bounds()
@@ -389,6 +429,7 @@ class _Homotopy:
         self.history: list[dict[str, Any]] = []
         self.answers: list[tuple[_Candidate, dict[str, Any]]] = []  # settled answers and their certificates
         self.pending: list[tuple[_Candidate, Any]] = []  # solved answers certified not B-stationary
+        self.branch_steps: list[dict[str, Any]] = []  # every branch NLP of every walk of the run
         self.certify_time = 0.0
 
     # -- checks ----------------------------------------------------------------------------------
@@ -397,7 +438,8 @@ class _Homotopy:
         return res["bound"] <= o.feas_tol and res["constraint"] <= o.feas_tol and res[self.comp_key] <= o.comp_tol
 
     def left(self) -> float:
-        return self.limit - (time.perf_counter() - self.t0)
+        """Seconds left of the wall-clock and the CPU budgets, whichever is smaller."""
+        return min(self.limit - (time.perf_counter() - self.t0), self.cpu_limit - (time.process_time() - self.cpu0))
 
     def candidate(self, ans: IpoptAnswer, ok: bool | None = None, found_by: str = "nlp",
                   bounds: tuple[np.ndarray, np.ndarray] | None = None) -> _Candidate:
@@ -431,6 +473,7 @@ class _Homotopy:
                     found_by: str) -> tuple[_Candidate | None, dict[str, Any]]:
         """The tightened NLP of one piece from ``x_full`` with the tight IPOPT object."""
         rel = self.eng.rel_piece
+        twins = self.twin_rows(x_full, a_int, b_int)
         bnd = rel.piece_bounds(a_int, b_int, self.piece_bounds0)
         if bnd is None:
             return None, {"status": "not tried", "reason": "the piece cannot be written with bounds or is empty"}
@@ -438,9 +481,49 @@ class _Homotopy:
                                              *bnd)
         self.iterations += ans.iterations
         cand = self.candidate(ans, found_by=found_by, bounds=bnd[:2])
-        info = {"status": ans.status, "iterations": ans.iterations,
+        info = {"status": ans.status, "iterations": ans.iterations, **({"twin_rows": twins} if twins else {}),
                 **{k: cand.res[k] for k in ("bound", "constraint", self.comp_key, "objective")}}
         return cand, info
+
+    def twin_rows(self, x_full: np.ndarray, a_int: np.ndarray, b_int: np.ndarray) -> int:
+        """Keep one of each group of *twin* zero sides as the equation ``= 0`` and give the others
+        (in ``a_int``, ``b_int``, in place) the interval of their pair's other reading (``>= 0`` with
+        sign constraints, else free); returns how many were given. Twins are sides written as rows
+        (not variables) that are the same affine function up to a factor at ``x``: gradients and
+        constant terms equal after scaling each row by its largest coefficient, to 1e-9. (A planar
+        pyramid's facets repeat a direction with coefficients equal only up to rounding; fixed twice,
+        such a row makes the piece's equations rank-deficient, and IPOPT slow: 80 ms against 10 ms
+        per iteration on the point mass at N = 400.)"""
+        rel = self.eng.rel_piece
+        zero_rows = [((ints[:, 0] == 0.0) & (ints[:, 1] == 0.0) & (var < 0), ints)
+                     for var, ints in ((rel.a_var, a_int), (rel.b_var, b_int))]
+        if sum(int(z.sum()) for z, _ in zero_rows) < 2:
+            return 0
+        xs = x_full[:self.prog.n_x]
+        jacs = self.eng.side_jacobians(xs, self.p0)
+        values = self.eng.sides(xs, self.p0)
+        seen: set[tuple[Any, ...]] = set()
+        other = NONNEG if self.o.sign_constraints else FREE
+        demoted = 0
+        for (zero, ints), J, val in zip(zero_rows, jacs, values):
+            v = np.asarray(val, dtype=float).ravel()
+            for i in np.flatnonzero(zero):
+                lo, hi = J.indptr[i], J.indptr[i + 1]
+                cols, coef = J.indices[lo:hi], J.data[lo:hi]
+                keep = coef != 0.0
+                cols, coef = cols[keep], coef[keep]
+                if coef.size == 0:
+                    continue
+                k = int(np.argmax(np.abs(coef)))
+                scale = coef[k]
+                const = (v[i] - float(coef @ xs[cols])) / scale
+                key = (tuple(cols.tolist()), tuple(np.round(coef / scale, 9).tolist()), round(const, 9))
+                if key in seen:
+                    ints[i] = other
+                    demoted += 1
+                else:
+                    seen.add(key)
+        return demoted
 
     def polish(self, x_full: np.ndarray, t: float) -> tuple[_Candidate | None, dict[str, Any]]:
         """The active-set polish of an NLP answer (see :class:`NLPOptions`)."""
@@ -478,6 +561,7 @@ class _Homotopy:
         checked: _Candidate | None = None   # the last answer that passes the checks although IPOPT failed
         stop_reason = "homotopy exhausted"
         param_name, nested = self.hom.param, self.hom.nested
+        infeasible_run = 0
         for k, t in enumerate(self.ts):
             if self.left() <= 0:
                 stop_reason = "time_limit"
@@ -544,26 +628,31 @@ class _Homotopy:
                     found = pol
                     break
             if ans.status == "Infeasible_Problem_Detected" and nested and rel.violation(ans.x, pt) > o.feas_tol:
-                # IPOPT's answer violates the relaxed NLP itself; the next relaxations are tighter
-                stop_reason = "the relaxed NLP is locally infeasible"
-                break
+                # IPOPT's answer violates the relaxed NLP itself; the next relaxations are tighter, but
+                # "locally" infeasible: from the next NLP's start IPOPT may find the set again
+                infeasible_run += 1
+                if o.infeasible_stop and infeasible_run >= o.infeasible_stop:
+                    stop_reason = f"{infeasible_run} relaxed NLPs in a row are locally infeasible"
+                    break
+            else:
+                infeasible_run = 0
         return self.finish(found, last, last_ok, checked, stop_reason)
 
     def settle(self, cand: _Candidate) -> bool:
         """``cand`` passed the checks with an IPOPT success: certify it and say whether the homotopy
-        ends here. It goes on when the certificate says *not* B-stationary: ``cand`` is kept aside
-        (pending), and if the homotopy finds nothing certified, the best pending answer is the start
-        of the branch walk (:meth:`certify`). (Walking at once from an early answer would pick its
-        branches by the LPEC's tie-breaks instead of by the homotopy, and a multistart would lose the
-        diversity of its starts.)"""
+        ends here. When the certificate finds a descent direction, the walk along its branches
+        (:meth:`certify`) starts at once (MPECopt-style: a branch NLP from a point on the right piece
+        is cheap, the homotopy's NLPs at tiny ``sigma`` are not); the homotopy goes on only when the
+        walk ends at a point still certified *not* B-stationary, which is kept aside (pending) and
+        returned if nothing better is found (a solved answer all the same)."""
         if not (self.o.certify and self.prog.n_comp):
             self.answers.append((cand, {}))
             return True
-        cert = self.certificate(cand.x)
-        if cert.verdict.value == "no":
-            self.pending.append((cand, cert))
+        chosen, extras = self.certify(cand, Status.SOLVED)
+        if extras["b_stationarity"]["verdict"] == "no":
+            self.pending.append((chosen, extras))
             return False
-        self.answers.append((cand, {"b_stationarity": cert.summary(), "branch_steps": []}))
+        self.answers.append((chosen, extras))
         return True
 
     def certificate(self, x: np.ndarray, active_tol: float = 1e-6, opt_tol: float = 1e-6) -> Any:
@@ -584,14 +673,10 @@ class _Homotopy:
         messages = [f"{self.hom.name} via {self.backend}: {len(self.history)} NLP(s), last IPOPT status {backend_status}"]
         extras: dict[str, Any] = {}
         if found is None and self.pending:
-            # nothing certified: walk the descent branches from the best solved answer kept aside
-            cand, cert = min(self.pending, key=lambda a: a[0].res["objective"])
-            chosen, extras = self.certify(cand, Status.SOLVED, cert)
-            self.answers.append((chosen, extras))
-            found = chosen
-            if extras["b_stationarity"]["verdict"] == "no":
-                messages.append(f"no answer certified B-stationary; returning the best of {len(self.pending)} "
-                                f"solved one(s)")
+            # nothing certified: the best solved answer kept aside
+            self.answers.append(min(self.pending, key=lambda a: a[0].res["objective"]))
+            messages.append(f"no answer certified B-stationary; returning the best of {len(self.pending)} "
+                            f"solved one(s)")
         if self.answers:
             chosen, extras = self.answers[-1]
             status = Status.SOLVED
@@ -619,7 +704,7 @@ class _Homotopy:
                 status = Status.SOLVED
             elif stop_reason == "time_limit" or self.left() <= 0:
                 status = Status.TIME_LIMIT
-                messages.append(f"time limit {self.limit:g} s reached")
+                messages.append(f"time limit reached ({self.limit:g} s wall, {self.cpu_limit:g} s CPU)")
             else:
                 status = ipopt_status(backend_status)
                 r = chosen.res
@@ -641,6 +726,7 @@ class _Homotopy:
                   **extras, **({"smoothed_pairs": self.rel.n_smoothed} if self.hom.name == "fischer_burmeister" else {})}
         if o.certify and prog.n_comp:
             extras["certify_time_s"] = self.certify_time
+            extras["branch_steps"] = self.branch_steps
         return Result(
             status=status, x=chosen.x, solver=f"{self.backend}/{self.hom.name}",
             residual=max(r["bound"] / o.feas_tol, r["constraint"] / o.feas_tol, r[self.comp_key] / o.comp_tol),
@@ -658,7 +744,8 @@ class _Homotopy:
         from contactmp.solvers.b_stationarity import BVerdict
 
         walk = self.walk(chosen, self.o.branch_rounds, first=first)
-        extras = {"branch_steps": [h for h in walk.history if "accepted" in h]}
+        self.branch_steps += [h for h in walk.history if "accepted" in h]
+        extras: dict[str, Any] = {}
         # (a certificate makes a point solved only when the point passes the checks: its own
         # feasibility test, to active_tol, is looser than comp_tol)
         solid = (chosen, walk.certs[0]) if (status is Status.SOLVED or (walk.certs[0].verdict is BVerdict.YES
@@ -683,8 +770,10 @@ class _Homotopy:
         current = start
         while True:
             cert = walk.certs[-1]
+            # (the branch of the biactive pairs only, as [pair, side]: the others follow from the point)
             entry: dict[str, Any] = {"round": len(walk.history), "f": cert.objective, "verdict": cert.verdict.value,
-                                     "value": cert.value, "branch": cert.pair_branch()}
+                                     "value": cert.value, "branch": [[int(i), b] for i, b in zip(cert.biactive,
+                                                                                                cert.branch)]}
             walk.history.append(entry)
             if (cert.verdict is not BVerdict.NO or not self.verified(current.res) or len(walk.history) > rounds
                     or self.left() <= 0):
@@ -739,38 +828,46 @@ def walk_branches(prog: Program, x: Any, rounds: int = 5, *, backend: str = "cas
 
 def _solve_portfolio(prog: Program, backend: str, hom: MPCCStrategy, o: NLPOptions,
                      accept: Callable[[np.ndarray], np.ndarray | None] | None, t0: float) -> Result:
-    """The ``"portfolio"`` strategy: its members in order with the time left; the first answer that is
-    solved and certified B-stationary ends it (else the best solved answer, else the attempt with
-    the smallest residual). ``extras["portfolio"]`` lists every attempt."""
-    from dataclasses import replace
+    """The ``"portfolio"`` strategy: its members in order, each with its options and CPU cap within
+    the time left; the first answer that is solved and not refuted by its certificate (verdict not
+    ``"no"``) ends it, else the best solved answer, else the attempt of least residual.
+    ``extras["portfolio"]`` lists every attempt."""
+    from dataclasses import fields, replace
 
     limit = math.inf if o.time_limit is None else float(o.time_limit)
+    cpu0 = time.process_time()
     tried: list[Result] = []
     chosen: Result | None = None
-    for name in hom.members:
-        left = limit - (time.perf_counter() - t0)
-        if left <= 0:
+    for k, member in enumerate(hom.members):
+        wall_left = limit - (time.perf_counter() - t0)
+        cpu_left = o.cpu_time_limit - (time.process_time() - cpu0)
+        if min(wall_left, cpu_left) <= 0:
             break
-        res = _Homotopy(prog, backend, strategy_named(name), replace(o, time_limit=left), accept,
+        values = {f.name: getattr(o, f.name) for f in fields(o)}
+        for key, val in member.options:
+            values[key] = {**values[key], **val} if key == "ipopt" else val
+        cap = member.cpu_seconds if (member.cpu_seconds is not None and k < len(hom.members) - 1) else math.inf
+        values.update(time_limit=wall_left, cpu_time_limit=min(cpu_left, cap))
+        res = _Homotopy(prog, backend, strategy_named(member.strategy), NLPOptions.build(None, **values), accept,
                         time.perf_counter()).run()
         tried.append(res)
-        if res.status is Status.SOLVED and (not prog.n_comp or not o.certify
-                                            or res.extras.get("b_stationarity", {}).get("b_stationary") is True):
+        if res.status is Status.SOLVED and res.extras.get("b_stationarity", {}).get("verdict") != "no":
             chosen = res
             break
     if chosen is None and tried:
         solved = [r for r in tried if r.status is Status.SOLVED]
         chosen = min(solved, key=lambda r: r.objective) if solved else min(tried, key=lambda r: r.residual)
     if chosen is None:  # no time for any member
-        chosen = _Homotopy(prog, backend, strategy_named(hom.members[0]), replace(o, time_limit=1e-9), accept,
-                           time.perf_counter()).run()
+        chosen = _Homotopy(prog, backend, strategy_named(hom.members[0].strategy), replace(o, time_limit=1e-9),
+                           accept, time.perf_counter()).run()
         tried.append(chosen)
-    attempts = [{"strategy": r.extras["strategy"], "status": r.status.value, "objective": r.objective,
-                 "residual": r.residual, "iterations": r.iterations, "time_s": r.time_s,
-                 "b_stationary": r.extras.get("b_stationarity", {}).get("b_stationary")} for r in tried]
+    attempts = [{"strategy": r.extras["strategy"], "member": m.describe(), "status": r.status.value,
+                 "objective": r.objective, "residual": r.residual, "iterations": r.iterations, "time_s": r.time_s,
+                 "b_stationary": r.extras.get("b_stationarity", {}).get("b_stationary")}
+                for r, m in zip(tried, hom.members)]
     return chosen.replace(
         solver=f"{backend}/portfolio", iterations=sum(r.iterations for r in tried),
         time_s=time.perf_counter() - t0 - sum(r.extras.get("certify_time_s", 0.0) for r in tried),
-        message=f"portfolio: {len(tried)} strategy(ies) tried, returned {chosen.extras['strategy']}; {chosen.message}",
+        message=f"portfolio: {len(tried)} attempt(s), returned {chosen.extras['strategy']}; {chosen.message}",
         extras={**chosen.extras, "strategy": "portfolio", "member": chosen.extras["strategy"], "portfolio": attempts},
     )

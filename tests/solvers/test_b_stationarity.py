@@ -300,9 +300,10 @@ def test_solve_program_attaches_the_certificate_and_times_it_apart():
     assert set(cert) == {"b_stationary", "verdict", "value", "n_biactive", "n_binary", "lpec_rows", "time_s",
                          "message"}
     assert res.extras["certify_time_s"] >= cert["time_s"] > 0.0
-    # without the certificate nothing is certified and no branch step is taken; at sigma = 1 the
-    # relaxed answer is (1, 1) (x y = 1 <= sigma), biactive for the polish, which returns the origin
-    off = solve_program(prog, strategy="scholtes", certify=False)
+    # without the certificate nothing is certified and no branch step is taken; from sigma0 = 1 the
+    # relaxed answer is (1, 1) (x y = 1 <= sigma), biactive for the polish, which returns the origin:
+    # not B-stationary, and nothing says so
+    off = solve_program(prog, strategy="scholtes", certify=False, sigma0=1.0)
     assert "b_stationarity" not in off.extras and "branch_steps" not in off.extras
     assert off.success and off.extras["found_by"] == "polish"
     np.testing.assert_allclose(off.x, [0.0, 0.0], atol=1e-8)

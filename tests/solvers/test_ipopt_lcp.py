@@ -69,7 +69,7 @@ def test_mpcc_two_local_minima(backend: str, strategy: str) -> None:
 
 def test_scholtes_homotopy_is_recorded_and_warm_started() -> None:
     prog, x, y = mpcc_prog(0.0, 0.0)
-    r = solve_program(prog, "casadi", "scholtes")
+    r = solve_program(prog, "casadi", "scholtes", sigma0=1.0)
     hist = r.extras["homotopy"]
     sig = [h["sigma"] for h in hist]
     assert sig[0] == 1.0 and all(b == pytest.approx(0.1 * a) for a, b in zip(sig, sig[1:]))
@@ -84,7 +84,7 @@ def test_ipopt_success_is_not_enough() -> None:
     # A homotopy stopped at sigma = 1e-2 (and no polish): every NLP succeeds, but z_i w_i <= 1e-2
     # leaves max |min(z, w)| far above comp_tol; the independent check must refuse it, without raising.
     prog, z = lcp_prog(M2, Q2)
-    r = solve_program(prog, "casadi", "scholtes", sigma_min=1e-2, polish=False)
+    r = solve_program(prog, "casadi", "scholtes", sigma0=1.0, sigma_min=1e-2, polish=False)
     assert r.backend_status == "Solve_Succeeded"
     assert r.status is Status.NOT_SOLVED
     assert r.residuals["comp_min"] > 1e-8 and "comp_min" in r.message
@@ -139,7 +139,10 @@ def test_infeasible_program_is_a_status() -> None:
     for backend in BACKENDS:
         r = solve_program(prog, backend)
         assert r.status is Status.INFEASIBLE, r.message
-        assert len(r.extras["homotopy"]) == 1  # the homotopy stops: tighter sets stay infeasible
+        # the homotopy stops after infeasible_stop = 3 infeasible NLPs in a row (tighter sets stay
+        # infeasible); with infeasible_stop = 1 after the first
+        assert len(r.extras["homotopy"]) == 3
+        assert len(solve_program(prog, backend, infeasible_stop=1).extras["homotopy"]) == 1
 
 
 def test_options_are_strict() -> None:

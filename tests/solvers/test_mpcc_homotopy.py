@@ -55,16 +55,17 @@ def test_relaxation_endpoint_that_is_not_b_stationary_is_caught_and_left_by_a_br
     # From the symmetric start (0.5, 0.5) every Scholtes NLP keeps x = y (the NLP is symmetric in x
     # and y, and so is IPOPT's path): min (x - 1)^2 + (y - 1)^2 on x y <= sigma ends at x = y =
     # sqrt(sigma) (for sigma < 1/4 a saddle along the hyperbola), whose limit is the origin, f = 2.
-    # Every polish fixes both sides (biactive: max(x, y) <= 2 sqrt(max x y)) and returns the origin.
-    # The LPEC there: grad f = (-2, -2) on {d_x = 0 <= d_y <= 1} u {d_y = 0 <= d_x <= 1}: value -2, so
-    # the origin is not B-stationary and the homotopy goes on; it ends at x = y = 1e-6 (not
-    # complementary to comp_tol), and the branch walk starts from the origin: the branch NLP (one side
-    # 0, the other >= 0) ends at (1, 0) or (0, 1), f = 1, where the LPEC's value is 0.
+    # The first NLP (sigma = 0.01) ends at x = y = 0.1; its polish fixes both sides (biactive:
+    # max(x, y) <= 2 sqrt(max x y)) and returns the origin. The LPEC there: grad f = (-2, -2) on
+    # {d_x = 0 <= d_y <= 1} u {d_y = 0 <= d_x <= 1}: value -2, so the origin is not B-stationary;
+    # the branch NLP (one side 0, the other >= 0) ends at (1, 0) or (0, 1), f = 1, where the LPEC's
+    # value is 0, and the homotopy ends there.
     prog, x, y = corner()
     r = solve_program(prog, "casadi", "scholtes")
     hist = r.extras["homotopy"]
-    assert [h["sigma"] for h in hist] == pytest.approx([10.0 ** -k for k in range(13)])
-    assert all(h["polish"]["objective"] == pytest.approx(2.0, abs=1e-6) for h in hist)
+    assert [h["sigma"] for h in hist] == [0.01]
+    assert hist[0]["comp_min"] == pytest.approx(0.1, rel=1e-3)
+    assert hist[0]["polish"]["objective"] == pytest.approx(2.0, abs=1e-6)
     steps = r.extras["branch_steps"]
     assert len(steps) == 1 and steps[0]["f"] == pytest.approx(2.0, abs=1e-6)
     assert steps[0]["verdict"] == "no" and steps[0]["value"] == pytest.approx(-2.0, abs=1e-8)
@@ -79,8 +80,11 @@ def test_relaxation_endpoint_that_is_not_b_stationary_is_caught_and_left_by_a_br
     # the certificates are timed apart
     assert r.extras["certify_time_s"] > 0.0
 
-    # Without branch steps the answer is the origin, reported as not certified.
+    # Without branch steps the origin is kept aside and the homotopy goes on; on the symmetric line
+    # every polish returns the origin again and the last NLP ends at x = y = 1e-6 (not complementary
+    # to comp_tol), so the answer is the best solved one, the origin, reported as not certified.
     r0 = solve_program(prog, "casadi", "scholtes", branch_rounds=0)
+    assert [h["sigma"] for h in r0.extras["homotopy"]] == pytest.approx([10.0 ** -k for k in range(2, 13)])
     assert r0.status is Status.SOLVED and r0.extras["branch_steps"] == []
     np.testing.assert_allclose(r0.x, [0.0, 0.0], atol=1e-7)
     assert r0.extras["b_stationarity"]["b_stationary"] is False
@@ -140,7 +144,7 @@ def test_a_polish_that_fails_the_checks_is_not_returned() -> None:
     prog.add_constraint(x.sym, 0.5, np.inf, name="x_min")
     prog.add_cost((x.sym - 1) ** 2 + (y.sym - 3) ** 2)
     prog.add_complementarity(x, y)
-    r = solve_program(prog, "casadi", "scholtes")
+    r = solve_program(prog, "casadi", "scholtes", sigma0=1.0)
     first = r.extras["homotopy"][0]["polish"]
     assert first["status"] != "Solve_Succeeded" and first["constraint"] > 1e-6
     assert r.status is Status.SOLVED and r.extras["found_by"] == "polish"
@@ -245,36 +249,45 @@ def test_portfolio_stops_at_the_first_certified_answer() -> None:
     r = solve_program(prog, "casadi", "portfolio")
     assert r.status is Status.SOLVED and r.solver == "casadi/portfolio"
     attempts = r.extras["portfolio"]
-    assert [a["strategy"] for a in attempts] == [PORTFOLIO[0]] and r.extras["member"] == PORTFOLIO[0]
-    assert attempts[0]["b_stationary"] is True
+    assert [a["strategy"] for a in attempts] == [PORTFOLIO[0].strategy] == [r.extras["member"]]
+    assert attempts[0]["b_stationary"] is True and "monotone" in attempts[0]["member"]
+    assert r.objective == pytest.approx(1.0, abs=1e-7)
 
 
-def test_portfolio_runs_its_members_in_order_until_one_is_certified() -> None:
-    # branch_rounds = 0 and one NLP per strategy (sigma_min = sigma0, rho_max = rho0, eps_min = eps0)
-    # from the symmetric start: the relaxations end at the origin (f = 2), solved but not
-    # B-stationary (test above); so the portfolio goes on down its list. The answer returned is the
-    # first certified one, or the best solved one when none is certified.
+def test_portfolio_runs_its_members_in_order_until_one_is_not_refuted() -> None:
+    # branch_rounds = 0 and one NLP per strategy (sigma_min = sigma0, rho_max = rho0) from the
+    # symmetric start: the relaxations end at the origin (f = 2), solved but not B-stationary (test
+    # above); so the portfolio goes on down its list. The answer returned is the first one not
+    # refuted by its certificate, or the best solved one.
     prog, x, y = corner()
-    r = solve_program(prog, "casadi", "portfolio", branch_rounds=0, sigma_min=1.0, rho_max=1.0, eps_min=1.0)
+    r = solve_program(prog, "casadi", "portfolio", branch_rounds=0, sigma0=1.0, sigma_min=1.0, rho_max=1.0)
     attempts = r.extras["portfolio"]
     names = [a["strategy"] for a in attempts]
-    assert names == list(PORTFOLIO[:len(names)])
-    assert names[0] == "scholtes" and attempts[0]["objective"] == pytest.approx(2.0, abs=1e-6)
-    assert all(a["b_stationary"] is not True for a in attempts[:-1])
+    assert names == [m.strategy for m in PORTFOLIO[:len(names)]]
+    assert attempts[0]["objective"] == pytest.approx(2.0, abs=1e-6)
+    assert all(a["b_stationary"] is False for a in attempts[:-1])
     assert r.status is Status.SOLVED
-    if attempts[-1]["b_stationary"] is True:
+    if attempts[-1]["b_stationary"] is not False:
         assert r.extras["member"] == names[-1] and r.objective == pytest.approx(attempts[-1]["objective"])
     else:
-        assert names == list(PORTFOLIO)
+        assert len(names) == len(PORTFOLIO)
         assert r.objective == pytest.approx(min(a["objective"] for a in attempts if a["status"] == "solved"))
     assert r.iterations == sum(a["iterations"] for a in attempts)
 
 
-def test_portfolio_is_not_a_transformation() -> None:
+def test_portfolio_members_have_their_options_and_caps() -> None:
     prog, _ = lcp_program()
-    assert STRATEGIES["portfolio"].is_portfolio and set(PORTFOLIO) < set(STRATEGIES)
+    assert STRATEGIES["portfolio"].is_portfolio
+    assert {m.strategy for m in PORTFOLIO} < set(STRATEGIES)
+    assert PORTFOLIO[-1].cpu_seconds is None and all(m.cpu_seconds > 0 for m in PORTFOLIO[:-1])
     with pytest.raises(InputError, match="portfolio"):
         relax(prog, "portfolio", 1.0)
+
+
+def test_cpu_time_limit_stops_the_homotopy() -> None:
+    prog, _ = lcp_program()
+    r = solve_program(prog, "casadi", "scholtes", cpu_time_limit=1e-9, polish=False)
+    assert r.status is Status.TIME_LIMIT and "CPU" in r.message
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,23 +344,44 @@ def test_a_certificate_does_not_make_an_uncomplementary_point_solved() -> None:
 
 
 def test_a_polish_with_more_equations_than_variables_falls_back_to_one_side_per_pair() -> None:
-    # Two pairs on two free variables, sides written as rows: 0 <= 2x _|_ 2y >= 0 and
-    # 0 <= 3x _|_ 3y >= 0, min (x - 1)^2 + (y - 1)^2 from the symmetric start. At sigma = 1 the
-    # relaxed answer has both pairs biactive for the polish (9 x y <= 1 with x, y near 1/3): four
-    # rows fixed at 0 in two variables, which IPOPT refuses (Not_Enough_Degrees_Of_Freedom, before
-    # its first iteration: 0 iterations counted, not the stale count CasADi reports). The polish then
-    # keeps one side per pair at 0, the nearer one: an axis minimizer, (1, 0) or (0, 1), f = 1,
-    # B-stationary.
+    # Two pairs on two free variables, sides written as rows: 0 <= x + y _|_ x - y >= 0 and
+    # 0 <= x + 2y _|_ 2x - y >= 0, min (x - 1)^2 + (y - 1)^2. The four sign rows leave only a cone
+    # around the origin, and the MPCC's feasible set is the origin alone (each piece pairs two
+    # independent lines through it): f = 2, B-stationary (nothing else is feasible). The relaxed
+    # answers lie near the origin with every side of order sqrt(sigma), so both pairs are biactive
+    # for the polish: four rows fixed at 0 (no two parallel, so no twins) in two variables, which
+    # IPOPT refuses (Not_Enough_Degrees_Of_Freedom, before its first iteration: 0 iterations
+    # counted, not the stale count CasADi reports). The polish then keeps one side per pair at 0,
+    # the nearer one: two equations, the origin.
     prog = Program("overdetermined_piece")
     x = prog.add_variables("x", 1, init=0.5)
-    y = prog.add_variables("y", 1, init=0.5)
+    y = prog.add_variables("y", 1, init=0.2)
     prog.add_cost((x.sym - 1) ** 2 + (y.sym - 1) ** 2)
-    prog.add_complementarity(ca.vertcat(2 * x.sym, 3 * x.sym), ca.vertcat(2 * y.sym, 3 * y.sym), name="pairs")
-    r = solve_program(prog, "casadi", "scholtes")
+    prog.add_complementarity(ca.vertcat(x.sym + y.sym, x.sym + 2 * y.sym),
+                             ca.vertcat(x.sym - y.sym, 2 * x.sym - y.sym), name="pairs")
+    r = solve_program(prog, "casadi", "scholtes", sigma0=1.0)
     tries = [h["polish"].get("first_try", {}) for h in r.extras["homotopy"]]
     refused = [t for t in tries if t.get("status") == "Not_Enough_Degrees_Of_Freedom"]
     assert refused and all(t["iterations"] == 0 for t in refused)
     assert r.status is Status.SOLVED and r.extras["found_by"] == "polish"
-    assert sorted([r.value(x)[0], r.value(y)[0]]) == pytest.approx([0.0, 1.0], abs=1e-7)
+    np.testing.assert_allclose(r.x, [0.0, 0.0], atol=1e-8)
+    assert r.objective == pytest.approx(2.0, abs=1e-7)
     assert r.extras["b_stationarity"]["b_stationary"] is True
     assert 0 <= r.iterations == nlp_iterations(r)
+
+
+def test_twin_zero_sides_are_fixed_once() -> None:
+    # The pairs 0 <= 2x _|_ 2y >= 0 and 0 <= 3x _|_ 3y >= 0 from the symmetric start: the relaxed
+    # answers are symmetric, so the polish fixes all four sides (both pairs biactive). 2x and 3x are
+    # the same row up to a factor (and 2y, 3y): fixed twice they would be four equations of rank 2;
+    # each twin is left at its sign row (>= 0) instead, 2 of them, and the piece is the origin.
+    prog = Program("twins")
+    x = prog.add_variables("x", 1, init=0.5)
+    y = prog.add_variables("y", 1, init=0.5)
+    prog.add_cost((x.sym - 1) ** 2 + (y.sym - 1) ** 2)
+    prog.add_complementarity(ca.vertcat(2 * x.sym, 3 * x.sym), ca.vertcat(2 * y.sym, 3 * y.sym), name="pairs")
+    r = solve_program(prog, "casadi", "scholtes", sigma0=1.0, branch_rounds=0)
+    first = r.extras["homotopy"][0]["polish"]
+    assert first["biactive"] == 2 and first["twin_rows"] == 2 and first["status"] == "Solve_Succeeded"
+    assert "first_try" not in first
+    assert first["objective"] == pytest.approx(2.0, abs=1e-6)

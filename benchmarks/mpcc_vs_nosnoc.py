@@ -3,6 +3,7 @@ Scholtes homotopy with IPOPT (the NOSBENCH MPCCs), in one run on the same machin
 
     python benchmarks/mpcc_vs_nosnoc.py [--quick] [--fresh] [--part a|b|all] [--time-limit S]
                                         [--task-time-limit S] [--repeats R] [--out FILE]
+                                        [--strategies S1,S2,...] [--only SUBSTR,...]
 
 Part A: two tasks posed both in contactmp (``ContactImplicitTO``: Stewart-Trinkle / Anitescu-Potra
 velocity-level time stepping, one pyramid block per step, semi-implicit Euler) and in nosnoc 0.2.0
@@ -40,15 +41,25 @@ trajectory (ours and nosnoc's) is also re-simulated open loop with contactmp's `
 step ``T / (20 N)``: the "re-sim err" column is the distance of that simulation's final state from
 the goal (how much the optimized controls really achieve).
 
-Part B: every NOSBENCH problem in ``shared/data/nosbench`` solved by each MPCC strategy of
-``contactmp.solvers.nlp.STRATEGIES`` (``contactmp.solvers.nosbench.solve_nosbench``) and by a plain
-Scholtes homotopy written here with ``casadi.nlpsol`` (sigma = 1, 0.1, ..., 1e-9, ``G_i H_i <=
-sigma``, signs of G and H from the bounds only, primal warm start, IPOPT with
-``bound_relax_factor = 0`` and ``mu_strategy = adaptive``, stop at the first successful NLP with
-``max_i G_i H_i <= 1e-7``). Every answer is judged by the paper's criterion on the returned point
-(bounds and g feasible to 1e-6, signed ``max_i G_i H_i <= 1e-7``); ratios are against the reference
-of the same run. Times are wall times from the file to the judged answer (load and NLP
-construction included), with a time limit per solve.
+Part B: every NOSBENCH problem in ``shared/data/nosbench`` (20) and ``shared/data/nosbench-more``
+(46), 66 problems from 23 families, solved by each MPCC strategy of
+``contactmp.solvers.nlp.STRATEGIES`` (``--strategies`` picks some; the default is whatever that
+registry holds, so new strategies join by themselves) through
+``contactmp.solvers.nosbench.solve_nosbench``, and by a plain Scholtes homotopy written here with
+``casadi.nlpsol`` (sigma = 1, 0.1, ..., 1e-9, ``G_i H_i <= sigma``, signs of G and H from the bounds
+only, primal warm start, IPOPT with ``bound_relax_factor = 0`` and ``mu_strategy = adaptive``, stop
+at the first successful NLP with ``max_i G_i H_i <= 1e-7``). Every answer is judged by the paper's
+criterion on the returned point (bounds and g feasible to 1e-6, signed ``max_i G_i H_i <= 1e-7``);
+ratios are against the plain loop of the same run. Times are wall times from the file to the judged
+answer (load, NLP construction and, for ours, the B-stationarity certificate included), with a time
+limit per solve (the plain loop checks it between NLPs, each NLP has it as IPOPT's
+``max_wall_time``). The tables give per problem the family, sizes, status, time, IPOPT iterations
+and NLP count of every method and the B-stationarity verdict of each of our answers; per family
+the solved counts and times; and the totals (solved, total time and its ratio to the plain loop's).
+A PNG next to the JSON shows the performance profile and the time per problem. nosnoc 0.2.0 has no
+entry point for a generic MPCC (``nosnoc_side.py --probe-mpcc`` checks), so part B has no nosnoc
+column and says why. Records of ours are keyed by a hash of the solver sources, so a run after a
+code change recomputes them.
 
 Output: ``benchmarks/out/mpcc_vs_nosnoc.json`` and ``benchmarks/out/mpcc_vs_nosnoc.jsonl`` (one
 finished record per line, keyed and with its settings' fingerprint ``config``, appended as it
@@ -364,10 +375,67 @@ def run_nosnoc_task(py: Path, task: str, time_limit: float, repeats: int) -> dic
 # ============================================================================================
 # Part B: NOSBENCH
 # ============================================================================================
-def nosbench_files(quick: bool) -> list[Path]:
-    """The NOSBENCH problem files, smallest first (``--quick``: the 8 smallest)."""
-    files = sorted(common.shared_files("nosbench", "*.json", "NOSBENCH"), key=lambda p: (p.stat().st_size, p.name))
+#: the NOSBENCH folders of shared/data that part B covers (20 + 46 problems from 23 families)
+NOSBENCH_FOLDERS = ("nosbench", "nosbench-more")
+#: the source files whose contents decide what our solvers do on a NOSBENCH file: a record made
+#: with other code is computed again (its ``config`` carries their hash)
+CODE_FILES = ("solvers/nlp.py", "solvers/mpcc.py", "solvers/nosbench.py", "solvers/b_stationarity.py",
+              "solvers/ipopt.py", "contactmp/nosbench.py", "contactmp/program.py")
+
+
+def family(name: str) -> str:
+    """The NOSBENCH family of a problem: its name up to the first underscore (``2BCLS``, ``CLS1D``)."""
+    return name.split("_", 1)[0]
+
+
+def nosbench_files(quick: bool, only: str | None = None) -> list[Path]:
+    """The NOSBENCH problem files of both folders, smallest first (``--quick``: the 8 smallest;
+    ``only``: the names containing one of its comma-separated substrings)."""
+    files = [f for d in NOSBENCH_FOLDERS for f in common.shared_files(d, "*.json", f"NOSBENCH ({d})")]
+    if len({f.stem for f in files}) != len(files):
+        raise SystemExit("two NOSBENCH folders hold a problem of the same name; the record keys need unique names")
+    if only:
+        subs = [x.strip() for x in only.split(",") if x.strip()]
+        files = [f for f in files if any(x in f.stem for x in subs)]
+    files.sort(key=lambda p: (p.stat().st_size, p.name))
     return files[:8] if quick else files
+
+
+def code_fingerprint() -> str:
+    """A hash of :data:`CODE_FILES` as installed (the contactmp package this run imports)."""
+    import contactmp
+    import contactmp.solvers
+
+    roots = {"contactmp": Path(contactmp.__file__).parent, "solvers": Path(contactmp.solvers.__file__).parent}
+    h = hashlib.sha1()
+    for rel in CODE_FILES:
+        top, name = rel.split("/", 1)
+        f = roots[top] / name
+        h.update(rel.encode())
+        h.update(f.read_bytes() if f.exists() else b"(missing)")
+    return h.hexdigest()[:12]
+
+
+def nosnoc_generic_mpcc(py: Path | None) -> tuple[bool, str]:
+    """Whether nosnoc (interpreter ``py``) can solve a generic MPCC read from a NOSBENCH file, and
+    the note for the table (``nosnoc_side.py --probe-mpcc`` looks for such an entry point)."""
+    if py is None:
+        return False, "nosnoc is not installed"
+    try:
+        out = subprocess.run([str(py), str(SIDE_SCRIPT), "--probe-mpcc"], capture_output=True, text=True,
+                             timeout=120, check=False)
+        rec = json.loads([ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1])
+    except (OSError, subprocess.TimeoutExpired, IndexError, ValueError) as exc:
+        return False, f"probing nosnoc failed ({exc})"
+    if rec.get("error"):
+        return False, f"probing nosnoc failed ({rec['error']})"
+    if rec.get("generic_mpcc_entry_points"):
+        return False, (f"nosnoc {rec.get('version')} has {rec['generic_mpcc_entry_points']}, which this "
+                       "benchmark does not call yet")
+    return False, (f"nosnoc {rec.get('version')} has no entry point for a generic MPCC: its only solver, "
+                   f"NosnocSolver({', '.join(rec.get('NosnocSolver_arguments', []))}), builds its MPCC from "
+                   "a piecewise smooth model and an OCP by FESD; NOSBENCH's problems are solved by MATLAB "
+                   "nosnoc's mpccsol, which the Python package lacks. The nosnoc column is skipped")
 
 
 def paper_judge(problem: Any, w: np.ndarray) -> dict[str, Any]:
@@ -393,7 +461,7 @@ def reference_scholtes(path: Path, time_limit: float) -> dict[str, Any]:
 
     from contactmp.nosbench import load_nosbench
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     pb = load_nosbench(path)
     w = ca.SX.sym("w", pb.n_w)
     p = ca.SX.sym("p", pb.n_p)
@@ -414,11 +482,12 @@ def reference_scholtes(path: Path, time_limit: float) -> dict[str, Any]:
     x = pb.w0.copy()
     history: list[dict[str, Any]] = []
     status = "not started"
+    timed_out = False
     for k in range(10):
         s = 10.0 ** (-k)
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0:
-            status = "time_limit"
+            status, timed_out = "time_limit", True
             break
         sol = solver(x0=x, p=np.concatenate([pb.p0, [s]]), lbx=pb.lbw, ubx=pb.ubw, lbg=lbg, ubg=ubg)
         st = solver.stats()
@@ -434,8 +503,11 @@ def reference_scholtes(path: Path, time_limit: float) -> dict[str, Any]:
         if status in ("Solve_Succeeded", "Solved_To_Acceptable_Level") and comp <= COMP_TOL:
             break
     judged = paper_judge(pb, x)
-    return {**judged, "status": "solved" if judged["solved"] else "not_solved",
-            "ipopt_status": status, "time_s": time.perf_counter() - t0, "nlps": len(history),
+    wall = time.perf_counter() - t0
+    if wall > time_limit and not judged["solved"]:
+        timed_out = True
+    return {**judged, "status": "solved" if judged["solved"] else ("time_limit" if timed_out else "not_solved"),
+            "ipopt_status": status, "time_s": wall, "cpu_s": time.process_time() - c0, "nlps": len(history),
             "iterations": sum(h_["iterations"] for h_ in history), "homotopy": history,
             "n_w": pb.n_w, "n_g": pb.n_g, "n_comp": pb.n_comp}
 
@@ -445,14 +517,30 @@ def ours_nosbench(path: Path, strategy: str, time_limit: float) -> dict[str, Any
     from contactmp.nosbench import load_nosbench
     from contactmp.solvers.nosbench import solve_nosbench
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     pb = load_nosbench(path)
     out = solve_nosbench(pb, strategy=strategy, time_limit=time_limit)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     judged = paper_judge(pb, np.asarray(out["w"], dtype=float))
-    return {**judged, "status": out["status"], "time_s": wall, "nlps": out["nlps"],
-            "iterations": out["iterations"], "message": out["message"],
+    return {**judged, "status": out["status"], "time_s": wall, "cpu_s": cpu, "solve_time_s": out.get("solve_time_s"),
+            "nlps": out["nlps"], "iterations": out["iterations"], "message": out["message"],
+            "paper_criterion": out.get("paper_criterion"), "b_stationarity": out.get("b_stationarity"),
             "n_w": pb.n_w, "n_g": pb.n_g, "n_comp": pb.n_comp}
+
+
+def remedy_nosbench(path: Path, variant: str, time_limit: float) -> dict[str, Any]:
+    """A variant or portfolio of ``benchmarks/nosbench_remedies.py`` (the plain loop with one change, or
+    such loops in order), judged again by the paper's criterion here."""
+    import nosbench_remedies as rem
+
+    from contactmp.nosbench import load_nosbench
+
+    rec = rem.run(path, variant, time_limit)
+    w = rec.pop("w", None)
+    out = {k: v for k, v in rec.items() if k not in ("history",)}
+    if w is not None:
+        out.update(paper_judge(load_nosbench(path), np.asarray(w, dtype=float)))
+    return out
 
 
 def warm_up_b(path: Path, strategies: list[str]) -> None:
@@ -505,8 +593,19 @@ def run_jobs(jobs: list[Job], store: RecordStore, workers: int = 0,
     done = sum(1 for key, _, _ in jobs if key in store)
     if done:
         print(f"resuming: {done} of {len(jobs)} records already in {store.path}", file=sys.stderr)
+    todo = len(jobs) - done
+    count = [0]
+
+    def log_line(key: str, rec: dict[str, Any]) -> None:
+        # rich's progress bar shows only on a terminal; a log (nohup) gets one line per record
+        count[0] += 1
+        if not sys.stderr.isatty():
+            verdict = "solved" if rec.get("solved") else rec.get("status", "?")
+            print(f"[{count[0]}/{todo}] {key}: {verdict}, {_f(rec.get('time_s', rec.get('solve_s')), '.3g')} s",
+                  file=sys.stderr, flush=True)
+
     report = run_tasks(_run_job, jobs, keys=[key for key, _, _ in jobs], store_path=store, workers=workers,
-                       scheduler=scheduler, retries=2, description="mpcc_vs_nosnoc")
+                       scheduler=scheduler, retries=2, description="mpcc_vs_nosnoc", callback=log_line)
     return {key: store[key] for key in report.keys}
 
 
@@ -560,9 +659,13 @@ PART_A_COLUMNS = ["method", "status", "build", "solve", "cost", "cost/nosnoc", "
 
 
 def summarize_b(problems: list[str], methods: list[str], recs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per method: solved count and fraction, times, and ratios against the reference."""
+    """Per method: solved count and fraction, times, and ratios against the reference (the plain
+    loop of this run): the ratio of total times over all problems, and the median and geometric
+    mean of the per-problem ratios where both solved."""
     out = []
     ref_solved = sum(1 for p in problems if recs.get(f"B/{p}/{REF}", {}).get("solved"))
+    ref_total = sum(float(recs[f"B/{p}/{REF}"]["time_s"]) for p in problems
+                    if recs.get(f"B/{p}/{REF}", {}).get("time_s") is not None)
     for m in methods:
         rs = [recs.get(f"B/{p}/{m}") for p in problems]
         ok = [r for r in rs if r and r.get("solved")]
@@ -572,17 +675,191 @@ def summarize_b(problems: list[str], methods: list[str], recs: dict[str, dict[st
             r, ref = recs.get(f"B/{p}/{m}"), recs.get(f"B/{p}/{REF}")
             if r and ref and r.get("solved") and ref.get("solved") and ref["time_s"] > 0:
                 ratios.append(float(r["time_s"]) / float(ref["time_s"]))
+        bs = [((r or {}).get("b_stationarity") or {}).get("b_stationary", "absent") for r in ok]
         n = len(problems)
         out.append({
-            "method": m, "problems": n, "solved": len(ok), "fraction": len(ok) / n if n else 0.0,
+            "method": m, "problems": n, "records": sum(1 for r in rs if r), "solved": len(ok),
+            "fraction": len(ok) / n if n else 0.0,
             "fraction_ratio_vs_reference": (len(ok) / ref_solved) if ref_solved else None,
             "median_time_solved_s": statistics.median([float(r["time_s"]) for r in ok]) if ok else None,
             "total_time_s": sum(times),
+            "total_time_ratio_vs_reference": (sum(times) / ref_total) if ref_total > 0 else None,
             "median_time_ratio_vs_reference": statistics.median(ratios) if ratios else None,
             "geomean_time_ratio_vs_reference": math.exp(statistics.fmean(math.log(x) for x in ratios)) if ratios else None,
             "both_solved": len(ratios),
+            "iterations": sum(int(r.get("iterations") or 0) for r in rs if r),
+            "nlps": sum(int(r.get("nlps") or 0) for r in rs if r),
+            "time_limit_hits": sum(1 for r in rs if r and r.get("status") == "time_limit"),
+            "errors": sum(1 for r in rs if r and r.get("status") == "error"),
+            "b_stationary": {"yes": bs.count(True), "no": bs.count(False), "unknown": bs.count(None),
+                             "absent": bs.count("absent")} if m != REF else None,
+            "lpec_time_s": sum(float(((r or {}).get("b_stationarity") or {}).get("time_s") or 0.0) for r in rs),
         })
+        cpus = [r.get("cpu_s") for r in rs if r]
+        ref_cpu = [recs.get(f"B/{p}/{REF}", {}).get("cpu_s") for p in problems]
+        have_cpu = all(c is not None for c in cpus) and all(c is not None for c in ref_cpu) and cpus
+        out[-1]["total_cpu_s"] = sum(float(c) for c in cpus) if have_cpu else None
+        out[-1]["total_cpu_ratio_vs_reference"] = (sum(float(c) for c in cpus) / sum(float(c) for c in ref_cpu)
+                                                   if have_cpu and sum(float(c) for c in ref_cpu) > 0 else None)
+        out[-1]["total_time_without_lpec_s"] = out[-1]["total_time_s"] - out[-1]["lpec_time_s"]
+        out[-1]["total_time_without_lpec_ratio_vs_reference"] = (
+            out[-1]["total_time_without_lpec_s"] / ref_total if ref_total > 0 else None)
     return out
+
+
+def family_summary(problems: list[str], methods: list[str], recs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per family: problems, and per method solved count and total time."""
+    fams: dict[str, list[str]] = {}
+    for p in problems:
+        fams.setdefault(family(p), []).append(p)
+    out = []
+    for fam, ps in sorted(fams.items()):
+        row: dict[str, Any] = {"family": fam, "problems": len(ps), "methods": {}}
+        for m in methods:
+            rs = [recs.get(f"B/{p}/{m}") or {} for p in ps]
+            row["methods"][m] = {"solved": sum(1 for r in rs if r.get("solved")),
+                                 "total_time_s": sum(float(r.get("time_s") or 0.0) for r in rs)}
+        out.append(row)
+    return out
+
+
+def _label(m: str) -> str:
+    """A method's short name in tables and figures (a remedies portfolio spec is long)."""
+    if m == REF:
+        return "plain"
+    return f"plain-loop {m.split(':', 1)[0]}" if m.startswith(("pf:", "pfc:")) else m
+
+
+def _status_cell(r: dict[str, Any]) -> str:
+    """``yes`` (solved by the paper's criterion), ``TL`` (time limit), ``err``, or ``no``."""
+    if not r:
+        return "-"
+    if r.get("solved"):
+        return "yes"
+    return {"time_limit": "TL", "error": "err"}.get(str(r.get("status")), "no")
+
+
+def _bstat_cell(r: dict[str, Any]) -> str:
+    """B-stationarity verdict of a record: Y, N, ? (unknown) or - (none)."""
+    b = (r or {}).get("b_stationarity") or {}
+    if not b:
+        return "-"
+    return {True: "Y", False: "N"}.get(b.get("b_stationary"), "?")
+
+
+def _short(name: str) -> str:
+    """A problem name without its integrator and its trailing model tag (unique in the 66)."""
+    parts = name.split("_")
+    keep = [x for x in parts if x not in ("GL", "RIIA", "ERK", "FIL", "ELC", "IEC", "HYS", "0")]
+    return "_".join(keep)
+
+
+def plot_part_b(problems: list[str], methods: list[str], recs: dict[str, dict[str, Any]], path: Path,
+                time_limit: float) -> Path:
+    """Two panels: the performance profile of the methods (Dolan-More, unsolved = failure) and the
+    time per problem (solved: filled marker, not solved: open marker), problems smallest first."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    times = {m: [float(recs[f"B/{p}/{m}"]["time_s"]) if recs.get(f"B/{p}/{m}", {}).get("solved") else None
+                 for p in problems] for m in methods}
+    prof = common.performance_profile(times)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(15, 5.5), dpi=110, gridspec_kw={"width_ratios": [1, 1.6]})
+    markers = "os^vDPX*<>"
+    for k, m in enumerate(methods):
+        name = "plain loop" if m == REF else _label(m)
+        ax1.step(prof["tau"], prof["rho"][m], where="post", linewidth=1.8,
+                 label=f"{name} ({sum(1 for t in times[m] if t is not None)}/{len(problems)})")
+        xs = np.arange(len(problems))
+        ys = [float((recs.get(f"B/{p}/{m}") or {}).get("time_s") or np.nan) for p in problems]
+        solved = [bool((recs.get(f"B/{p}/{m}") or {}).get("solved")) for p in problems]
+        mk = markers[k % len(markers)]
+        line = ax2.plot(xs[solved], np.asarray(ys)[solved], mk, markersize=5, label=name)[0]
+        ax2.plot(xs[[not v for v in solved]], np.asarray(ys)[[not v for v in solved]], mk, markersize=7,
+                 markerfacecolor="none", color=line.get_color())
+    ax1.set_xscale("log", base=2)
+    ax1.set_ylim(-0.02, 1.02)
+    ax1.set_xlabel("tau: within a factor tau of the fastest method (log2)")
+    ax1.set_ylabel(f"fraction of the {len(problems)} problems solved (paper's criterion)")
+    ax1.set_title("NOSBENCH performance profile")
+    ax1.grid(True, which="both", alpha=0.3)
+    ax1.legend(loc="lower right", fontsize=8)
+    ax2.set_yscale("log")
+    ax2.axhline(time_limit, color="grey", linestyle=":", linewidth=1)
+    ax2.set_xticks(np.arange(len(problems)))
+    ax2.set_xticklabels([_short(p) for p in problems], rotation=90, fontsize=6)
+    ax2.set_ylabel("wall time per problem [s] (open marker: not solved)")
+    ax2.set_title("time per problem, smallest file first")
+    ax2.grid(True, which="both", axis="y", alpha=0.3)
+    ax2.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def report_b(problems: list[str], folders: dict[str, str], methods: list[str], recs: dict[str, dict[str, Any]],
+             time_limit: float, nosnoc_note: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Print the per-problem table, the per-family table and the totals; return (summary, families)."""
+    strategies = [m for m in methods if m != REF]
+    cols = ["problem", "set", "fam", "n_w", "n_g", "n_comp"]
+    for m in methods:
+        cols += [_label(m), "t", "it", "nlp"]
+    cols += ["B-stat " + "/".join(s[:4] for s in strategies)]
+    rows = []
+    for p in problems:
+        first = next((recs[k] for k in (f"B/{p}/{m}" for m in methods) if k in recs and "n_w" in recs[k]), {})
+        row: list[Any] = [p, "dev" if folders[p] == "nosbench" else "more", family(p), first.get("n_w", "-"),
+                          first.get("n_g", "-"), first.get("n_comp", "-")]
+        for m in methods:
+            r = recs.get(f"B/{p}/{m}") or {}
+            row += [_status_cell(r), common.fmt_time(r.get("time_s")), r.get("iterations", "-"), r.get("nlps", "-")]
+        row.append("/".join(_bstat_cell(recs.get(f"B/{p}/{s}") or {}) for s in strategies))
+        rows.append(row)
+    common.print_table(
+        f"Part B, NOSBENCH ({len(problems)} problems): solved = bounds and g feasible to {FEAS_TOL:g}, signed "
+        f"max_i G_i H_i <= {COMP_TOL:g}; time limit {time_limit:g} s per solve", cols, rows,
+        caption="plain = the plain Scholtes + IPOPT loop of this script; yes / no / TL (time limit) / err; "
+                "t = wall time from the file (load and NLP construction included); it = IPOPT iterations; "
+                "nlp = NLPs solved; B-stat = the B-stationarity verdict of each strategy's answer (Y/N/? unknown). "
+                f"nosnoc: {nosnoc_note}.")
+    fams = family_summary(problems, methods, recs)
+    frows = [[f["family"], f["problems"]] + [c for m in methods for c in
+             (f["methods"][m]["solved"], common.fmt_time(f["methods"][m]["total_time_s"]))] for f in fams]
+    common.print_table("Part B per family: solved and total time",
+                       ["family", "n"] + [c for m in methods for c in (_label(m), "t")], frows)
+    summary = summarize_b(problems, methods, recs)
+    srows = []
+    for sm in summary:
+        bs = sm["b_stationary"]
+        srows.append([
+            "plain loop (reference)" if sm["method"] == REF else sm["method"],  # full spec of a remedy
+            f"{sm['solved']}/{sm['problems']}", f"{100 * sm['fraction']:.1f}%",
+            common.fmt_time(sm["total_time_s"]), _f(sm["total_time_ratio_vs_reference"], ".3g"),
+            common.fmt_time(sm["median_time_solved_s"]),
+            "-" if sm["median_time_ratio_vs_reference"] is None else
+            f"{sm['median_time_ratio_vs_reference']:.3g} ({sm['both_solved']})",
+            _f(sm["geomean_time_ratio_vs_reference"], ".3g"), sm["iterations"], sm["nlps"],
+            sm["time_limit_hits"], sm["errors"],
+            "-" if bs is None else f"{bs['yes']}/{bs['no']}/{bs['unknown']}/{bs['absent']}",
+            "-" if bs is None else common.fmt_time(sm["lpec_time_s"]),
+            "-" if bs is None else _f(sm["total_time_without_lpec_ratio_vs_reference"], ".3g"),
+            common.fmt_time(sm["total_cpu_s"]), _f(sm["total_cpu_ratio_vs_reference"], ".3g"),
+        ])
+    common.print_table(
+        "Part B totals (ratios against the plain Scholtes loop of this run)",
+        ["method", "solved", "fraction", "total t", "total t / plain", "median t (solved)",
+         "median t/t_plain (n both)", "geomean t/t_plain", "IPOPT it", "NLPs", "TL", "err",
+         "B-stat Y/N/?/none (solved)", "LPEC t", "(total t - LPEC t) / plain", "CPU t", "CPU t / plain"], srows,
+        caption="The NOSBENCH paper reports 73.8% of its 603 problems solved by Scholtes + IPOPT; these are "
+                "the 66 problems of shared/data/nosbench and nosbench-more (23 families). Total times "
+                "include the failures (up to the time limit each). CPU t = this process's CPU time (less "
+                "sensitive than wall time to other load on the machine).")
+    return summary, fams
 
 
 # ============================================================================================
@@ -603,6 +880,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="timed repeats of the block task solves (default 3; 1 with --quick)")
     ap.add_argument("--strategies", default=None,
                     help="comma-separated MPCC strategies (default: every one in STRATEGIES)")
+    ap.add_argument("--remedies", default=None,
+                    help="part B: extra methods from benchmarks/nosbench_remedies.py, semicolon-separated variant "
+                    "names or portfolios (for example 'pfc:linf,monotone@4>oracle=loqo@1>l1', the measured order)")
+    ap.add_argument("--only", default=None,
+                    help="part B: only the NOSBENCH problems whose name contains one of these comma-separated "
+                    "substrings (for example 2BCLS,CLS1D)")
     ap.add_argument("--seed", type=int, default=0, help="recorded only: every start here is deterministic")
     ap.add_argument("--workers", type=int, default=0,
                     help="Dask local-cluster workers (default 0: one job at a time in this process, so that "
@@ -711,51 +994,40 @@ def main(argv: list[str] | None = None) -> int:
 
     # ---------------------------------------------------------------------------- Part B
     if args.part in ("b", "all"):
-        files = nosbench_files(args.quick)
-        methods = [REF] + strategies
-        cfg_b = fingerprint({"time_limit": args.time_limit, "feas": FEAS_TOL, "comp": COMP_TOL})
+        files = nosbench_files(args.quick, args.only)
+        if not files:
+            raise SystemExit(f"no NOSBENCH problem matches --only {args.only!r}")
+        folders = {f.stem: f.parent.name for f in files}
+        remedies = [x for x in (args.remedies or "").split(";") if x]
+        methods = [REF] + strategies + remedies
+        py, why = nosnoc_python()
+        nosnoc_ok, nosnoc_note = nosnoc_generic_mpcc(py) if py is not None else (False, why)
+        if not nosnoc_ok:
+            print(f"Part B: no nosnoc column. {nosnoc_note}.", file=sys.stderr)
+        code = code_fingerprint()
+        cfg_b = fingerprint({"time_limit": args.time_limit, "feas": FEAS_TOL, "comp": COMP_TOL, "code": code})
         jobs = []
         for f in files:
             jobs.append((f"B/{f.stem}/{REF}", cfg_b, lambda f=f: reference_scholtes(f, args.time_limit)))
             for s in strategies:
                 jobs.append((f"B/{f.stem}/{s}", cfg_b, lambda f=f, s=s: ours_nosbench(f, s, args.time_limit)))
+            for v in remedies:
+                jobs.append((f"B/{f.stem}/{v}", cfg_b, lambda f=f, v=v: remedy_nosbench(f, v, args.time_limit)))
         store = job_store(jsonl, jobs)
         if any(key not in store for key, _, _ in jobs):
             warm_up_b(files[0], strategies)
         recs = run_jobs(jobs, store, args.workers, args.scheduler)
         problems = [f.stem for f in files]
-        cols = ["problem", "n_w", "n_comp"] + [c for m in methods for c in (m, "time")]
-        rows = []
-        for p in problems:
-            first = next((recs[k] for k in (f"B/{p}/{m}" for m in methods) if k in recs and "n_w" in recs[k]), {})
-            row: list[Any] = [p, first.get("n_w", "-"), first.get("n_comp", "-")]
-            for m in methods:
-                r = recs.get(f"B/{p}/{m}", {})
-                row += ["yes" if r.get("solved") else ("error" if r.get("status") == "error" else "no"),
-                        common.fmt_time(r.get("time_s"))]
-            rows.append(row)
-        common.print_table(f"Part B, NOSBENCH ({len(problems)} problems): solved = bounds and g feasible to "
-                           f"{FEAS_TOL:g}, signed max_i G_i H_i <= {COMP_TOL:g}; time limit {args.time_limit:g} s",
-                           cols, rows)
-        summary = summarize_b(problems, methods, recs)
-        srows = []
-        for s in summary:
-            srows.append([s["method"], f"{s['solved']}/{s['problems']}", f"{100 * s['fraction']:.1f}%",
-                          _f(s["fraction_ratio_vs_reference"], ".3g"), common.fmt_time(s["median_time_solved_s"]),
-                          common.fmt_time(s["total_time_s"]),
-                          "-" if s["median_time_ratio_vs_reference"] is None else
-                          f"{s['median_time_ratio_vs_reference']:.3g} ({s['both_solved']})",
-                          _f(s["geomean_time_ratio_vs_reference"], ".3g")])
-        common.print_table(
-            "Part B summary (reference = plain Scholtes homotopy with IPOPT, this script, this run)",
-            ["method", "solved", "fraction", "fraction/ref", "median t (solved)", "total t",
-             "median t/t_ref (n both)", "geomean t/t_ref"], srows,
-            caption="The NOSBENCH paper reports 73.8% solved by Scholtes + IPOPT on its full set; "
-                    "these are its 20-problem dev subset.")
+        summary, fams = report_b(problems, folders, methods, recs, args.time_limit, nosnoc_note)
+        png = plot_part_b(problems, methods, recs, out_json.with_name(out_json.stem + "_nosbench.png"),
+                          args.time_limit)
+        print(f"wrote {png}", file=sys.stderr)
         result["part_b"] = {
-            "problems": problems, "methods": methods, "time_limit_s": args.time_limit,
+            "problems": problems, "folders": folders, "families": sorted({family(p) for p in problems}),
+            "methods": methods, "time_limit_s": args.time_limit, "code_fingerprint": code,
             "reference": "plain Scholtes homotopy (casadi.nlpsol + IPOPT), sigma 1 -> 1e-9 by 0.1",
-            "summary": summary,
+            "nosnoc": {"column": nosnoc_ok, "note": nosnoc_note}, "figure": str(png),
+            "summary": summary, "per_family": fams,
             "records": {p: {m: {k: v for k, v in recs.get(f"B/{p}/{m}", {}).items() if k != "homotopy"}
                             for m in methods} for p in problems},
         }

@@ -3,6 +3,9 @@ environment (``benchmarks/setup_nosnoc.sh``), never imports contactmp.
 
     /work/.venvs/nosnoc/bin/python benchmarks/nosnoc_side.py SPEC.json
 
+``nosnoc_side.py --probe-mpcc`` prints (one JSON line) whether this nosnoc has an entry point for
+a generic MPCC (part B of the benchmark needs one for the NOSBENCH problems; 0.2.0 has none).
+
 ``SPEC.json`` (written by the benchmark) names a task and its data; the script builds the task as
 a nosnoc OCP (FESD, Stewart's reformulation, Scholtes homotopy, IPOPT), solves it, and prints one
 JSON line on stdout: status, times, nosnoc's own objective, the task's cost recomputed from the
@@ -216,8 +219,44 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: names a generic MPCC solver (min f s.t. bounds, g, 0 <= G _|_ H >= 0, from CasADi expressions)
+#: goes by in nosnoc releases: MATLAB nosnoc's ``mpccsol`` and its Python counterparts
+GENERIC_MPCC_NAMES = ("mpccsol", "MpccSolver", "NosnocMpccSolver", "mpcc_solver", "MPCCSolver",
+                      "NosnocMpcc", "Mpcc")
+
+
+def probe_generic_mpcc() -> dict[str, Any]:
+    """Does this nosnoc have an entry point for a generic MPCC (such as a NOSBENCH problem)?
+
+    nosnoc 0.2.0's only solver is ``NosnocSolver(opts, model, ocp)``, which builds its NLP from a
+    ``NosnocModel`` (a piecewise smooth system) and a ``NosnocOcp``: the MPCC is made by its FESD
+    discretization, never taken as given. A generic MPCC is solved by MATLAB nosnoc's ``mpccsol``
+    (the solver NOSBENCH was written for), which the Python package does not have."""
+    import importlib.metadata as md
+
+    import nosnoc
+
+    found = sorted({name for name in GENERIC_MPCC_NAMES if hasattr(nosnoc, name)})
+    solver_args = []
+    try:
+        import inspect
+
+        solver_args = list(inspect.signature(nosnoc.NosnocSolver.__init__).parameters)[1:]
+    except (AttributeError, TypeError, ValueError):
+        pass
+    return {"version": md.version("nosnoc"), "generic_mpcc_entry_points": found,
+            "NosnocSolver_arguments": solver_args, "public_names": sorted(n for n in dir(nosnoc) if not n.startswith("_"))}
+
+
 def main(argv: list[str]) -> int:
-    """Read the spec, run, print one JSON line."""
+    """Read the spec, run, print one JSON line (``--probe-mpcc``: what :func:`probe_generic_mpcc` says)."""
+    if argv == ["--probe-mpcc"]:
+        try:
+            out = probe_generic_mpcc()
+        except Exception as exc:  # reported, not raised
+            out = {"error": f"{type(exc).__name__}: {exc}"}
+        print(json.dumps(out))
+        return 0
     if len(argv) != 1:
         print(json.dumps({"error": "usage: nosnoc_side.py SPEC.json"}))
         return 0

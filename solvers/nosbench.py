@@ -66,4 +66,9 @@ def solve_nosbench(
         "n_comp": problem.n_comp,
         "message": message,
         "b_stationarity": jsonable(res.extras.get("b_stationarity")),  # the LPEC certificate, timed apart
+        "certify_time_s": res.extras.get("certify_time_s"),
+        "found_by": res.extras.get("found_by"),
+        "member": res.extras.get("member"),  # the portfolio's member that gave the answer
+        "portfolio": jsonable(res.extras.get("portfolio")),  # every attempt of a portfolio
+        "homotopy": jsonable(res.extras.get("homotopy")),
     }

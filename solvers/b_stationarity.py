@@ -70,8 +70,12 @@ INF = math.inf
 
 #: a direction from HiGHS is accepted only if it meets the linearized cone to this (row-scaled) tolerance
 _DIRECTION_TOL = 1e-7
-#: HiGHS feasibility tolerances of the LPEC (forwarded verbatim; scipy warns, silenced below)
+#: HiGHS's primal feasibility tolerance of the LPEC (forwarded verbatim; scipy warns, silenced below)
 _HIGHS_FEAS_TOL = 1e-9
+#: HiGHS's MIP feasibility tolerance (integrality and rows of an incumbent). At 1e-9 HiGHS found no
+#: incumbent in 10 s on an LPEC of 4 binaries and 388 rows (NOSBENCH CARTIM STEP_3), which it solves
+#: in 7 ms at 1e-7; a direction it returns is checked against the cone to _DIRECTION_TOL anyway
+_HIGHS_MIP_FEAS_TOL = 1e-7
 
 
 class BVerdict(str, enum.Enum):
@@ -264,14 +268,16 @@ class _Active:
 
 
 def _classify(prog: Program, x: np.ndarray, pt: _Point, active_tol: float, feas_tol: float,
-              sign_constraints: bool = True) -> _Active:
+              sign_constraints: bool = True, pair_tol: float | None = None) -> _Active:
     """Feasibility to the tolerances and the active sets, with the rule: a quantity ``h`` with bound
     ``c`` is active when ``|h - c| <= active_tol * max(1, |c|, ||grad h||_1)`` -- the bound's own
     scale (as in :meth:`Program.residuals`), or the change of ``h`` over the trust region
     ``||d||_inf <= 1`` (``|grad h^T d| <= ||grad h||_1``), whichever is larger. Feasibility: the
     scaled bound and row violations of :meth:`Program.residuals` ``<= feas_tol``, every pair side
-    ``>= -feas_tol * max(1, ||grad side||_1)`` and at least one side of every pair active at 0."""
+    ``>= -feas_tol * max(1, ||grad side||_1)`` and at least one side of every pair active at 0
+    (a pair side to ``pair_tol``, default ``active_tol``)."""
     n = prog.n_x
+    pair_tol = active_tol if pair_tol is None else pair_tol
     vals = [pt.f, *pt.grad_f, *pt.g, *pt.a, *pt.b]
     if not np.isfinite(vals).all() or not all(np.isfinite(m.data).all() for m in (pt.jac_g, pt.jac_a, pt.jac_b)):
         return _Active(why="f, g, a, b or a derivative is not finite at x")
@@ -306,8 +312,8 @@ def _classify(prog: Program, x: np.ndarray, pt: _Point, active_tol: float, feas_
     if prog.n_comp:
         sa = np.maximum(1.0, _row_l1(pt.jac_a))
         sb = np.maximum(1.0, _row_l1(pt.jac_b))
-        za = np.abs(pt.a) <= active_tol * sa
-        zb = np.abs(pt.b) <= active_tol * sb
+        za = np.abs(pt.a) <= pair_tol * sa
+        zb = np.abs(pt.b) <= pair_tol * sb
         if sign_constraints:
             neg = np.flatnonzero((pt.a < -feas_tol * sa) | (pt.b < -feas_tol * sb))
             if neg.size:
@@ -321,7 +327,7 @@ def _classify(prog: Program, x: np.ndarray, pt: _Point, active_tol: float, feas_
         if bad.size:
             i = int(bad[0])
             return _Active(why=f"the point is not feasible: pair {i} is not complementary (a = {pt.a[i]:.3e}, "
-                               f"b = {pt.b[i]:.3e}; {bad.size} such pair(s); active_tol {active_tol:.1e})")
+                               f"b = {pt.b[i]:.3e}; {bad.size} such pair(s); pair_tol {pair_tol:.1e})")
         act.sides = tuple("-" if off else ("ab" if (p_ and q_) else ("a" if p_ else "b"))
                           for p_, q_, off in zip(za, zb, inactive))
         act.signs = tuple((0 if p_ else int(np.sign(a_)), 0 if q_ else int(np.sign(b_)))
@@ -353,6 +359,7 @@ def b_stationarity(
     opt_tol: float = 1e-6,
     time_limit: float = 60.0,
     sign_constraints: bool = True,
+    pair_tol: float | None = None,
 ) -> BStationarity:
     """Decide whether ``x`` is a (linearized) B-stationary point of the MPCC ``prog``.
 
@@ -365,7 +372,11 @@ def b_stationarity(
 
     1. Feasibility and active sets (``active_tol``, ``feas_tol``): see the module docstring's rows;
        a quantity ``h`` with bound ``c`` is active when ``|h - c| <= active_tol * max(1, |c|,
-       ||grad h||_1)`` (bounds of ``x``: ``max(1, |c|)``). A point that is not feasible (bounds or
+       ||grad h||_1)`` (bounds of ``x``: ``max(1, |c|)``); a pair side ``a_i`` is active when
+       ``|a_i| <= pair_tol * max(1, ||grad a_i||_1)`` (``pair_tol`` defaults to ``active_tol``; a
+       point solved to ``a_i b_i <= comp_tol`` without sign constraints has a side at most
+       ``sqrt(comp_tol)``, which is the ``pair_tol`` :func:`~contactmp.solvers.nlp.solve_program`
+       passes then). A point that is not feasible (bounds or
        rows violated by more than ``feas_tol`` in the scaled units of :meth:`Program.residuals`, a
        pair side below ``-feas_tol * max(1, ||grad side||_1)`` with sign constraints, a pair with no
        active side (without sign constraints: and sides of equal signs)) gets ``UNKNOWN``.
@@ -388,6 +399,7 @@ def b_stationarity(
     if not isinstance(sign_constraints, (bool, np.bool_)):
         raise InputError("sign_constraints", f"must be True or False, got {sign_constraints!r}")
     active_tol = check_number("active_tol", active_tol, positive=True)
+    pair_tol = active_tol if pair_tol is None else check_number("pair_tol", pair_tol, positive=True)
     feas_tol = check_number("feas_tol", feas_tol, positive=True)
     opt_tol = check_number("opt_tol", opt_tol, positive=True)
     time_limit = check_number("time_limit", time_limit, positive=True, allow_inf=True)
@@ -409,7 +421,7 @@ def b_stationarity(
     if not np.isfinite(xv).all():
         return unknown("x is not finite")
     pt = _evaluate(prog, xv, pv)
-    act = _classify(prog, xv, pt, active_tol, feas_tol, bool(sign_constraints))
+    act = _classify(prog, xv, pt, active_tol, feas_tol, bool(sign_constraints), pair_tol)
     if act.why:
         return unknown(act.why, objective=pt.f, sign_constraints=bool(sign_constraints))
     n = prog.n_x
@@ -458,7 +470,7 @@ def b_stationarity(
     if remaining <= 0:
         return unknown("time limit reached before the LPEC was solved", **sizes)
     opts: dict[str, Any] = {"presolve": True, "mip_rel_gap": 0.0, "primal_feasibility_tolerance": _HIGHS_FEAS_TOL,
-                            "mip_feasibility_tolerance": _HIGHS_FEAS_TOL}
+                            "mip_feasibility_tolerance": _HIGHS_MIP_FEAS_TOL}
     if math.isfinite(remaining):
         opts["time_limit"] = float(remaining)
     with warnings.catch_warnings():  # milp warns that it forwards the two tolerances unchecked

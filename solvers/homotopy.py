@@ -430,8 +430,12 @@ class Homotopy:
 
         o = self.o
         c0 = time.perf_counter()
+        # without sign constraints "solved" means a_i b_i <= comp_tol: the smaller side is only known to
+        # be at most sqrt(comp_tol), so pair sides are active to that (bounds and rows to active_tol)
+        pair_tol = active_tol if o.sign_constraints else max(active_tol, math.sqrt(o.comp_tol))
         cert = b_stationarity(self.prog, x, p=self.p0, feas_tol=o.feas_tol, active_tol=active_tol, opt_tol=opt_tol,
-                              sign_constraints=o.sign_constraints, time_limit=o.certify_time_limit)
+                              sign_constraints=o.sign_constraints, time_limit=o.certify_time_limit,
+                              pair_tol=pair_tol)
         self.certify_time += time.perf_counter() - c0
         return cert
 

@@ -63,6 +63,23 @@ def test_corner_axis_minimizers_are_b_stationary(point):
     assert cert.sides == (("b",) if point[0] == 1.0 else ("a",))
 
 
+
+def test_pair_tol_reads_a_product_complementary_point():
+    # (2e-4, 3e-4): x y = 6e-8 <= comp_tol = 1e-7, so the point is solved in the product reading,
+    # but both sides are above active_tol = 1e-6: by default no side is active ("not complementary",
+    # UNKNOWN). With pair_tol = sqrt(1e-7) = 3.16e-4 both sides are active, the pair is biactive,
+    # and the LPEC with grad f = (2 (2e-4 - 1), 2 (3e-4 - 1)) = (-1.9996, -1.9994) takes the branch
+    # y = 0, d = (1, 0): value -1.9996 (NO).
+    point = [2e-4, 3e-4]
+    loose = b_stationarity(corner(False), point, sign_constraints=False)
+    assert loose.verdict is BVerdict.UNKNOWN and "not complementary" in loose.message
+    cert = b_stationarity(corner(False), point, sign_constraints=False, pair_tol=float(np.sqrt(1e-7)))
+    assert cert.sides == ("ab",) and cert.verdict is BVerdict.NO
+    assert cert.value == pytest.approx(2 * (2e-4 - 1), abs=1e-9)
+    with pytest.raises(InputError) as ei:
+        b_stationarity(corner(False), point, pair_tol=0.0)
+    assert ei.value.field == "pair_tol"
+
 def test_corner_branch_nlp_moves_to_a_certified_axis_minimizer():
     prog = corner()
     cert = b_stationarity(prog, [0.0, 0.0])

@@ -375,11 +375,11 @@ def b_stationarity(
        ||grad h||_1)`` (bounds of ``x``: ``max(1, |c|)``); a pair side ``a_i`` is active when
        ``|a_i| <= pair_tol * max(1, ||grad a_i||_1)`` (``pair_tol`` defaults to ``active_tol``; a
        point solved to ``a_i b_i <= comp_tol`` without sign constraints has a side at most
-       ``sqrt(comp_tol)``, which is the ``pair_tol`` :func:`~contactmp.solvers.nlp.solve_program`
-       passes then). A point that is not feasible (bounds or
-       rows violated by more than ``feas_tol`` in the scaled units of :meth:`Program.residuals`, a
-       pair side below ``-feas_tol * max(1, ||grad side||_1)`` with sign constraints, a pair with no
-       active side (without sign constraints: and sides of equal signs)) gets ``UNKNOWN``.
+       ``sqrt(comp_tol)``: ``pair_tol = sqrt(comp_tol)`` classifies every such point). A point
+       that is not feasible (bounds or rows violated by more than ``feas_tol`` in the scaled units
+       of :meth:`Program.residuals`, a pair side below ``-feas_tol * max(1, ||grad side||_1)``
+       with sign constraints, a pair with no active side (without sign constraints: and sides of
+       equal signs)) gets ``UNKNOWN``.
     2. The LPEC ``min grad f^T d`` over the linearized cone and ``||d||_inf <= 1``, solved as a MILP
        with one binary per biactive pair (the big-M constants are valid bounds, see the code).
     3. Verdict, with ``thr = opt_tol * max(1, ||grad f||_1)`` (``||grad f||_1`` is the largest
@@ -516,11 +516,11 @@ def b_stationarity(
 def _cone_violation(d: np.ndarray, act: _Active, pt: _Point, biactive: tuple[int, ...],
                     branch: tuple[str, ...], sign_constraints: bool = True) -> str:
     """Empty when ``d`` lies in the linearized cone (and the trust region) to the check's tolerance,
-    else what fails: ``lb - 1e-9 <= d <= ub + 1e-9``, each row ``lo <= A d <= hi`` to
-    ``1e-7 * max(1, ||row||_1)``, each biactive pair on its branch's quadrant (``u <= tol``,
+    else what fails: ``lb - 1e-7 <= d <= ub + 1e-7`` (HiGHS's MIP feasibility tolerance), each row
+    ``lo <= A d <= hi`` to ``1e-7 * max(1, ||row||_1)``, each biactive pair on its branch's quadrant (``u <= tol``,
     ``v >= -tol`` on ``"a"``) and, with sign constraints, ``u, v >= -tol``."""
     assert act.d_lb is not None and act.d_ub is not None
-    if (d < act.d_lb - 1e-9).any() or (d > act.d_ub + 1e-9).any():
+    if (d < act.d_lb - _HIGHS_MIP_FEAS_TOL).any() or (d > act.d_ub + _HIGHS_MIP_FEAS_TOL).any():
         return "a bound of d (trust region or active bound of x) is violated"
     for A, lo, hi in act.rows:
         r = A @ d

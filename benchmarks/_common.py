@@ -333,9 +333,31 @@ def plot_performance_profile(profile: dict[str, Any], path: Path, title: str,
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower right", fontsize=9)
+    return save_figure(fig, path)
+
+
+def save_figure(fig: Any, path: Path) -> Path:
+    """Lay out ``fig``, write it to ``path`` (PNG by its suffix; folders created) and close it."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def nosbench_symbols(pb: Any) -> tuple[Any, Any, Any, Callable[[Any], Any]]:
+    """CasADi symbols ``w`` (n_w), ``p`` (n_p) and ``sigma`` for a NOSBENCH problem ``pb``, and
+    ``ev(F)``: the file's Function ``F(w, p)`` as a column expression in them."""
+    import casadi as ca
+
+    w = ca.SX.sym("w", pb.n_w)
+    p = ca.SX.sym("p", pb.n_p)
+    sigma = ca.SX.sym("sigma")
+
+    def ev(f: Any) -> Any:
+        return ca.reshape(f(w, p), -1, 1)
+
+    return w, p, sigma, ev

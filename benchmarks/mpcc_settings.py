@@ -159,9 +159,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         ax.set_title(f"{task} (quick, pyramid, scholtes): converged starts in brackets", fontsize=9)
         ax.invert_yaxis()
         ax.grid(alpha=0.3, axis="x")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    common.save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -463,13 +463,7 @@ def reference_scholtes(path: Path, time_limit: float) -> dict[str, Any]:
 
     t0, c0 = time.perf_counter(), time.process_time()
     pb = load_nosbench(path)
-    w = ca.SX.sym("w", pb.n_w)
-    p = ca.SX.sym("p", pb.n_p)
-    sigma = ca.SX.sym("sigma")
-
-    def ev(f: Any) -> Any:
-        return ca.reshape(f(w, p), -1, 1)
-
+    w, p, sigma, ev = common.nosbench_symbols(pb)
     G, H = ev(pb.G_fun), ev(pb.H_fun)
     g = ca.vertcat(ev(pb.g_fun), G * H - sigma)
     lbg = np.concatenate([pb.lbg, np.full(pb.n_comp, -np.inf)])
@@ -794,12 +788,7 @@ def plot_part_b(problems: list[str], methods: list[str], recs: dict[str, dict[st
     ax2.set_title("time per problem, smallest file first")
     ax2.grid(True, which="both", axis="y", alpha=0.3)
     ax2.legend(fontsize=8, ncol=2)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return common.save_figure(fig, path)
 
 
 def report_b(problems: list[str], folders: dict[str, str], methods: list[str], recs: dict[str, dict[str, Any]],

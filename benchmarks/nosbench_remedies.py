@@ -147,13 +147,7 @@ class Homotopy:
         import casadi as ca
 
         self.pb, self.st, self.ca = pb, st, ca
-        w = ca.SX.sym("w", pb.n_w)
-        p = ca.SX.sym("p", pb.n_p)
-        sigma = ca.SX.sym("sigma")
-
-        def ev(f: Any) -> Any:
-            return ca.reshape(f(w, p), -1, 1)
-
+        w, p, sigma, ev = common.nosbench_symbols(pb)
         G, H = ev(pb.G_fun), ev(pb.H_fun)
         f, g = ev(augmented_objective(pb) if st["aug"] else pb.objective_fun), ev(pb.g_fun)
         self.n_w, self.n_c = pb.n_w, pb.n_comp

@@ -431,11 +431,7 @@ def plot(scale: dict[str, Any], path: Path) -> Path | None:
             ax.set_title(f"{system}: {label} (hollow: not solved)")
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return common.save_figure(fig, path)
 
 
 def _fmt_obj(v: Any) -> str:

@@ -123,7 +123,7 @@ def test_mx_call_to_a_non_graph_function_is_rejected(tmp_path):
 def test_external_function_is_rejected_before_its_library_loads(tmp_path):
     marker = tmp_path / "LOADED"
     src = tmp_path / "ext.c"
-    gen = textwrap.dedent(f"""
+    gen = textwrap.dedent("""
         import casadi as ca
         x = ca.SX.sym("x"); ca.Function("sq", [x], [x * x]).generate("gen.c")
     """)

@@ -2,7 +2,6 @@
 sticking and sliding; records resume; modes are classified from the trajectory's physics."""
 from __future__ import annotations
 
-import json
 from types import SimpleNamespace
 
 import numpy as np

@@ -13,7 +13,7 @@ from contactmp.errors import InputError
 from contactmp.program import Program
 from contactmp.result import Status
 from contactmp.solvers.b_stationarity import BVerdict, b_stationarity
-from contactmp.solvers.mpcc import FREE, NONNEG, PORTFOLIO, S_MAX, ZERO, relax, relaxation
+from contactmp.solvers.mpcc import NONNEG, PORTFOLIO, S_MAX, ZERO, relax, relaxation
 from contactmp.solvers.nlp import STRATEGIES, solve_program
 
 

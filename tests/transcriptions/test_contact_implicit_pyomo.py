@@ -31,7 +31,6 @@ from contactmp.pyomo_bridge import (
 )
 from contactmp.solvers.pyomo_ipopt import pyomo_to_program
 from contactmp.result import Status
-from contactmp.solvers.nlp import solve_program
 from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 
 M_, MU, G, N, H = 1.0, 0.5, 9.81, 20, 0.05

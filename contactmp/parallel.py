@@ -54,6 +54,12 @@ DEFAULT_WORKERS = 2
 #: small and dense; the parallelism is across items)
 WORKER_ENV: dict[str, str] = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
+#: Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536 (its ``pre-spawn-environ``), which
+#: makes glibc give memory back after nearly every free: a cito-box start (IPOPT, 220 iterations)
+#: took 0.63 s with it against 0.52 s without, in or out of a worker. Our local workers keep glibc's
+#: default.
+_NANNY_ENV_DROPPED = ("MALLOC_TRIM_THRESHOLD_",)
+
 
 class TaskError(RuntimeError):
     """Some items raised (after every other item was computed and written); ``failed`` maps each
@@ -137,8 +143,8 @@ def dask_client(workers: int | None = None, scheduler: str | None = None) -> Ite
 
     With ``scheduler`` ("tcp://HOST:PORT") it connects to that cluster (and leaves it running);
     otherwise it starts a ``LocalCluster`` of ``workers`` processes (default
-    :data:`DEFAULT_WORKERS`), one thread each, environment :data:`WORKER_ENV`, no dashboard,
-    and shuts it down at the end.
+    :data:`DEFAULT_WORKERS`), one thread each, environment :data:`WORKER_ENV` (and glibc's own
+    malloc trimming, not Dask's), no dashboard, and shuts it down at the end.
     """
     from distributed import Client, LocalCluster
 
@@ -152,8 +158,13 @@ def dask_client(workers: int | None = None, scheduler: str | None = None) -> Ite
     n = _check_workers(workers)
     if n == 0:
         raise OptionError("a Dask cluster needs workers >= 1 (workers=0 runs in this process)")
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                           env=dict(WORKER_ENV))
+    import dask
+
+    environ = {k: v for k, v in (dask.config.get("distributed.nanny.pre-spawn-environ", None) or {}).items()
+               if k not in _NANNY_ENV_DROPPED}
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                               env=dict(WORKER_ENV))
     try:
         client = Client(cluster)
         try:

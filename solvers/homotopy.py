@@ -154,8 +154,6 @@ def engine(prog: Program, strategy: str, o: NLPOptions, backend: str, ipopt: dic
 NLPSOL_OPTIONS: dict[str, Any] = {"inputs_check": False}
 
 
-
-
 @dataclass
 class Candidate:
     """A point of the source program (``x``) from one IPOPT answer: its return text ``status``,
@@ -510,17 +508,16 @@ class Homotopy:
         )
 
     # -- the certificate and the branch steps ----------------------------------------------------
-    def certify(self, chosen: Candidate, status: Status, first: Any = None) -> tuple[Candidate, dict[str, Any]]:
-        """The B-stationarity certificate of ``chosen`` (``first``, if already computed) and the branch
-        steps of :meth:`walk`. The point returned is the last *solid* one of the walk (IPOPT converged
-        on its NLP, or its certificate proves it B-stationary: a feasible point where ``d = 0`` solves
-        the LPEC needs no IPOPT claim), else ``chosen``; the extras are ``b_stationarity`` (its
-        certificate's summary), ``branch_steps`` (the rounds that solved a branch NLP) and ``solid``."""
+    def certify(self, chosen: Candidate, status: Status) -> tuple[Candidate, dict[str, Any]]:
+        """The B-stationarity certificate of ``chosen`` and the branch steps of :meth:`walk` (the
+        rounds that solved a branch NLP are added to ``branch_steps``). The point returned is the last
+        *solid* one of the walk (IPOPT converged on its NLP, or its certificate proves it B-stationary:
+        a feasible point where ``d = 0`` solves the LPEC needs no IPOPT claim), else ``chosen``; the
+        extras are ``b_stationarity`` (its certificate's summary) and, for a solid point, ``solid``."""
         from contactmp.solvers.b_stationarity import BVerdict
 
-        walk = self.walk(chosen, self.o.branch_rounds, first=first)
+        walk = self.walk(chosen, self.o.branch_rounds)
         self.branch_steps += [h for h in walk.history if "accepted" in h]
-        extras: dict[str, Any] = {}
         # (a certificate makes a point solved only when the point passes the checks: its own
         # feasibility test, to active_tol, is looser than comp_tol)
         solid = (chosen, walk.certs[0]) if (status is Status.SOLVED or (walk.certs[0].verdict is BVerdict.YES
@@ -529,19 +526,17 @@ class Homotopy:
             if point.ok or cert.verdict is BVerdict.YES:
                 solid = (point, cert)
         if solid is None:  # not solved, and no move made it so: the point and certificate as they are
-            return chosen, {"b_stationarity": walk.certs[0].summary(), **extras}
-        return solid[0], {"b_stationarity": solid[1].summary(), **extras, "solid": True}
+            return chosen, {"b_stationarity": walk.certs[0].summary()}
+        return solid[0], {"b_stationarity": solid[1].summary(), "solid": True}
 
-    def walk(self, start: Candidate, rounds: int, active_tol: float = 1e-6, opt_tol: float = 1e-6,
-             first: Any = None) -> "Walk":
-        """Certify ``start`` (``first``: its certificate, if already computed); while the certificate
-        finds a descent branch (at most ``rounds`` times), solve that branch's NLP from the current
-        point with the ``"piece"`` IPOPT object and move to its answer when the answer passes the
-        independent checks and lowers ``f``. Every certificate is timed apart; each branch NLP counts
-        as solving."""
+    def walk(self, start: Candidate, rounds: int, active_tol: float = 1e-6, opt_tol: float = 1e-6) -> "Walk":
+        """Certify ``start``; while the certificate finds a descent branch (at most ``rounds``
+        times), solve that branch's NLP from the current point with the ``"piece"`` IPOPT object
+        and move to its answer when the answer passes the independent checks and lowers ``f``.
+        Every certificate is timed apart; each branch NLP counts as solving."""
         from contactmp.solvers.b_stationarity import BVerdict
 
-        walk = Walk([start], [first if first is not None else self.certificate(start.x, active_tol, opt_tol)], [])
+        walk = Walk([start], [self.certificate(start.x, active_tol, opt_tol)], [])
         current = start
         while True:
             cert = walk.certs[-1]

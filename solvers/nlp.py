@@ -297,8 +297,6 @@ def _solve_portfolio(prog: Program, backend: str, hom: MPCCStrategy, o: NLPOptio
     the time left; the first answer that is solved and not refuted by its certificate (verdict not
     ``"no"``) ends it, else the best solved answer, else the attempt of least residual.
     ``extras["portfolio"]`` lists every attempt."""
-    from dataclasses import fields, replace
-
     limit = math.inf if o.time_limit is None else float(o.time_limit)
     cpu0 = time.process_time()
     tried: list[Result] = []
@@ -308,13 +306,12 @@ def _solve_portfolio(prog: Program, backend: str, hom: MPCCStrategy, o: NLPOptio
         cpu_left = o.cpu_time_limit - (time.process_time() - cpu0)
         if min(wall_left, cpu_left) <= 0:
             break
-        values = {f.name: getattr(o, f.name) for f in fields(o)}
-        for key, val in member.options:
-            values[key] = {**values[key], **val} if key == "ipopt" else val
+        changes = dict(member.options)
+        if "ipopt" in changes:  # merged into the caller's IPOPT options
+            changes["ipopt"] = {**o.ipopt, **changes["ipopt"]}
         cap = member.cpu_seconds if (member.cpu_seconds is not None and k < len(hom.members) - 1) else math.inf
-        values.update(time_limit=wall_left, cpu_time_limit=min(cpu_left, cap))
-        res = Homotopy(prog, backend, strategy_named(member.strategy), NLPOptions.build(None, **values), accept,
-                        time.perf_counter()).run()
+        mo = NLPOptions.build(o, **changes, time_limit=wall_left, cpu_time_limit=min(cpu_left, cap))
+        res = Homotopy(prog, backend, strategy_named(member.strategy), mo, accept, time.perf_counter()).run()
         tried.append(res)
         if res.status is Status.SOLVED and res.extras.get("b_stationarity", {}).get("verdict") != "no":
             chosen = res
@@ -323,7 +320,7 @@ def _solve_portfolio(prog: Program, backend: str, hom: MPCCStrategy, o: NLPOptio
         solved = [r for r in tried if r.status is Status.SOLVED]
         chosen = min(solved, key=lambda r: r.objective) if solved else min(tried, key=lambda r: r.residual)
     if chosen is None:  # no time for any member
-        chosen = Homotopy(prog, backend, strategy_named(hom.members[0].strategy), replace(o, time_limit=1e-9),
+        chosen = Homotopy(prog, backend, strategy_named(hom.members[0].strategy), NLPOptions.build(o, time_limit=1e-9),
                            accept, time.perf_counter()).run()
         tried.append(chosen)
     attempts = [{"strategy": r.extras["strategy"], "member": m.describe(), "status": r.status.value,

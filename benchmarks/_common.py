@@ -348,6 +348,16 @@ def save_figure(fig: Any, path: Path) -> Path:
     return path
 
 
+def paper_judge(problem: Any, w: np.ndarray) -> dict[str, Any]:
+    """The NOSBENCH paper's measures at ``w`` (``objective``, ``feasibility``, ``comp_residual``, from
+    the file's own Functions) and ``solved``: its criterion (feasibility <= 1e-6, signed
+    max_i G_i H_i <= 1e-7)."""
+    from contactmp.nosbench import meets_paper_criterion, nosbench_residuals
+
+    r = nosbench_residuals(problem, w)
+    return {**r, "solved": meets_paper_criterion(r)}
+
+
 def nosbench_symbols(pb: Any) -> tuple[Any, Any, Any, Callable[[Any], Any]]:
     """CasADi symbols ``w`` (n_w), ``p`` (n_p) and ``sigma`` for a NOSBENCH problem ``pb``, and
     ``ev(F)``: the file's Function ``F(w, p)`` as a column expression in them."""

@@ -87,14 +87,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as common  # noqa: E402
 
+from contactmp.nosbench import COMP_TOL, FEAS_TOL  # noqa: E402
 from contactmp.records import RecordStore  # noqa: E402
 from contactmp.result import jsonable  # noqa: E402
 
 DEFAULT_NOSNOC_PYTHON = Path("/work/.venvs/nosnoc/bin/python")
 NOSNOC_VERSION = "0.2.0"
 SIDE_SCRIPT = Path(__file__).resolve().parent / "nosnoc_side.py"
-FEAS_TOL = 1e-6
-COMP_TOL = 1e-7
 #: fine steps per control interval of the open-loop re-simulation
 RESIM_SUBSTEPS = 20
 
@@ -438,16 +437,6 @@ def nosnoc_generic_mpcc(py: Path | None) -> tuple[bool, str]:
                    "nosnoc's mpccsol, which the Python package lacks. The nosnoc column is skipped")
 
 
-def paper_judge(problem: Any, w: np.ndarray) -> dict[str, Any]:
-    """The paper's criterion at ``w``: feasibility <= 1e-6 and signed max_i G_i H_i <= 1e-7."""
-    from contactmp.nosbench import nosbench_residuals
-
-    r = nosbench_residuals(problem, w)
-    return {"objective": r["objective"], "feasibility": r["feasibility"],
-            "comp_residual": r["comp_residual"],
-            "solved": bool(r["feasibility"] <= FEAS_TOL and r["comp_residual"] <= COMP_TOL)}
-
-
 def reference_scholtes(path: Path, time_limit: float) -> dict[str, Any]:
     """The plain Scholtes homotopy of the NOSBENCH paper with IPOPT, written out here.
 
@@ -496,7 +485,7 @@ def reference_scholtes(path: Path, time_limit: float) -> dict[str, Any]:
                         "comp_residual": comp})
         if status in ("Solve_Succeeded", "Solved_To_Acceptable_Level") and comp <= COMP_TOL:
             break
-    judged = paper_judge(pb, x)
+    judged = common.paper_judge(pb, x)
     wall = time.perf_counter() - t0
     if wall > time_limit and not judged["solved"]:
         timed_out = True
@@ -515,7 +504,7 @@ def ours_nosbench(path: Path, strategy: str, time_limit: float) -> dict[str, Any
     pb = load_nosbench(path)
     out = solve_nosbench(pb, strategy=strategy, time_limit=time_limit)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    judged = paper_judge(pb, np.asarray(out["w"], dtype=float))
+    judged = common.paper_judge(pb, np.asarray(out["w"], dtype=float))
     return {**judged, "status": out["status"], "time_s": wall, "cpu_s": cpu, "solve_time_s": out.get("solve_time_s"),
             "nlps": out["nlps"], "iterations": out["iterations"], "message": out["message"],
             "paper_criterion": out.get("paper_criterion"), "b_stationarity": out.get("b_stationarity"),
@@ -533,7 +522,7 @@ def remedy_nosbench(path: Path, variant: str, time_limit: float) -> dict[str, An
     w = rec.pop("w", None)
     out = {k: v for k, v in rec.items() if k not in ("history",)}
     if w is not None:
-        out.update(paper_judge(load_nosbench(path), np.asarray(w, dtype=float)))
+        out.update(common.paper_judge(load_nosbench(path), np.asarray(w, dtype=float)))
     return out
 
 

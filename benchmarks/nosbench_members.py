@@ -62,7 +62,7 @@ def parse_member(spec: str) -> tuple[str, dict[str, Any]]:
 
 def run_member(path: Path, spec: str, time_limit: float) -> dict[str, Any]:
     """One problem, one member (or ``plain``), judged by the paper's criterion."""
-    from mpcc_vs_nosnoc import paper_judge, reference_scholtes
+    from mpcc_vs_nosnoc import reference_scholtes
 
     from contactmp.nosbench import load_nosbench
     from contactmp.solvers.nosbench import solve_nosbench
@@ -75,7 +75,7 @@ def run_member(path: Path, spec: str, time_limit: float) -> dict[str, Any]:
     pb = load_nosbench(path)
     out = solve_nosbench(pb, strategy=strategy, time_limit=time_limit, **opts)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    judged = paper_judge(pb, np.asarray(out["w"], dtype=float))
+    judged = common.paper_judge(pb, np.asarray(out["w"], dtype=float))
     b = out.get("b_stationarity") or {}
     return {"problem": path.stem, "variant": spec, **judged, "status": out["status"], "time_s": wall,
             "cpu_s": cpu, "nlps": out["nlps"], "iterations": out["iterations"],

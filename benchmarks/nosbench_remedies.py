@@ -50,8 +50,6 @@ import _common as common  # noqa: E402
 
 from contactmp.records import RecordStore  # noqa: E402
 
-FEAS_TOL = 1e-6
-COMP_TOL = 1e-7
 SUCCESS = ("Solve_Succeeded", "Solved_To_Acceptable_Level")
 
 #: variant name -> settings (changes from BASE)
@@ -130,14 +128,6 @@ def augmented_objective(pb: Any) -> Any:
     path = next(f for d in ("nosbench", "nosbench-more")
                 for f in common.shared_files(d, "*.json", d) if f.stem == pb.name)
     return _load_function(json.loads(path.read_text()), "augmented_objective_fun", pb.n_w, pb.n_p, 1)
-
-
-def judge(pb: Any, w: np.ndarray) -> dict[str, Any]:
-    """The paper's criterion at ``w`` (the file's own Functions)."""
-    from contactmp.nosbench import nosbench_residuals
-
-    r = nosbench_residuals(pb, w)
-    return {**r, "solved": bool(r["feasibility"] <= FEAS_TOL and r["comp_residual"] <= COMP_TOL)}
 
 
 class Homotopy:
@@ -320,7 +310,7 @@ def run(path: Path, variant: str, time_limit: float, pb: Any = None, cpu_clock: 
         if np.isfinite(xn).all():
             x = xn
         w = x[:pb.n_w]
-        j = judge(pb, w)
+        j = common.paper_judge(pb, w)
         Gv, Hv = (np.asarray(v, float).ravel() for v in hom._GH(w, pb.p0))
         mn = float(np.max(np.minimum(np.abs(Gv), np.abs(Hv)), initial=0.0))
         rec = {"sigma": sigma, **info, "comp": j["comp_residual"], "feas": j["feasibility"], "min_abs": mn,
@@ -337,7 +327,7 @@ def run(path: Path, variant: str, time_limit: float, pb: Any = None, cpu_clock: 
         if st["polish"] and mn <= st["polish_from"] and elapsed() < time_limit:
             wp, pinfo = hom.polish(w)
             iters += pinfo["iterations"]
-            jp = judge(pb, wp)
+            jp = common.paper_judge(pb, wp)
             rec["polish"] = {**pinfo, "comp": jp["comp_residual"], "feas": jp["feasibility"], "f": jp["objective"],
                              "solved": jp["solved"]}
             if jp["solved"]:
@@ -348,7 +338,7 @@ def run(path: Path, variant: str, time_limit: float, pb: Any = None, cpu_clock: 
         sigma *= st["factor"]
     if solved_by is None:
         w_best = x[:pb.n_w]
-    j = judge(pb, w_best)
+    j = common.paper_judge(pb, w_best)
     wall = time.perf_counter() - t0
     status = "solved" if j["solved"] else ("time_limit" if wall > time_limit else "not_solved")
     return {"problem": path.stem, "variant": variant, "solved": j["solved"], "status": status,

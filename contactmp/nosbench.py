@@ -49,6 +49,7 @@ __all__ = [
     "load_nosbench",
     "to_program",
     "nosbench_residuals",
+    "meets_paper_criterion",
     "is_nosbench_file",
     "FEAS_TOL",
     "COMP_TOL",
@@ -320,3 +321,9 @@ def nosbench_residuals(problem: NosbenchProblem, w: Any) -> dict[str, float]:
     comp = float(np.max(G * H, initial=0.0)) if G.size else 0.0
     out = {"feasibility": feas, "comp_residual": comp, "objective": f}
     return {k: (v if np.isfinite(v) else math.inf) for k, v in out.items()}
+
+
+def meets_paper_criterion(residuals: dict[str, float]) -> bool:
+    """The paper's criterion on :func:`nosbench_residuals`' measures: ``feasibility <= FEAS_TOL`` and
+    ``comp_residual <= COMP_TOL``."""
+    return bool(residuals["feasibility"] <= FEAS_TOL and residuals["comp_residual"] <= COMP_TOL)

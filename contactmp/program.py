@@ -32,6 +32,7 @@ import casadi as ca
 import numpy as np
 
 from contactmp.errors import InputError, UnsupportedProgramError
+from contactmp.stages import StageGroup
 from contactmp.validate import float_vector
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -239,6 +240,7 @@ class Program:
         self._constraints: dict[str, Constraint] = {}
         self._complementarities: dict[str, Complementarity] = {}
         self._cones: dict[str, ConeComplementarity] = {}
+        self._stage_groups: list[StageGroup] = []
         self._names: set[str] = set()
         self.blocks: dict[str, Block] = {}
         self._cost: ca.SX = ca.SX(0.0)
@@ -421,6 +423,26 @@ class Program:
             raise InputError("expr", f"a cost must be scalar, got size {e.shape[0]}")
         self._cost = self._cost + e
         self._cache.clear()
+
+    def add_stage_group(self, group: StageGroup, check: bool = True) -> None:
+        """Declare that rows of this program repeat one :class:`~contactmp.stages.StageTemplate`
+        (:mod:`contactmp.stages`); with ``check`` the identity is verified first
+        (:meth:`StageGroup.check`, InputError if it fails). Stage groups change no row, bound or
+        answer: they let a solver build the derivatives of one stage instead of all of them."""
+        if not isinstance(group, StageGroup):
+            raise InputError("group", f"must be a contactmp.stages.StageGroup, got {type(group).__name__}")
+        used = {int(i) for grp in self._stage_groups for i in grp.g_index.ravel()}
+        if used.intersection(int(i) for i in group.g_index.ravel()):
+            raise InputError("g_index", "a row already belongs to another stage group")
+        if check:
+            group.check(self.x, self.p, self.g)
+        self._stage_groups.append(group)
+        self._cache.clear()
+
+    @property
+    def stage_groups(self) -> tuple[StageGroup, ...]:
+        """The declared :class:`~contactmp.stages.StageGroup` s, in declaration order."""
+        return tuple(self._stage_groups)
 
     # -- read access ----------------------------------------------------------------------------
     @property

@@ -22,6 +22,7 @@ import numpy as np
 from contactmp.program import Program
 from contactmp.result import Result, Status
 from contactmp.solvers.ipopt import IpoptAnswer, IpoptNLP, ipopt_status
+from contactmp.solvers.structured import resolve_derivatives, stage_derivatives
 from contactmp.solvers.mpcc import FREE, NONNEG, ZERO, MPCCStrategy, Relaxation, _variable, relaxation
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,8 +53,9 @@ class Engine:
     polish and branch steps). Both relaxations have the same variables and parameters."""
 
     def __init__(self, rel: Relaxation, rel_piece: Relaxation, sides: ca.Function,
-                 options: dict[str, dict[str, Any]], backend: str, deadline: bool) -> None:
+                 options: dict[str, dict[str, Any]], backend: str, deadline: bool, derivatives: str = "full") -> None:
         self.rel, self.rel_piece, self.sides, self.options, self.backend = rel, rel_piece, sides, options, backend
+        self.derivatives = derivatives  # "full", "stages" or "stages_jit" (NLPOptions.derivatives, resolved)
         self._stoppable = deadline  # IPOPT objects with the stop callback (they take deadlines)
         self._deadline = self._cpu_deadline = math.inf
         self._solvers: dict[str, IpoptNLP] = {}
@@ -68,8 +70,11 @@ class Engine:
         s = self._solvers.get(kind)
         if s is None:
             rel = self.rel_piece if kind == "piece" else self.rel
+            derivs = None
+            if self.derivatives != "full":
+                derivs = stage_derivatives(rel.program, jit=self.derivatives == "stages_jit")
             s = IpoptNLP(rel.program.nlp(), self.options[kind], self.backend, 0.0 if self._stoppable else math.inf,
-                         nlpsol=NLPSOL_OPTIONS)
+                         nlpsol=NLPSOL_OPTIONS, derivatives=derivs)
             s.set_deadline(self._deadline, self._cpu_deadline)
             self._solvers[kind] = s
         return s
@@ -130,8 +135,9 @@ def engine(prog: Program, strategy: str, o: NLPOptions, backend: str, ipopt: dic
             dtype=int)
     # the sign rows that relaxation() leaves out depend on the current lower bounds of the sides
     sign_pattern = (prog.lbx[side_vars] >= 0.0).tobytes() if o.sign_constraints else b""
+    derivatives = resolve_derivatives(prog, o.derivatives)
     key = (strategy, o.sign_constraints, backend, repr(sorted((k, sorted(v.items())) for k, v in options.items())),
-           deadline, sign_pattern)
+           deadline, sign_pattern, derivatives)
     cache: dict[Any, Engine] = prog._cache.setdefault("solve_program_engines", {})
     eng = cache.pop(key, None)
     if eng is None:
@@ -141,7 +147,7 @@ def engine(prog: Program, strategy: str, o: NLPOptions, backend: str, ipopt: dic
         if not o.sign_constraints and ((rel.a_var < 0) | (rel.b_var < 0)).any():
             rel_piece = relaxation(prog, strategy, t0, sign_constraints=False, side_rows=True)
         sides = ca.Function("sides", [prog.x, prog.p], [prog.comp_a, prog.comp_b])
-        eng = Engine(rel, rel_piece, sides, options, backend, deadline)
+        eng = Engine(rel, rel_piece, sides, options, backend, deadline, derivatives)
     cache[key] = eng  # (re)inserted last: the most recently used
     while len(cache) > ENGINES_PER_PROGRAM:
         cache.pop(next(iter(cache)))

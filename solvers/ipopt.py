@@ -29,6 +29,7 @@ import numpy as np
 
 from contactmp.errors import OptionError, did_you_mean
 from contactmp.result import Status
+from contactmp.solvers.structured import StageDerivatives
 
 __all__ = ["IpoptNLP", "IpoptAnswer", "DeadlineCallback", "IPOPT_STATUS", "IPOPT_RETURN_CODES", "BACKENDS", "ipopt_status",
            "ipopt_option_types", "check_ipopt_options", "CyipoptCallbacks"]
@@ -239,23 +240,33 @@ class CyipoptCallbacks:
     symbols ``x``, ``p``), each one a CasADi Function evaluation; set ``.p`` before a solve,
     ``.iterations`` counts IPOPT's iterations of the last solve."""
 
-    def __init__(self, x: ca.SX, p: ca.SX, f: ca.SX, g: ca.SX) -> None:
+    def __init__(self, x: ca.SX, p: ca.SX, f: ca.SX, g: ca.SX, derivatives: StageDerivatives | None = None) -> None:
         m = g.shape[0]
-        lam = ca.SX.sym("lam", m)
-        obj = ca.SX.sym("obj_factor")
-        jac = ca.jacobian(g, x)
-        hess = ca.tril(ca.hessian(obj * f + (ca.dot(lam, g) if m else 0), x)[0])
         self._f = ca.Function("f", [x, p], [f])
         self._grad = ca.Function("grad_f", [x, p], [ca.gradient(f, x)])
         self._g = ca.Function("g", [x, p], [g])
-        self._jac = ca.Function("jac_g", [x, p], [jac])
-        self._hess = ca.Function("hess_l", [x, p, obj, lam], [hess])
-        self._jac_rc = tuple(np.asarray(v, dtype=int) for v in jac.sparsity().get_triplet())
+        if derivatives is None:
+            lam = ca.SX.sym("lam", m)
+            obj = ca.SX.sym("obj_factor")
+            jac = ca.jacobian(g, x)
+            hess = ca.tril(ca.hessian(obj * f + (ca.dot(lam, g) if m else 0), x)[0])
+            self._jac = ca.Function("jac_g", [x, p], [jac])
+            self._hess = ca.Function("hess_l", [x, p, obj, lam], [hess])
+            jac_sp, hess_rc = jac.sparsity(), hess.sparsity().get_triplet()
+        else:  # the stage groups' derivatives: (x, p) -> (g, J) and the upper triangle of H, whose
+            # transpose is the lower triangle IPOPT reads (the same nonzeros, rows and columns swapped)
+            jac_g, hess_l = derivatives.jac_g, derivatives.hess_lag
+            self._jac = ca.Function("jac_g", [jac_g.mx_in(0), jac_g.mx_in(1)], [jac_g(jac_g.mx_in(0), jac_g.mx_in(1))[1]])
+            self._hess = hess_l
+            jac_sp = jac_g.sparsity_out(1)
+            rows, cols = hess_l.sparsity_out(0).get_triplet()
+            hess_rc = (cols, rows)
+        self._jac_rc = tuple(np.asarray(v, dtype=int) for v in jac_sp.get_triplet())
         # cyipopt refuses m > 0 constraints with an empty Jacobian structure: declare one zero
-        self._jac_pad = m > 0 and jac.nnz() == 0
+        self._jac_pad = m > 0 and jac_sp.nnz() == 0
         if self._jac_pad:
             self._jac_rc = (np.zeros(1, dtype=int), np.zeros(1, dtype=int))
-        self._hess_rc = tuple(np.asarray(v, dtype=int) for v in hess.sparsity().get_triplet())
+        self._hess_rc = tuple(np.asarray(v, dtype=int) for v in hess_rc)
         self.p = np.zeros(p.shape[0])
         self.iterations = 0
 
@@ -314,7 +325,7 @@ class IpoptNLP:
 
     def __init__(self, nlp: dict[str, Any], ipopt: dict[str, Any], backend: str = "casadi",
                  deadline: float = math.inf, nlpsol: dict[str, Any] | None = None,
-                 name: str = "contactmp_nlp") -> None:
+                 name: str = "contactmp_nlp", derivatives: StageDerivatives | None = None) -> None:
         if backend not in BACKENDS:
             raise OptionError(f"unknown backend '{backend}' (known: {', '.join(BACKENDS)})"
                               f"{did_you_mean(backend, BACKENDS)}")
@@ -326,6 +337,7 @@ class IpoptNLP:
         self._cb: DeadlineCallback | None = None
         if backend == "casadi":
             opts: dict[str, Any] = {"print_time": False, "error_on_fail": False, **(nlpsol or {}),
+                                    **(derivatives.nlpsol_options() if derivatives is not None else {}),
                                     "ipopt": self.ipopt}
             if deadline < math.inf:
                 self._cb = DeadlineCallback(self.nx, self.ng)
@@ -342,7 +354,7 @@ class IpoptNLP:
             import cyipopt
 
             self._cyipopt = cyipopt
-            self._callbacks = CyipoptCallbacks(x, p, nlp["f"], g)
+            self._callbacks = CyipoptCallbacks(x, p, nlp["f"], g, derivatives)
             self._problem: Any = None
             self._bounds: tuple[bytes, ...] = ()
 

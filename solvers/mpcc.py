@@ -270,8 +270,8 @@ class Relaxation:
 def copy_without_pairs(prog: Program, name: str, *, lbx: Any = None, ubx: Any = None,
                        init: Any = None) -> tuple[Program, ca.SX, ca.SX, ca.SX, ca.SX]:
     """A new Program ``name`` with the variables of ``prog`` (names, blocks; bounds and start from
-    ``prog``, or from the full vectors ``lbx``, ``ubx``, ``init`` when given), its parameters and its
-    rows, but no objective and no complementarity pairs; returned with ``f``, ``g``, ``a``, ``b``
+    ``prog``, or from the full vectors ``lbx``, ``ubx``, ``init`` when given), its parameters, its
+    rows and its stage groups (same positions), but no objective and no complementarity pairs; returned with ``f``, ``g``, ``a``, ``b``
     rewritten in the new program's symbols (for the caller's objective and pair replacements)."""
     new = Program(name)
     for v in prog.variables:
@@ -284,6 +284,8 @@ def copy_without_pairs(prog: Program, name: str, *, lbx: Any = None, ubx: Any = 
                                [ca.vertcat(new.x, new.p)])
     for c in prog.constraints:
         new.add_constraint(g[c.index], c.lb, c.ub, name=c.name, block=c.block)
+    for group in prog.stage_groups:  # the same positions in the copy (checked on the source)
+        new.add_stage_group(group, check=False)
     return new, f, g, a, b
 
 

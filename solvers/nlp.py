@@ -109,6 +109,8 @@ __all__ = ["solve_program", "NLPOptions", "STRATEGIES", "BACKENDS", "fischer_bur
 #: MPCC strategy name -> :class:`~contactmp.solvers.mpcc.MPCCStrategy` (the registry of solvers/mpcc.py)
 STRATEGIES = MPCC_STRATEGIES
 
+#: the values of :attr:`NLPOptions.derivatives`
+DERIVATIVES = ("auto", "full", "stages", "stages_jit")
 
 
 @dataclass
@@ -160,6 +162,14 @@ class NLPOptions(SolverOptions):
         the branch steps it finds; the certificates are timed apart (``extras["certify_time_s"]``,
         not in the result's ``time_s``).
     certify_time_limit : seconds for each certificate's MILP.
+    derivatives : how IPOPT's constraint Jacobian and Lagrangian Hessian are built: ``"full"``
+        (CasADi differentiates the whole SX program), ``"stages"`` (a program with stage groups,
+        such as a :class:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO`: one copy of
+        each stage's derivatives evaluated at every stage, :mod:`contactmp.solvers.structured`;
+        build time and memory of one knot instead of N), ``"stages_jit"`` (the same, compiled
+        with the system's C compiler by CasADi's JIT: faster iterations after a compile of about
+        30 s per template, kept for the process), ``"auto"`` (``"stages"`` when the program has
+        stage groups, else ``"full"``). The values are the same; only the time and memory differ.
     """
 
     tol: float = 1e-8
@@ -187,6 +197,7 @@ class NLPOptions(SolverOptions):
     ipopt: dict[str, Any] = field(default_factory=dict)
     certify: bool = True
     certify_time_limit: float = 10.0
+    derivatives: str = "auto"
 
     def check(self) -> None:
         """Reject ill-typed values; copy and type-check the IPOPT options."""
@@ -211,6 +222,9 @@ class NLPOptions(SolverOptions):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
         _positive_finite(self, "certify_time_limit")
+        if self.derivatives not in DERIVATIVES:
+            raise OptionError(f"derivatives must be one of {', '.join(DERIVATIVES)}, got {self.derivatives!r}"
+                              f"{did_you_mean(str(self.derivatives), DERIVATIVES)}")
         v = self.cpu_time_limit
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
             raise OptionError(f"cpu_time_limit must be a positive number of seconds (inf: none), got {v!r}")

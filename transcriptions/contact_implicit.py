@@ -45,6 +45,7 @@ from contactmp.formulations.base import Formulation, Step, StepBlock, for_system
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Program, Variables
 from contactmp.result import Result, Status
+from contactmp.stages import StageGroup, StageTemplate
 
 __all__ = ["ContactImplicitTO", "TOResult"]
 
@@ -113,7 +114,7 @@ class ContactImplicitTO:
     """
 
     def __init__(self, system: ContactSystem, N: int, h: float, formulation: str | Formulation = "pyramid",
-                 facets: int | None = None, **options: Any) -> None:
+                 facets: int | None = None, *, stages: bool = True, **options: Any) -> None:
         if not isinstance(N, (int, np.integer)) or isinstance(N, bool) or N < 1:
             raise InputError("N", f"must be an integer >= 1, got {N!r}")
         self.formulation = for_system(formulation, system, h, facets, **options)
@@ -127,30 +128,62 @@ class ContactImplicitTO:
         self._v0: np.ndarray | None = None
         self._qf: np.ndarray | None = None
         self._vf: np.ndarray | None = None
+        self._declare_stages = bool(stages)
         self._build()
 
     # ------------------------------------------------------------------------------ building
     def _build(self) -> None:
-        s, prog, hs = self.system, self.program, self.h
-        nq, nv, nu = s.n_q, s.n_v, s.n_u
+        s, prog = self.system, self.program
         self._qdot_jac = ca.Function("qdot_jac", [s.q], [ca.jacobian(s.qdot, s.v)])  # qdot is linear in v
-        self.q.append(prog.add_variables("q0", nq, init=s.q_nominal, block="state0"))
-        self.v.append(prog.add_variables("v0", nv, block="state0"))
-        implicit = self.formulation.backward_euler
+        self.q.append(prog.add_variables("q0", s.n_q, init=s.q_nominal, block="state0"))
+        self.v.append(prog.add_variables("v0", s.n_v, block="state0"))
+        x_index, p_index, g_index = [], [], []
         for k in range(self.N):
-            qk, vk = self.q[k].sym, self.v[k].sym
-            uk = prog.add_variables(f"u{k}", nu, block=f"input{k}")
-            self.u.append(uk)
-            q_next = prog.add_variables(f"q{k + 1}", nq, init=s.q_nominal, block=f"state{k + 1}") if implicit else None
-            step = Step(s, hs, qk, vk, uk.sym, f"step{k}", q_next=None if q_next is None else q_next.sym)
-            blk = self.formulation.add_step(prog, step)
-            self.steps.append(blk)
-            self.v.append(blk.v_next)
-            if q_next is None:
-                q_next = prog.add_variables(f"q{k + 1}", nq, init=s.q_nominal, block=f"state{k + 1}")
-            self.q.append(q_next)
-            prog.add_constraint(q_next.sym - qk - hs * step.qdot(qk, blk.v_next.sym), 0.0, 0.0,
-                                name=f"kinematics{k}", block=f"step{k}")
+            start = (prog.n_x, prog.n_p, prog.n_g)
+            self._add_knot(prog, k, self.q[k], self.v[k], self.u, self.steps, self.q, self.v)
+            local = np.r_[self.q[k].index.start:self.q[k].index.stop, self.v[k].index.start:self.v[k].index.stop,
+                          start[0]:prog.n_x]
+            x_index.append(local), p_index.append(np.arange(start[1], prog.n_p))
+            g_index.append(np.arange(start[2], prog.n_g))
+        if self._declare_stages:
+            self._declare_knot_stages(x_index, p_index, g_index)
+
+    def _add_knot(self, prog: Program, k: int, qk: Variables, vk: Variables, inputs: list[Variables],
+                  steps: list[StepBlock], qs: list[Variables], vs: list[Variables]) -> None:
+        """Step ``k`` from ``(q_k, v_k)``: the input ``u_k``, the formulation's block (its
+        ``v_{k+1}``), ``q_{k+1}`` and the kinematics row ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})``
+        (or the formulation's own, backward Euler), appended to ``inputs``, ``steps``, ``qs``, ``vs``."""
+        s, hs = self.system, self.h
+        uk = prog.add_variables(f"u{k}", s.n_u, block=f"input{k}")
+        inputs.append(uk)
+        implicit = self.formulation.backward_euler
+        q_next = prog.add_variables(f"q{k + 1}", s.n_q, init=s.q_nominal, block=f"state{k + 1}") if implicit else None
+        step = Step(s, hs, qk.sym, vk.sym, uk.sym, f"step{k}", q_next=None if q_next is None else q_next.sym)
+        blk = self.formulation.add_step(prog, step)
+        steps.append(blk)
+        vs.append(blk.v_next)
+        if q_next is None:
+            q_next = prog.add_variables(f"q{k + 1}", s.n_q, init=s.q_nominal, block=f"state{k + 1}")
+        qs.append(q_next)
+        prog.add_constraint(q_next.sym - qk.sym - hs * step.qdot(qk.sym, blk.v_next.sym), 0.0, 0.0,
+                            name=f"kinematics{k}", block=f"step{k}")
+
+    def _declare_knot_stages(self, x_index: list[np.ndarray], p_index: list[np.ndarray],
+                             g_index: list[np.ndarray]) -> None:
+        """Declare the N knots as one :class:`~contactmp.stages.StageGroup`: the template is knot 0
+        built again in a program of its own (its variables ``q_k, v_k`` then those the knot creates,
+        in the same order as in every knot of the transcription; checked by the Program)."""
+        s = self.system
+        tmpl = Program("knot")
+        qs = [tmpl.add_variables("q0", s.n_q)]
+        vs = [tmpl.add_variables("v0", s.n_v)]
+        self._add_knot(tmpl, 0, qs[0], vs[0], [], [], qs, vs)
+        sizes = {(len(a), len(b), len(c)) for a, b, c in zip(x_index, p_index, g_index)}
+        if sizes != {(tmpl.n_x, tmpl.n_p, tmpl.n_g)}:
+            return  # knots of different sizes (a user formulation that varies with k): no template
+        template = StageTemplate(f"{self.formulation.name or 'formulation'}_knot", tmpl.x, tmpl.p, tmpl.g)
+        self.program.add_stage_group(StageGroup(template, np.array(x_index), np.array(p_index).reshape(self.N, -1),
+                                                np.array(g_index)))  # checked at random points
 
     def to_pyomo(self) -> Any:
         """The Pyomo twin of the whole transcription: ``self.program.to_pyomo()``, a

@@ -211,7 +211,8 @@ def finish(path: Path, results: dict[str, Any], t_start: float, *also: Path) -> 
     as JSON to ``path``, say on stderr which files the run wrote (``path`` and ``also``); 0."""
     write_json(path, {**results, "wall_time_s": time.perf_counter() - t_start})
     names = [str(f) for f in (path, *also)]
-    print(f"wrote {', '.join(names[:-1])} and {names[-1]}", file=sys.stderr)
+    print(f"wrote {names[0]}" if len(names) == 1 else f"wrote {', '.join(names[:-1])} and {names[-1]}",
+          file=sys.stderr)
     return 0
 
 

@@ -62,7 +62,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, Union
 
 import casadi as ca
 import numpy as np
@@ -78,12 +78,15 @@ if TYPE_CHECKING:  # adam is imported when a model is built (its import takes ab
 
 __all__ = ["URDFInfo", "ContactSpec", "example_robot_data_dir", "example_robot_names",
            "example_robot_urdf", "read_urdf", "urdf_system", "solo12", "solo12_standing",
-           "SOLO12_FEET", "SOLO12_SAGITTAL_JOINTS"]
+           "SOLO12_FEET", "SOLO12_SAGITTAL_JOINTS", "SOLO12_TORQUE_LIMIT", "Terrain", "step_terrain", "joint_limits"]
 
 #: joint types adam models as one degree of freedom
 _MOVABLE = ("revolute", "continuous", "prismatic")
 #: relative tolerance of the numerical in-plane check of a planar model
 _PLANAR_TOL = 1e-9
+
+Terrain = Callable[[Any, Any], Any]
+"""A terrain height function ``H(x, y)`` (SX in, SX out; see :func:`step_terrain`)."""
 
 ContactSpec = Union[str, tuple[str, ArrayLike]]
 """A contact point: a link name (offset 0) or ``(link, offset)`` with ``offset`` in the link frame."""
@@ -282,7 +285,7 @@ def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpe
                 floating_base: bool = True, planar: bool = False, mu: float | ArrayLike = 0.5,
                 joints: Sequence[str] | None = None, actuated: Sequence[str] | None = None,
                 ground_height: float = 0.0, base_pose: ArrayLike | None = None, q_nominal: ArrayLike | None = None,
-                g: float = GRAVITY, name: str | None = None) -> ContactSystem:
+                g: float = GRAVITY, name: str | None = None, terrain: Terrain | None = None) -> ContactSystem:
     """A URDF robot with point contacts against the ground, as a ContactSystem (module docstring).
 
     Parameters
@@ -298,6 +301,11 @@ def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpe
         document order); the other joints are locked at 0.
     actuated : joints driven by ``u`` (default: all of ``joints``); ``B`` selects them.
     ground_height : the ground is ``z = ground_height``.
+    terrain : instead of a flat ground, a height function ``H(x, y)`` (written with operations that
+        accept CasADi SX, e.g. :func:`step_terrain`): ``phi_j = z_j - H(x_j, y_j)``, the vertical
+        gap, and ``Jn = d phi / dq (d qdot / d v)`` its rate, while the friction directions stay
+        ``e_x``, ``e_y`` (exact where the terrain is flat; on a slope the gap is vertical rather
+        than the distance and friction acts in the horizontal plane).
     base_pose : fixed base only: the root link's pose, a 4x4 homogeneous transform (default I).
     q_nominal : a valid configuration (default: base at the origin, identity orientation, joints 0).
     g : gravity magnitude along ``-z``.
@@ -309,6 +317,8 @@ def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpe
     act = _names_subset("actuated", actuated, joints_, joints_)
     contacts = _contacts(contact_points, info.links)
     ground = _number("ground_height", ground_height)
+    if terrain is not None and not callable(terrain):
+        raise InputError("terrain", f"must be a function H(x, y) -> height, got {type(terrain).__name__}")
     g = _number("g", g)
     if g < 0:
         raise InputError("g", f"must be >= 0, got {g!r}")
@@ -377,8 +387,15 @@ def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpe
         HL = kd.forward_kinematics(link, H, s)
         p = HL[:3, 3] + HL[:3, :3] @ ca.DM(off)
         Jp = ca.jacobian(p, q) @ G  # the point's world velocity is Jp v
-        phi.append(p[2] - ground)
-        Jn.append(Jp[2, :])
+        if terrain is None:
+            phi.append(p[2] - ground)
+            Jn.append(Jp[2, :])
+        else:  # the vertical gap z - H(x, y): its rate is (e_z - H_x e_x - H_y e_y) . (point velocity)
+            xs, ys = ca.SX.sym("x"), ca.SX.sym("y")
+            Hf = ca.Function("terrain", [xs, ys], [_terrain_height(terrain, xs, ys) + ground])
+            Hx, Hy = ca.Function("terrain_slope", [xs, ys], ca.vertsplit(ca.gradient(Hf(xs, ys), ca.vertcat(xs, ys))))(p[0], p[1])
+            phi.append(p[2] - Hf(p[0], p[1]))
+            Jn.append(Jp[2, :] - Hx * Jp[0, :] - Hy * Jp[1, :])
         Jt.append(Jp[0, :])
         Jo.append(Jp[1, :])
     n_c = len(contacts)
@@ -400,6 +417,57 @@ def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpe
         planar=planar, q_nominal=qn, name=name or info.robot,
         q_names=base_q + joints_, v_names=base_v + tuple(f"{j}_dot" for j in joints_),
         u_names=act, contact_names=tuple(c[0] for c in contacts))
+
+
+def _terrain_height(terrain: Terrain, x: ca.SX, y: ca.SX) -> ca.SX:
+    """``terrain(x, y)`` as a scalar SX; InputError (field ``terrain``) if it is not one."""
+    try:
+        out = terrain(x, y)
+    except Exception as exc:  # a user function: whatever it raises on SX input
+        raise InputError("terrain", f"could not be evaluated on CasADi symbols: {exc}") from None
+    if isinstance(out, (int, float, np.floating)):
+        out = ca.SX(float(out))
+    if not isinstance(out, ca.SX) or out.shape != (1, 1):
+        raise InputError("terrain", f"must return a scalar (CasADi SX for symbolic x, y), got {out!r:.80}")
+    return out
+
+
+def step_terrain(height: float, edge: float, width: float = 0.01) -> Terrain:
+    """A step of ``height`` (m) whose edge is the line ``x = edge``, smoothed over ``width``:
+    ``H(x, y) = height (1 + tanh((x - edge) / width)) / 2`` (within 1e-6 of flat beyond about
+    7.3 ``width`` from the edge)."""
+    for name, val in (("height", height), ("edge", edge), ("width", width)):
+        check_number(name, val)
+    if width <= 0:
+        raise InputError("width", f"must be > 0, got {width!r}")
+    h, e, w = float(height), float(edge), float(width)
+
+    def H(x: Any, y: Any) -> Any:
+        return h * 0.5 * (1.0 + ca.tanh((x - e) / w))
+    return H
+
+
+def joint_limits(urdf: str | os.PathLike) -> dict[str, tuple[float, float, float, float]]:
+    """``name -> (lower, upper, effort, velocity)`` of every movable joint's ``<limit>`` in the URDF
+    (inf where an attribute or the element is missing; a continuous joint has no position limits).
+    Note that some URDFs carry placeholders (Solo12's: +-10 rad, 1000 N m)."""
+    info = read_urdf(urdf)
+    root = ET.fromstring(info.text)
+    out: dict[str, tuple[float, float, float, float]] = {}
+    for el in root.findall("joint"):
+        if el.get("type") not in _MOVABLE:
+            continue
+        lim = el.find("limit")
+        vals = []
+        for attr, default in (("lower", -np.inf), ("upper", np.inf), ("effort", np.inf), ("velocity", np.inf)):
+            raw = None if lim is None or el.get("type") == "continuous" and attr in ("lower", "upper") else lim.get(attr)
+            try:
+                vals.append(default if raw is None else float(raw))
+            except ValueError:
+                raise InputError("urdf", f"{info.source}: joint {el.get('name')!r} has a non-numeric "
+                                         f"limit {attr}={raw!r}") from None
+        out[el.get("name", "")] = (vals[0], vals[1], vals[2], vals[3])
+    return out
 
 
 def _check_in_plane(q: ca.SX, Jn: ca.SX, Jt: ca.SX, Jo: ca.SX, qn: np.ndarray,
@@ -446,7 +514,13 @@ def solo12_standing(planar: bool = False, ground_height: float = 0.0) -> np.ndar
     return np.array([0.0, 0.0, z, 1.0, 0.0, 0.0, 0.0, *s])
 
 
-def solo12(planar: bool = False, mu: float = 0.8, ground_height: float = 0.0) -> ContactSystem:
+#: Solo12's joint torque limit (N m): its actuators' peak torque at the joint (the URDF's
+#: effort="1000" is a placeholder)
+SOLO12_TORQUE_LIMIT = 2.7
+
+
+def solo12(planar: bool = False, mu: float = 0.8, ground_height: float = 0.0,
+           terrain: Terrain | None = None) -> ContactSystem:
     """Solo12 (example-robot-data ``"solo12"``) with point contacts at the origins of the four foot
     frames (:data:`SOLO12_FEET`; contacts named ``FL, FR, HL, HR``), all modelled joints actuated. 3D: floating base, 12 joints, ``n_q = 19``,
     ``n_v = 18``. ``planar=True``: the sagittal model with base ``(x, z, pitch)`` and the 8 joints
@@ -455,5 +529,5 @@ def solo12(planar: bool = False, mu: float = 0.8, ground_height: float = 0.0) ->
     ``q_nominal`` is :func:`solo12_standing`."""
     return urdf_system(
         "solo12", {f[:2]: f for f in SOLO12_FEET}, floating_base=True, planar=planar, mu=mu,
-        joints=SOLO12_SAGITTAL_JOINTS if planar else None, ground_height=ground_height,
+        joints=SOLO12_SAGITTAL_JOINTS if planar else None, ground_height=ground_height, terrain=terrain,
         q_nominal=solo12_standing(planar, ground_height), name="solo12_planar" if planar else "solo12")

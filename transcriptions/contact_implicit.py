@@ -248,6 +248,21 @@ class ContactImplicitTO:
             uk.lb, uk.ub = lbv.copy(), ubv.copy()
             uk.init = np.clip(uk.init, lbv, ubv)
 
+    def bound_configurations(self, lb: ArrayLike = -math.inf, ub: ArrayLike = math.inf) -> None:
+        """Bounds ``lb <= q_k <= ub`` on every configuration ``q_0 .. q_N`` (vectors of ``n_q``,
+        scalars broadcast, +-inf for none; for example a robot's joint ranges), as variable bounds."""
+        nq = self.system.n_q
+        lbv = np.broadcast_to(np.asarray(lb, dtype=float), (nq,)).copy()
+        ubv = np.broadcast_to(np.asarray(ub, dtype=float), (nq,)).copy()
+        if np.isnan(lbv).any() or np.isnan(ubv).any() or (lbv > ubv).any() or (lbv == math.inf).any() \
+                or (ubv == -math.inf).any():
+            raise InputError("lb", f"invalid configuration bounds lb={lbv}, ub={ubv}")
+        for qk in self.q:
+            qk.lb, qk.ub = np.maximum(qk.lb, lbv), np.minimum(qk.ub, ubv)
+            if (qk.lb > qk.ub).any():
+                raise InputError("lb", f"the bounds leave no configuration for {qk.name}")
+            qk.init = np.clip(qk.init, qk.lb, qk.ub)
+
     def add_quadratic_cost(self, Q: ArrayLike | None = None, R: ArrayLike | None = None,
                            q_ref: ArrayLike | None = None, Qf: ArrayLike | None = None) -> None:
         """Add ``sum_{k<N} [(q_k - q_ref)^T Q (q_k - q_ref) + u_k^T R u_k] + (q_N - q_ref)^T Qf (q_N - q_ref)``.

@@ -1,0 +1,262 @@
+"""Case study ``cito-quadruped``: contact-implicit trajectory optimization of Solo12 (3D and
+sagittal), from standing to standing, its gait discovered by the optimizer.
+
+Tasks (:mod:`contactmp.case_studies._quadruped`): ``walk`` (0.3 m in 1 s, N = 40), ``jump`` (onto a
+10 cm step in 0.8 s, N = 40), ``calipso`` (the sagittal model set up like CALIPSO's planar
+quadruped: 4 feet, 31 knots, cone friction). Seeded starts run through Dask (``--workers``), every
+start is one JSONL record (the study resumes where it stopped), each solved with the MPCC strategy
+:data:`STRATEGY` under a CPU-time limit.
+
+A start *converged* when the solve is verified ``solved`` (bounds, rows and complementarity
+independently checked), its complementarity violation ``max |min(a_i, b_i)|`` is at most 1e-6 and
+no foot penetrates the ground by more than 1e-6 m at any knot (:data:`PENETRATION_TOL`). For every
+start the record also holds the *replay*: each step of the trajectory taken again by
+:class:`~contactmp.transcriptions.time_stepping.TimeStepping` with the same formulation from the
+optimized ``(q_k, v_k, u_k)`` (every contact active), and the largest difference of its
+``(q_{k+1}, v_{k+1})`` from the optimized ones; and the gait: the sequence of the sets of feet on
+the ground (:func:`gait`).
+
+``--quick``: 4 starts of each quick task; the full run: 20 starts of every task.
+"""
+from __future__ import annotations
+
+import functools
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from contactmp.case_studies import _cito
+from contactmp.case_studies._quadruped import TASK_SHAPES, solo_task
+from contactmp.case_studies._study import StudyRun, markdown_table
+from contactmp.result import Status
+
+DESCRIPTION = "contact-implicit TO of Solo12 (3D and sagittal): walk, jump onto a step, CALIPSO's planar gait"
+
+#: (task name, task kind, planar, formulation) of the full run; the quick run takes QUICK_TASKS
+TASKS: tuple[tuple[str, str, bool, str], ...] = (
+    ("walk-3d-cone", "walk", False, "cone"),
+    ("walk-3d-pyramid", "walk", False, "pyramid"),
+    ("jump-3d-cone", "jump", False, "cone"),
+    ("walk-sagittal-cone", "walk", True, "cone"),
+    ("jump-sagittal-cone", "jump", True, "cone"),
+    ("calipso-sagittal-cone", "calipso", True, "cone"),
+)
+QUICK_TASKS = ("walk-3d-cone", "jump-3d-cone", "calipso-sagittal-cone")
+STARTS, QUICK_STARTS = 20, 4
+#: the MPCC strategy of every start (solvers/mpcc.py)
+STRATEGY = "elastic_l1"
+#: CPU seconds of one start (NLPOptions.cpu_time_limit; the solve then reports time_limit)
+CPU_LIMIT = 300.0
+#: a converged trajectory has no foot deeper than this below the terrain at any knot (m)
+PENETRATION_TOL = 1e-6
+#: NLPOptions of every start: IPOPT's derivatives from one knot (solvers/structured.py)
+OPTIONS: tuple[tuple[str, Any], ...] = (("derivatives", "stages"), ("cpu_time_limit", CPU_LIMIT),
+                                        ("time_limit", 3.0 * CPU_LIMIT))
+FEET = ("FL", "FR", "HL", "HR")
+
+
+@functools.lru_cache(maxsize=8)
+def _transcription(name: str) -> Any:
+    """The task's transcription, built once per process (a Dask worker reuses it for its starts)."""
+    _, kind, planar, form = next(t for t in TASKS if t[0] == name)
+    return solo_task(kind, planar, form)
+
+
+def gait(modes: np.ndarray) -> dict[str, Any]:
+    """The gait of a mode chart (N x 4, codes of :data:`~contactmp.case_studies._cito.MODES`, feet in
+    the order FL, FR, HL, HR): ``phases``, the sequence of the sets of feet on the ground (runs of
+    equal sets merged, e.g. ``["FL FR HL HR", "FR HL", ...]``), ``lifts`` (how many times each foot
+    leaves the ground), and ``label``: ``"no lift-off"`` when no foot leaves the ground, else
+    ``"pronk"`` (all four lift together), ``"bound"`` (front and hind pairs move together),
+    ``"trot"`` (diagonal pairs), ``"pace"`` (lateral pairs), ``"walk"`` (at most one foot off the
+    ground at a time), otherwise ``"irregular"``."""
+    on = np.asarray(modes) > 0
+    sets = [" ".join(f for f, c in zip(FEET, row) if c) or "flight" for row in on]
+    phases = [s for i, s in enumerate(sets) if i == 0 or s != sets[i - 1]]
+    lifts = {f: int(np.sum(on[:-1, j] & ~on[1:, j])) for j, f in enumerate(FEET)}
+    if not any(lifts.values()):
+        label = "no lift-off"
+    else:
+        def together(a: str, b: str) -> bool:
+            i, j = FEET.index(a), FEET.index(b)
+            return bool(np.array_equal(on[:, i], on[:, j]))
+        if all(together("FL", f) for f in FEET):
+            label = "pronk"
+        elif together("FL", "FR") and together("HL", "HR"):
+            label = "bound"
+        elif together("FL", "HR") and together("FR", "HL"):
+            label = "trot"
+        elif together("FL", "HL") and together("FR", "HR"):
+            label = "pace"
+        elif (on.sum(axis=1) >= 3).all():
+            label = "walk"
+        else:
+            label = "irregular"
+    return {"phases": phases, "lifts": lifts, "label": label}
+
+
+def replay_error(to: Any, traj: Any) -> float:
+    """Largest ``|(q, v)_{k+1} - step(q_k, v_k, u_k)|`` over the steps, where ``step`` is
+    :meth:`TimeStepping.step` with the transcription's formulation, every contact active and
+    tolerance 1e-12: how far the optimized trajectory is from what the simulator does from each
+    of its states (inf when a step fails)."""
+    from contactmp.transcriptions.time_stepping import TimeStepping
+
+    ts = TimeStepping(to.system, to.h, to.formulation, active_gap=np.inf, tol=1e-12)
+    worst = 0.0
+    for k in range(to.N):
+        out = ts.step(traj.q[k], traj.v[k], traj.u[k])
+        if not out.success:
+            return float("inf")
+        worst = max(worst, float(np.max(np.abs(out.q - traj.q[k + 1]))), float(np.max(np.abs(out.v - traj.v[k + 1]))))
+    return worst
+
+
+def record_key(task: str, seed: int, start: int, quick: bool) -> str:
+    """The JSONL key of one start."""
+    return f"{'quick' if quick else 'full'}/{task}/{STRATEGY}/s{seed}/start{start:02d}"
+
+
+def solve_item(item: tuple[str, int, int, bool]) -> dict[str, Any]:
+    """The record of one start ``(task, seed, start, quick)`` (module level, for Dask)."""
+    task, seed, start, quick = item
+    to = _transcription(task)
+    t0 = time.process_time()
+    rec, traj = _cito.run_start(to, STRATEGY, seed, start, options=OPTIONS)
+    phi = np.array([to.system.eval_phi(q) for q in traj.q])
+    penetration = float(max(0.0, -phi.min()))
+    replay = replay_error(to, traj) if traj.status is Status.SOLVED else None
+    rec["converged"] = bool(rec["converged"] and penetration <= PENETRATION_TOL)
+    rec["trajectory"]["phi"] = phi
+    return {"key": record_key(task, seed, start, quick), "task": task, "formulation": to.formulation.name,
+            "strategy": STRATEGY, "seed": seed, "start": start, **rec, "cpu_s": time.process_time() - t0,
+            "penetration": penetration, "replay_error": replay, "gait": gait(rec["trajectory"]["modes"])}
+
+
+def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per task: converged / starts, cost and time spread, penetration and replay error,
+    and the gait of the best converged start."""
+    rows = []
+    for name in dict.fromkeys(r["task"] for r in records):
+        rs = [r for r in records if r["task"] == name]
+        conv = [r for r in rs if r["converged"]]
+        best = min(conv, key=lambda r: r["objective"]) if conv else None
+        rows.append({
+            "task": name, "starts": len(rs), "converged": len(conv), "success_rate": len(conv) / len(rs),
+            "cost": _cito.spread([r["objective"] for r in conv]),
+            "time_s": _cito.spread([r["time_s"] for r in rs]),
+            "iterations": _cito.spread([r["iterations"] for r in rs]),
+            "penetration_max": max(r["penetration"] for r in rs),
+            "replay_error": _cito.spread([r["replay_error"] for r in conv if r["replay_error"] is not None]),
+            "statuses": {s: sum(r["status"] == s for r in rs) for s in sorted({r["status"] for r in rs})},
+            "best_start": None if best is None else best["start"],
+            "best_gait": None if best is None else best["gait"],
+            "gaits": {g: sum(r["gait"]["label"] == g for r in conv) for g in sorted({r["gait"]["label"] for r in conv})},
+        })
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The markdown table of :func:`summarize`'s rows."""
+    def g(x: Any) -> str:
+        return "-" if x is None else f"{x:.3g}"
+
+    body = [[r["task"], r["starts"], r["converged"], f"{100 * r['success_rate']:.0f}%", g(r["cost"]["min"]),
+             g(r["cost"]["median"]), g(r["time_s"]["median"]), g(r["time_s"]["max"]), g(r["iterations"]["median"]),
+             g(r["penetration_max"]), g(r["replay_error"]["max"]),
+             ", ".join(f"{k} {v}" for k, v in r["statuses"].items()),
+             ", ".join(f"{k} {v}" for k, v in r["gaits"].items()) or "-"] for r in rows]
+    return markdown_table(["task", "starts", "converged", "success", "cost min", "cost median",
+                           "time/start median (s)", "time/start max (s)", "IPOPT iterations median",
+                           "max penetration (m)", "max replay error", "statuses", "gaits (converged)"], body)
+
+
+def plot_quadruped(path: Path, to: Any, rec: dict[str, Any], title: str) -> None:
+    """Four panels over time: the base (x, z and pitch or quaternion y), the foot heights above the
+    terrain, the normal contact forces ``p_n / h`` per foot, and the mode chart per foot (grey
+    separated, blue sticking, red sliding)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+
+    tr = rec["trajectory"]
+    t, q, pn = np.asarray(tr["t"]), np.asarray(tr["q"]), np.asarray(tr["p_n"])
+    phi, modes = np.asarray(tr["phi"]), np.asarray(tr["modes"])
+    planar = to.system.planar
+    fig, axes = plt.subplots(4, 1, figsize=(8, 9), sharex=True, gridspec_kw={"height_ratios": [3, 3, 3, 1.6]})
+    axes[0].plot(t, q[:, 0], label="base x (m)")
+    axes[0].plot(t, q[:, 1 if planar else 2], label="base z (m)")
+    axes[0].plot(t, q[:, 2] if planar else 2 * q[:, 5], label="pitch (rad)" if planar else "2 quat_y (~pitch, rad)")
+    axes[0].legend(fontsize=8)
+    for j, f in enumerate(FEET):
+        axes[1].plot(t, phi[:, j], label=f)
+        axes[2].step(t[:-1], pn[:, j] / to.h, where="post", label=f)
+    axes[1].set_ylabel("foot height phi (m)")
+    axes[2].set_ylabel("normal force p_n / h (N)")
+    axes[1].legend(fontsize=8, ncol=4)
+    axes[2].legend(fontsize=8, ncol=4)
+    cmap = ListedColormap(["#dddddd", "#2c7bb6", "#d7191c"])
+    axes[3].imshow(modes.T, aspect="auto", cmap=cmap, vmin=0, vmax=2, interpolation="nearest",
+                   extent=(t[0], t[-1], len(FEET) - 0.5, -0.5))
+    axes[3].set_yticks(range(len(FEET)), FEET, fontsize=8)
+    axes[3].set_xlabel("t (s)")
+    axes[3].set_title("contact modes: grey separated, blue sticking, red sliding", fontsize=8)
+    for ax in axes[:3]:
+        ax.grid(alpha=0.3)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = None,
+        scheduler: str | None = None) -> dict[str, Any]:
+    """Run the study into ``out`` (starts on a local Dask cluster of ``workers`` processes, default
+    2; 0 runs them in this process; or on the cluster at ``scheduler``); resumes from
+    ``out/records.jsonl``."""
+    from contactmp.parallel import run_tasks
+
+    study = StudyRun("cito-quadruped", Path(out), quick, seed)
+    names = [t[0] for t in TASKS if not quick or t[0] in QUICK_TASKS]
+    starts = QUICK_STARTS if quick else STARTS
+    items = [(name, seed, i, quick) for name in names for i in range(starts)]
+    report = run_tasks(solve_item, items, keys=[record_key(*it) for it in items], store_path=study.store,
+                       workers=workers, scheduler=scheduler, description=study.name)
+    records = report.records()
+    rows = summarize(records)
+    figures = []
+    for row in rows:
+        if row["best_start"] is None:
+            continue
+        rec = next(r for r in records if r["task"] == row["task"] and r["start"] == row["best_start"])
+        name = f"trajectory_{row['task']}.png"
+        plot_quadruped(study.out / name, _transcription(row["task"]), rec,
+                       f"{row['task']}: best of {row['starts']} starts (start {row['best_start']}, cost "
+                       f"{rec['objective']:.4g}, gait {rec['gait']['label']})")
+        figures.append(name)
+    shapes = {k: {"N": n, "h": h, "dx": d[0], "dz": d[1]} for k, (n, h, d) in TASK_SHAPES.items()}
+    lines = [
+        "# cito-quadruped" + (" (quick)" if quick else ""),
+        "",
+        f"Solo12 from standing to standing, strategy {STRATEGY}, {starts} seeded starts per task, at most "
+        f"{CPU_LIMIT:g} CPU s each. Converged = verified solved, complementarity violation <= {_cito.COMP_TOL:g} "
+        f"and penetration <= {PENETRATION_TOL:g} m. Replay error: max |(q, v)_(k+1) - TimeStepping.step(q_k, v_k, "
+        "u_k)| over the steps of the converged starts (same formulation).",
+        "",
+        table(rows),
+        "",
+        "Gait of the best converged start per task (sets of feet on the ground, runs merged):",
+        "",
+        *(f"- {r['task']}: {r['best_gait']['label']}: {' -> '.join(r['best_gait']['phases'])}"
+          for r in rows if r["best_gait"] is not None),
+    ]
+    study.write_table("\n".join(lines))
+    conv, total = sum(r["converged"] for r in rows), sum(r["starts"] for r in rows)
+    summary = {"headline": f"{conv}/{total} starts converged", "converged": conv, "starts": total,
+               "rows": rows, "figures": figures, "tasks": shapes, "strategy": STRATEGY}
+    study.write_summary(summary)
+    return summary

@@ -1,0 +1,54 @@
+"""The pieces of the cito-quadruped study that run fast: the Solo12 tasks as built (sizes, limits,
+boundary states on the terrain), the gait labels of mode charts, and the TimeStepping replay check
+on a solved trajectory (the planar box, whose solve takes a second)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from contactmp.case_studies import _cito
+from contactmp.case_studies._quadruped import TASK_SHAPES, solo_task
+from contactmp.case_studies.cito_quadruped import gait, replay_error
+from contactmp.models.urdf import SOLO12_TORQUE_LIMIT
+from contactmp.result import Status
+
+
+@pytest.mark.parametrize("kind,planar", [("walk", False), ("jump", False), ("calipso", True), ("jump", True)])
+def test_solo_tasks_as_built(kind: str, planar: bool) -> None:
+    to = solo_task(kind, planar, "cone")
+    N, h, (dx, dz) = TASK_SHAPES[kind]
+    assert (to.N, to.h) == (N, h) and to.system.n_q == (11 if planar else 19)
+    assert len(to.program.stage_groups) == 1  # the knots are one stage group
+    assert all(np.all(u.ub == SOLO12_TORQUE_LIMIT) and np.all(u.lb == -SOLO12_TORQUE_LIMIT) for u in to.u)
+    # standing at both ends: every foot on the terrain (the jump's smoothed step is 1e-7 m high
+    # under the front feet at the start and 1e-7 m short of its top under the hind feet at the end)
+    np.testing.assert_allclose(to.system.eval_phi(to._q0), 0.0, atol=2e-7)
+    assert to._qf[0] - to._q0[0] == pytest.approx(dx)
+    np.testing.assert_allclose(to._vf, 0.0)
+
+
+def test_gait_labels() -> None:
+    on, off = 1, 0
+    stand = [on, on, on, on]
+    trot = np.array([stand, [on, off, off, on], stand, [off, on, on, off], stand])
+    assert gait(trot)["label"] == "trot"
+    assert gait(trot)["phases"] == ["FL FR HL HR", "FL HR", "FL FR HL HR", "FR HL", "FL FR HL HR"]
+    bound = np.array([stand, [off, off, on, on], stand, [on, on, off, off], stand])
+    assert gait(bound)["label"] == "bound"
+    pronk = np.array([stand, [off] * 4, stand])
+    assert gait(pronk)["label"] == "pronk" and gait(pronk)["phases"][1] == "flight"
+    walk = np.array([stand, [off, on, on, on], stand, [on, on, on, off], stand])
+    assert gait(walk)["label"] == "walk" and gait(walk)["lifts"] == {"FL": 1, "FR": 0, "HL": 0, "HR": 1}
+    slide = np.array([stand, [2, 2, 1, 1], stand])  # sliding still counts as on the ground
+    assert gait(slide)["label"] == "no lift-off"
+
+
+def test_replay_of_a_solved_trajectory_matches_time_stepping() -> None:
+    """Every step of a verified box trajectory is TimeStepping's step from its state (the pyramid
+    LCP at the same data) to 1e-6; a corrupted input shows up as a large replay error."""
+    to = _cito.TASKS["box"].build("pyramid", True)
+    traj = to.solve(strategy="scholtes", **dict(_cito.TASKS["box"].options))
+    assert traj.status is Status.SOLVED
+    assert replay_error(to, traj) <= 1e-6
+    traj.u[3] += 1.0
+    assert replay_error(to, traj) > 1e-3

@@ -41,17 +41,18 @@ TASK_SHAPES: dict[str, tuple[int, float, tuple[float, float]]] = {
 STEP = (0.1, 0.25, 0.008)
 
 
-def solo_task(kind: str, planar: bool, formulation: str) -> Any:
+def solo_task(kind: str, planar: bool, formulation: str, lift_sides: bool = True) -> Any:
     """The :class:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO` of task ``kind``
     (``"walk"``, ``"jump"``, ``"calipso"``) for Solo12 (``planar``: the sagittal model) with
-    ``formulation`` (see the module docstring)."""
+    ``formulation`` (see the module docstring); ``lift_sides``: the knots' complementarity sides
+    as variables (:class:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO`)."""
     from contactmp.models.urdf import SOLO12_TORQUE_LIMIT, joint_limits, solo12, solo12_standing, step_terrain
     from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 
     N, h, (dx, dz) = TASK_SHAPES[kind]
     terrain = step_terrain(*STEP) if kind == "jump" else None
     system = solo12(planar=planar, terrain=terrain)
-    to = ContactImplicitTO(system, N, h, formulation=formulation)
+    to = ContactImplicitTO(system, N, h, formulation=formulation, lift_sides=lift_sides)
     q0 = solo12_standing(planar)
     qf = q0.copy()
     qf[0] += dx

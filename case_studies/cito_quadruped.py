@@ -10,11 +10,13 @@ start is one JSONL record (the study resumes where it stopped), each solved with
 A start *converged* when the solve is verified ``solved`` (bounds, rows and complementarity
 independently checked), its complementarity violation ``max |min(a_i, b_i)|`` is at most 1e-6 and
 no foot penetrates the ground by more than 1e-6 m at any knot (:data:`PENETRATION_TOL`). For every
-start the record also holds the *replay*: each step of the trajectory taken again by
-:class:`~contactmp.transcriptions.time_stepping.TimeStepping` with the same formulation from the
-optimized ``(q_k, v_k, u_k)`` (every contact active), and the largest difference of its
-``(q_{k+1}, v_{k+1})`` from the optimized ones; and the gait: the sequence of the sets of feet on
-the ground (:func:`gait`).
+solved start the record also holds the *replay* through
+:class:`~contactmp.transcriptions.time_stepping.TimeStepping` with the same formulation
+(:meth:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO.replay`): the residual of each
+time-stepping step's own program at the trajectory's values (is every step a simulator step?),
+the difference from the step the simulator's solver takes from the same state, and the steps
+where the two differ although both solve the step (non-unique steps); and the gait: the sequence
+of the sets of feet on the ground (:func:`gait`).
 
 ``--quick``: 4 starts of each quick task; the full run: 20 starts of every task.
 """
@@ -97,23 +99,6 @@ def gait(modes: np.ndarray) -> dict[str, Any]:
     return {"phases": phases, "lifts": lifts, "label": label}
 
 
-def replay_error(to: Any, traj: Any) -> float:
-    """Largest ``|(q, v)_{k+1} - step(q_k, v_k, u_k)|`` over the steps, where ``step`` is
-    :meth:`TimeStepping.step` with the transcription's formulation, every contact active and
-    tolerance 1e-12: how far the optimized trajectory is from what the simulator does from each
-    of its states (inf when a step fails)."""
-    from contactmp.transcriptions.time_stepping import TimeStepping
-
-    ts = TimeStepping(to.system, to.h, to.formulation, active_gap=np.inf, tol=1e-12)
-    worst = 0.0
-    for k in range(to.N):
-        out = ts.step(traj.q[k], traj.v[k], traj.u[k])
-        if not out.success:
-            return float("inf")
-        worst = max(worst, float(np.max(np.abs(out.q - traj.q[k + 1]))), float(np.max(np.abs(out.v - traj.v[k + 1]))))
-    return worst
-
-
 def record_key(task: str, seed: int, start: int, quick: bool) -> str:
     """The JSONL key of one start."""
     return f"{'quick' if quick else 'full'}/{task}/{STRATEGY}/s{seed}/start{start:02d}"
@@ -127,12 +112,12 @@ def solve_item(item: tuple[str, int, int, bool]) -> dict[str, Any]:
     rec, traj = _cito.run_start(to, STRATEGY, seed, start, options=OPTIONS)
     phi = np.array([to.system.eval_phi(q) for q in traj.q])
     penetration = float(max(0.0, -phi.min()))
-    replay = replay_error(to, traj) if traj.status is Status.SOLVED else None
+    replay = to.replay(traj) if traj.status is Status.SOLVED else None
     rec["converged"] = bool(rec["converged"] and penetration <= PENETRATION_TOL)
     rec["trajectory"]["phi"] = phi
     return {"key": record_key(task, seed, start, quick), "task": task, "formulation": to.formulation.name,
             "strategy": STRATEGY, "seed": seed, "start": start, **rec, "cpu_s": time.process_time() - t0,
-            "penetration": penetration, "replay_error": replay, "gait": gait(rec["trajectory"]["modes"])}
+            "penetration": penetration, "replay": replay, "gait": gait(rec["trajectory"]["modes"])}
 
 
 def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -149,7 +134,9 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "time_s": _cito.spread([r["time_s"] for r in rs]),
             "iterations": _cito.spread([r["iterations"] for r in rs]),
             "penetration_max": max(r["penetration"] for r in rs),
-            "replay_error": _cito.spread([r["replay_error"] for r in conv if r["replay_error"] is not None]),
+            "step_residual_max": max((r["replay"]["step_residual"] for r in conv), default=None),
+            "replay_error": _cito.spread([r["replay"]["replay_error"] for r in conv]),
+            "nonunique_starts": sum(bool(r["replay"]["nonunique_steps"]) for r in conv),
             "statuses": {s: sum(r["status"] == s for r in rs) for s in sorted({r["status"] for r in rs})},
             "best_start": None if best is None else best["start"],
             "best_gait": None if best is None else best["gait"],
@@ -165,12 +152,13 @@ def table(rows: list[dict[str, Any]]) -> str:
 
     body = [[r["task"], r["starts"], r["converged"], f"{100 * r['success_rate']:.0f}%", g(r["cost"]["min"]),
              g(r["cost"]["median"]), g(r["time_s"]["median"]), g(r["time_s"]["max"]), g(r["iterations"]["median"]),
-             g(r["penetration_max"]), g(r["replay_error"]["max"]),
+             g(r["penetration_max"]), g(r["step_residual_max"]), g(r["replay_error"]["max"]), r["nonunique_starts"],
              ", ".join(f"{k} {v}" for k, v in r["statuses"].items()),
              ", ".join(f"{k} {v}" for k, v in r["gaits"].items()) or "-"] for r in rows]
     return markdown_table(["task", "starts", "converged", "success", "cost min", "cost median",
                            "time/start median (s)", "time/start max (s)", "IPOPT iterations median",
-                           "max penetration (m)", "max replay error", "statuses", "gaits (converged)"], body)
+                           "max penetration (m)", "max step residual", "max replay error",
+                           "starts with non-unique steps", "statuses", "gaits (converged)"], body)
 
 
 def plot_quadruped(path: Path, to: Any, rec: dict[str, Any], title: str) -> None:
@@ -244,8 +232,10 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
         "",
         f"Solo12 from standing to standing, strategy {STRATEGY}, {starts} seeded starts per task, at most "
         f"{CPU_LIMIT:g} CPU s each. Converged = verified solved, complementarity violation <= {_cito.COMP_TOL:g} "
-        f"and penetration <= {PENETRATION_TOL:g} m. Replay error: max |(q, v)_(k+1) - TimeStepping.step(q_k, v_k, "
-        "u_k)| over the steps of the converged starts (same formulation).",
+        f"and penetration <= {PENETRATION_TOL:g} m. Step residual: the largest residual of a TimeStepping step's "
+        "program at the trajectory's values (same formulation); replay error: max |(q, v)_(k+1) - "
+        "TimeStepping.step(q_k, v_k, u_k)| with the simulator's own solver; a non-unique step is one where the "
+        "two differ by more than 1e-6 while the step residual is at most 1e-6 (both solve the step).",
         "",
         table(rows),
         "",

@@ -241,6 +241,10 @@ class Program:
         self._complementarities: dict[str, Complementarity] = {}
         self._cones: dict[str, ConeComplementarity] = {}
         self._stage_groups: list[StageGroup] = []
+        self._lifted: list[tuple[Variables, ca.SX]] = []
+        #: when True, :meth:`add_complementarity` gives every side entry that is not a variable a
+        #: variable of its own (see there)
+        self.lift_sides = False
         self._names: set[str] = set()
         self.blocks: dict[str, Block] = {}
         self._cost: ca.SX = ca.SX(0.0)
@@ -321,7 +325,14 @@ class Program:
     def add_complementarity(
         self, a: Any, b: Any, name: str | None = None, block: str | None = None
     ) -> Complementarity:
-        """Add the pairs ``0 <= a_i _|_ b_i >= 0``: ``a >= 0``, ``b >= 0``, ``a_i b_i = 0``."""
+        """Add the pairs ``0 <= a_i _|_ b_i >= 0``: ``a >= 0``, ``b >= 0``, ``a_i b_i = 0``.
+
+        With :attr:`lift_sides` set, each entry of ``a`` or ``b`` that is not a single variable is
+        *lifted*: a new variable ``s >= 0`` (``{name}/a`` or ``{name}/b``, one per lifted entry)
+        with the row ``s = a_i`` (``{name}/lift_a``, ``{name}/lift_b``) takes its place in the
+        pair, so every pair is between variables (an MPCC strategy's rows and penalties are then
+        products of variables, and the expressions stay in rows; :meth:`guess_lifted` sets the new
+        variables from a point)."""
         name = self._auto_name(name, "complementarity")
         ea = self._expr(a, "a")
         eb = self._expr(b, "b")
@@ -329,6 +340,8 @@ class Program:
             raise InputError("b", f"has size {eb.shape[0]} but a has size {ea.shape[0]}")
         n = ea.shape[0]
         self._new_name(name)
+        if self.lift_sides:
+            ea, eb = self._lift(ea, name, "a", block), self._lift(eb, name, "b", block)
         h = Complementarity(name, ea, eb, slice(self._n_c, self._n_c + n), self._block(block))
         self._n_c += n
         self._complementarities[name] = h
@@ -337,6 +350,39 @@ class Program:
             self.blocks[h.block].complementarities.append(h)
         self._cache.clear()
         return h
+
+    def _lift(self, side: ca.SX, name: str, which: str, block: str | None) -> ca.SX:
+        """``side`` with its entries that are not variables replaced by new variables ``>= 0``
+        bound to them by equality rows (:meth:`add_complementarity` with :attr:`lift_sides`)."""
+        entries = ca.vertsplit(side)
+        lift = [i for i, e in enumerate(entries) if self.variable_index(e) is None]
+        if not lift:
+            return side
+        expr = ca.vertcat(*[entries[i] for i in lift])
+        var = self.add_variables(f"{name}/{which}", len(lift), lb=0.0, block=block)
+        self.add_constraint(var.sym - expr, 0.0, 0.0, name=f"{name}/lift_{which}", block=block)
+        self._lifted.append((var, expr))
+        for j, i in enumerate(lift):
+            entries[i] = var.sym[j]
+        return ca.vertcat(*entries)
+
+    def guess_lifted(self, x: Any) -> np.ndarray:
+        """``x`` with every lifted side variable (:meth:`add_complementarity` with
+        :attr:`lift_sides`) set to its side's value at ``x`` (at the parameters' values), raised to
+        its lower bound 0 where the side is negative."""
+        xv = float_vector(x, self._n_x, "x", allow_inf=False).copy()
+        if not self._lifted:
+            return xv
+        fn = self._cache.get("lifted_sides")
+        if fn is None:
+            fn = self._cache["lifted_sides"] = ca.Function("lifted", [self.x, self.p],
+                                                           [ca.vertcat(*[e for _, e in self._lifted])])
+        vals = np.asarray(fn(xv, self.p0), dtype=float).ravel()
+        j = 0
+        for var, _ in self._lifted:
+            xv[var.index] = np.maximum(vals[j:j + var.size], 0.0)
+            j += var.size
+        return xv
 
     def add_cone_complementarity(
         self, r: tuple[Any, ...], u: tuple[Any, ...], mu: Any, *, associated: bool = False,

@@ -103,6 +103,14 @@ class ContactImplicitTO:
         ``"mdp"``, or one registered by the user) or a configured
         :class:`~contactmp.formulations.base.Formulation`.
     facets : shorthand for the ``facets`` option (pyramid; compliant with ``friction="pyramid"``).
+    stages : declare the N knots as one :class:`~contactmp.stages.StageGroup` (checked), so that
+        IPOPT's derivatives can be built from one knot (NLPOptions ``derivatives``); it changes no
+        row of the program.
+    lift_sides : give every complementarity side of the knots that is not a variable a variable
+        of its own (``>= 0``, with the row ``s = side``; :attr:`Program.lift_sides`): the MPCC
+        strategies' products and penalties then involve variables only, and the robot's
+        expressions stay in the knots' rows (with ``stages``, one copy of their derivatives). A
+        different but equivalent program: more variables, the same solutions.
     **options : the formulation's options (with a name): ``stiffness``, ``damping``,
         ``tangential_damping``, ``friction``, ``associated`` for ``"compliant"``; ``vertices``,
         ``stiffness``, ``relax``, ``radius`` for ``"nmdp"`` / ``"mdp"``; ...
@@ -114,7 +122,8 @@ class ContactImplicitTO:
     """
 
     def __init__(self, system: ContactSystem, N: int, h: float, formulation: str | Formulation = "pyramid",
-                 facets: int | None = None, *, stages: bool = True, **options: Any) -> None:
+                 facets: int | None = None, *, stages: bool = True, lift_sides: bool = False,
+                 **options: Any) -> None:
         if not isinstance(N, (int, np.integer)) or isinstance(N, bool) or N < 1:
             raise InputError("N", f"must be an integer >= 1, got {N!r}")
         self.formulation = for_system(formulation, system, h, facets, **options)
@@ -129,12 +138,14 @@ class ContactImplicitTO:
         self._qf: np.ndarray | None = None
         self._vf: np.ndarray | None = None
         self._declare_stages = bool(stages)
+        self._lift_sides = bool(lift_sides)
         self._build()
 
     # ------------------------------------------------------------------------------ building
     def _build(self) -> None:
         s, prog = self.system, self.program
         self._qdot_jac = ca.Function("qdot_jac", [s.q], [ca.jacobian(s.qdot, s.v)])  # qdot is linear in v
+        prog.lift_sides = self._lift_sides  # the knots' pairs only: cleared again after the knots
         self.q.append(prog.add_variables("q0", s.n_q, init=s.q_nominal, block="state0"))
         self.v.append(prog.add_variables("v0", s.n_v, block="state0"))
         x_index, p_index, g_index = [], [], []
@@ -145,6 +156,7 @@ class ContactImplicitTO:
                           start[0]:prog.n_x]
             x_index.append(local), p_index.append(np.arange(start[1], prog.n_p))
             g_index.append(np.arange(start[2], prog.n_g))
+        prog.lift_sides = False
         if self._declare_stages:
             self._declare_knot_stages(x_index, p_index, g_index)
 
@@ -175,6 +187,7 @@ class ContactImplicitTO:
         in the same order as in every knot of the transcription; checked by the Program)."""
         s = self.system
         tmpl = Program("knot")
+        tmpl.lift_sides = self._lift_sides
         qs = [tmpl.add_variables("q0", s.n_q)]
         vs = [tmpl.add_variables("v0", s.n_v)]
         self._add_knot(tmpl, 0, qs[0], vs[0], [], [], qs, vs)
@@ -299,8 +312,9 @@ class ContactImplicitTO:
         kinematics ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})`` along it (the constant velocity when
         ``qdot = v``; ``v_0 = v_1``), both ends' velocities replaced by the fixed ones; for every cone
         construct the sliding speeds ``gamma`` and directions ``w = -u_T / |u_T|`` of that motion
-        (:meth:`Program.guess_cones`);
-        inputs and impulses at their stored initial values (zero). With ``rng`` every entry gets
+        (:meth:`Program.guess_cones`) and the lifted pair sides
+        from that point (:meth:`Program.guess_lifted`, with ``lift_sides``); inputs and impulses at
+        their stored initial values (zero). With ``rng`` every entry gets
         ``scale * N(0, 1)`` noise (then clipped to the bounds)."""
         prog, s = self.program, self.system
         x = prog.x0.copy()
@@ -320,6 +334,7 @@ class ContactImplicitTO:
             x[self.v[0].index] = self._v0
         if self._vf is not None:
             x[self.v[-1].index] = self._vf
+        x = prog.guess_lifted(x)
         if rng is not None:
             x = x + scale * rng.standard_normal(x.size)
         return np.clip(x, prog.lbx, prog.ubx)
@@ -355,6 +370,52 @@ class ContactImplicitTO:
             indices=indices, backend=backend, strategy=strategy, options=NLPOptions.build(options, **overrides))
         records = [{**r, "status": Status(r["status"])} for r in ms.starts]
         return self._trajectory(ms.best_result, records, ms.best, list(ms.results))
+
+    def replay(self, traj: TOResult, tol: float = 1e-12) -> dict[str, Any]:
+        """Check ``traj`` against :class:`~contactmp.transcriptions.time_stepping.TimeStepping`
+        with the same formulation (every contact active), step by step from its own states:
+
+        * ``step_residual``: the largest residual (scaled row and bound violation,
+          ``max |min(a, b)|``; :meth:`Program.residuals`) of the time-stepping step's own Program,
+          built from the numbers ``M(q_k), h(q_k, v_k), J(q_k), phi(q_k)`` of each step, at the
+          trajectory's values of that step's variables (``v_{k+1}``, impulses, ...; matched by
+          name): whether each step of ``traj`` *is* a time-stepping step;
+        * ``replay_error``: the largest ``|(q, v)_{k+1} - step(q_k, v_k, u_k)|`` where ``step`` is
+          :meth:`TimeStepping.step` solved by its own solver (tolerance ``tol``; inf when a step
+          fails);
+        * ``nonunique_steps``: the steps where the two differ by more than 1e-6 although
+          ``traj``'s values satisfy the step to 1e-6: the step's problem has more than one solution
+          and the simulator picked another (the velocity-level scheme lets a foot push within one
+          step of the ground, ``p_n > 0`` at ``phi > 0`` with ``phi / h + Jn v+ = 0``, besides free
+          flight).
+        """
+        from contactmp.transcriptions.time_stepping import TimeStepping
+
+        s = self.system
+        ts = TimeStepping(s, self.h, self.formulation, active_gap=math.inf, tol=tol)
+        x_to = traj.result.x if traj.result is not None else None
+        worst_res, worst_err, nonunique = 0.0, 0.0, []
+        for k in range(self.N):
+            step_res = math.inf
+            if x_to is not None:
+                prog = Program("time_step")
+                blk = self.formulation.add_step(prog, Step(s, self.h, traj.q[k], traj.v[k], traj.u[k], f"step{k}"))
+                x = np.zeros(prog.n_x)
+                try:
+                    for var in prog.variables:
+                        x[var.index] = self.program.value(self.program[var.name], x_to)
+                    r = prog.residuals(x)
+                    step_res = max(r["bound"], r["constraint"], r["comp_min"])
+                except KeyError:  # a variable of the step that the transcription does not have
+                    step_res = math.inf
+                del blk
+            out = ts.step(traj.q[k], traj.v[k], traj.u[k])
+            err = (math.inf if not out.success else
+                   max(float(np.max(np.abs(out.q - traj.q[k + 1]))), float(np.max(np.abs(out.v - traj.v[k + 1])))))
+            if err > 1e-6 and step_res <= 1e-6:
+                nonunique.append(k)
+            worst_res, worst_err = max(worst_res, step_res), max(worst_err, err)
+        return {"step_residual": worst_res, "replay_error": worst_err, "nonunique_steps": nonunique}
 
     def _trajectory(self, res: Result, records: list[dict[str, Any]], best: int, results: list[Result]) -> TOResult:
         x = res.x

@@ -8,7 +8,7 @@ import pytest
 
 from contactmp.case_studies import _cito
 from contactmp.case_studies._quadruped import TASK_SHAPES, solo_task
-from contactmp.case_studies.cito_quadruped import gait, replay_error
+from contactmp.case_studies.cito_quadruped import gait
 from contactmp.models.urdf import SOLO12_TORQUE_LIMIT
 from contactmp.result import Status
 
@@ -45,10 +45,13 @@ def test_gait_labels() -> None:
 
 def test_replay_of_a_solved_trajectory_matches_time_stepping() -> None:
     """Every step of a verified box trajectory is TimeStepping's step from its state (the pyramid
-    LCP at the same data) to 1e-6; a corrupted input shows up as a large replay error."""
+    LCP at the same data) to 1e-6; a corrupted input shows up in both the step residual and the
+    replay error."""
     to = _cito.TASKS["box"].build("pyramid", True)
     traj = to.solve(strategy="scholtes", **dict(_cito.TASKS["box"].options))
     assert traj.status is Status.SOLVED
-    assert replay_error(to, traj) <= 1e-6
-    traj.u[3] += 1.0
-    assert replay_error(to, traj) > 1e-3
+    rep = to.replay(traj)
+    assert rep["step_residual"] <= 1e-6 and rep["replay_error"] <= 1e-6 and rep["nonunique_steps"] == []
+    traj.u[3] += 1.0  # step 3 is no longer the simulator's step from its state
+    rep = to.replay(traj)
+    assert rep["step_residual"] > 1e-3 and rep["replay_error"] > 1e-3 and rep["nonunique_steps"] == []

@@ -148,3 +148,44 @@ def test_positions_outside_the_program_are_refused() -> None:
     with pytest.raises(InputError, match="x_index"):
         prog.add_stage_group(StageGroup(t, np.array([[0, 1, 2, 3], [2, 3, 4, 9]]), np.zeros((2, 0), dtype=int),
                                         np.array([[0], [1]])))
+
+
+def test_lifted_sides_are_variables_bound_to_their_expressions() -> None:
+    prog = Program("lift")
+    x = prog.add_variables("x", 2)
+    y = prog.add_variables("y", 2, lb=0.0)
+    prog.lift_sides = True
+    pair = prog.add_complementarity(y.sym, ca.vertcat(x.sym[0] ** 2, y.sym[1]), name="c")
+    lifted = prog["c/b"]
+    assert lifted.size == 1 and lifted.lb[0] == 0.0  # only the entry that is not a variable
+    assert prog.variable_index(pair.b[0]) == lifted.index.start and prog.variable_index(pair.b[1]) == y.index.start + 1
+    row = prog["c/lift_b"]
+    xv = prog.guess_lifted(np.array([3.0, 0.0, 1.0, 2.0, -5.0]))
+    assert xv[lifted.index.start] == 9.0  # x_0^2 at the point
+    assert prog.evaluate(xv)["g"][row.index.start] == 0.0
+    assert prog.guess_lifted(np.array([0.0, 0.0, 1.0, 2.0, -5.0]))[lifted.index.start] == 0.0
+
+
+def test_lifted_transcription_has_the_same_optimum() -> None:
+    """The box push with its pair sides lifted: a different program (more variables, rows
+    ``s = side``) with the same solutions; Scholtes reaches the same optimum from start 0."""
+    from contactmp.models.systems import box_2d
+    from contactmp.transcriptions.contact_implicit import ContactImplicitTO
+
+    def push(lift: bool) -> ContactImplicitTO:
+        to = ContactImplicitTO(box_2d(m=1.0, width=0.4, height=0.2, mu=0.5), 20, 0.05, "pyramid", lift_sides=lift)
+        to.set_initial_state([0.0, 0.1, 0.0], [0.0, 0.0, 0.0])
+        to.set_final_state([1.0, 0.1, 0.0], [0.0, 0.0, 0.0])
+        to.bound_inputs([-10.0, 0.0, 0.0], [10.0, 0.0, 0.0])
+        to.minimize_effort(1.0)
+        return to
+
+    plain, lifted = push(False), push(True)
+    assert lifted.program.n_x > plain.program.n_x
+    assert all(lifted.program.variable_index(e) is not None
+               for side in (lifted.program.comp_a, lifted.program.comp_b) for e in ca.vertsplit(side))
+    _assert_same_derivatives(relaxation(lifted.program, "scholtes", 0.1).program)
+    a = plain.solve(strategy="scholtes", ipopt={"mu_strategy": "monotone"})
+    b = lifted.solve(strategy="scholtes", ipopt={"mu_strategy": "monotone"}, derivatives="stages")
+    assert a.status is Status.SOLVED and b.status is Status.SOLVED
+    assert b.objective == pytest.approx(a.objective, rel=1e-6)

@@ -139,6 +139,9 @@ class ContactImplicitTO:
         self._vf: np.ndarray | None = None
         self._declare_stages = bool(stages)
         self._lift_sides = bool(lift_sides)
+        #: :meth:`initial_guess` also sets the inputs and normal impulses that carry the guessed
+        #: motion (:meth:`_support`); off by default (the guess of the studies before it)
+        self.support_guess = False
         self._build()
 
     # ------------------------------------------------------------------------------ building
@@ -312,10 +315,10 @@ class ContactImplicitTO:
         kinematics ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})`` along it (the constant velocity when
         ``qdot = v``; ``v_0 = v_1``), both ends' velocities replaced by the fixed ones; for every cone
         construct the sliding speeds ``gamma`` and directions ``w = -u_T / |u_T|`` of that motion
-        (:meth:`Program.guess_cones`) and the lifted pair sides
-        from that point (:meth:`Program.guess_lifted`, with ``lift_sides``); inputs and impulses at
-        their stored initial values (zero). With ``rng`` every entry gets
-        ``scale * N(0, 1)`` noise (then clipped to the bounds)."""
+        (:meth:`Program.guess_cones`); inputs and impulses at their stored initial values (zero), or
+        with :attr:`support_guess` the ones that best carry that motion (:meth:`_support`); then
+        the lifted pair sides from that point (:meth:`Program.guess_lifted`, with ``lift_sides``).
+        With ``rng`` every entry gets ``scale * N(0, 1)`` noise (then clipped to the bounds)."""
         prog, s = self.program, self.system
         x = prog.x0.copy()
         qa = self._q0 if self._q0 is not None else s.q_nominal
@@ -334,10 +337,57 @@ class ContactImplicitTO:
             x[self.v[0].index] = self._v0
         if self._vf is not None:
             x[self.v[-1].index] = self._vf
+        if self.support_guess:
+            x = self._support(x)
         x = prog.guess_lifted(x)
         if rng is not None:
             x = x + scale * rng.standard_normal(x.size)
         return np.clip(x, prog.lbx, prog.ubx)
+
+    def _support(self, x: np.ndarray) -> np.ndarray:
+        """``x`` with the inputs ``u_k`` and normal impulses ``p_n`` of every step that has them
+        (handle ``"p_n"``) set to the bounded least-squares solution of the step's dynamics along
+        the guessed motion,
+
+            min || M (v_{k+1} - v_k) + h h(q_k, v_k) - h B u_k - sum_j (Jn_j + mu_j Jf_j w_j)^T p_n,j ||
+            s.t. u_k within its bounds, p_n >= 0, and p_n = 0 at contacts with phi(q_k) > 1e-3,
+
+        where ``w_j`` is the guessed friction direction of a cone block (``"w"``; its friction
+        impulses are set to ``mu p_n w``, so that its friction rows hold) and 0 otherwise (friction
+        impulses stay 0): the forces that carry the guessed motion (a standing robot's weight)
+        instead of none (scipy's ``lsq_linear``)."""
+        from scipy.optimize import lsq_linear
+
+        s, prog, h = self.system, self.program, self.h
+        for k, blk in enumerate(self.steps):
+            if "p_n" not in blk.handles or blk.handles["p_n"].size != s.n_c:
+                continue
+            q, v, vn = x[self.q[k].index], x[self.v[k].index], x[self.v[k + 1].index]
+            Jn, Jt, Jo = s.eval_J(q)
+            cols = Jn.T.copy()
+            w = None
+            if "w" in blk.handles:
+                w = prog.value(blk.handles["w"], x).reshape(-1, s.n_c)
+                cols += s.mu * Jt.T * w[0] + (s.mu * Jo.T * w[1] if w.shape[0] > 1 else 0.0)
+            A = np.hstack([h * s.eval_B(q), cols])
+            b = s.eval_M(q) @ (vn - v) + h * s.eval_h(q, v)
+            free = s.eval_phi(q) > 1e-3
+            lb = np.concatenate([self.u[k].lb, np.zeros(s.n_c)])
+            ub = np.concatenate([self.u[k].ub, np.where(free, 0.0, np.inf)])
+            keep = lb < ub  # lsq_linear needs lb < ub: fixed entries are moved to the right-hand side
+            fixed = np.where(keep, 0.0, lb)
+            sol = np.zeros(lb.size)
+            if keep.any():
+                sol[keep] = lsq_linear(A[:, keep], b - A @ fixed, bounds=(lb[keep], ub[keep])).x
+            sol[~keep] = fixed[~keep]
+            x[self.u[k].index] = sol[:s.n_u]
+            pn = sol[s.n_u:]
+            x[blk.handles["p_n"].index] = pn
+            if w is not None:
+                for i, name in enumerate(("p_t", "p_o")):
+                    if name in blk.handles and i < w.shape[0]:
+                        x[blk.handles[name].index] = s.mu * pn * w[i]
+        return x
 
     def solve(self, backend: str = "casadi", strategy: str = "scholtes", starts: int = 1, seed: int = 0,
               *, scale: float = 0.1, start_indices: ArrayLike | None = None, options: Any = None,

@@ -55,3 +55,28 @@ def test_replay_of_a_solved_trajectory_matches_time_stepping() -> None:
     traj.u[3] += 1.0  # step 3 is no longer the simulator's step from its state
     rep = to.replay(traj)
     assert rep["step_residual"] > 1e-3 and rep["replay_error"] > 1e-3 and rep["nonunique_steps"] == []
+
+
+def test_support_guess_carries_the_standing_robot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The support guess balances the dynamics rows along the guessed motion: for a robot asked to
+    stay where it stands (the guess is at rest), the rows hold exactly with the feet carrying the
+    weight (sum p_n = m g h) within the torque limits, while the plain guess leaves the whole
+    weight m g h = 2.5 kg * 9.81 m/s^2 * 0.025 s = 0.6 N s unbalanced at every step."""
+    monkeypatch.setitem(TASK_SHAPES, "stand", (4, 0.025, (0.0, 0.0)))
+    to = solo_task("stand", True, "cone")
+    rows = [c for blk in to.steps for c in blk.constraints if c.name.endswith("dynamics")]
+    assert len(rows) == to.N
+
+    def worst(x: np.ndarray) -> float:
+        g = to.program.evaluate(x)["g"]
+        return max(float(np.max(np.abs(g[c.index]))) for c in rows)
+
+    to.support_guess = False
+    assert worst(to.initial_guess()) > 0.5
+    to.support_guess = True
+    x = to.initial_guess()
+    assert worst(x) < 1e-10
+    m = to.system.eval_M(to._q0)[1, 1]  # the total mass (base z coordinate of the sagittal model)
+    for blk in to.steps:
+        assert to.program.value(blk.handles["p_n"], x).sum() == pytest.approx(m * 9.81 * to.h, rel=1e-8)
+    assert all(np.all(np.abs(x[u.index]) <= SOLO12_TORQUE_LIMIT) for u in to.u)

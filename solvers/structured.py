@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,8 +119,8 @@ def _template_derivatives(t: StageTemplate, jit: bool) -> _TemplateDerivatives:
     hess = ca.triu(ca.hessian(ca.dot(lam, t.g), t.z)[0])
     opts: dict[str, Any] = {}
     if jit:
-        opts = {"jit": True, "compiler": "shell", "jit_cleanup": True,
-                "jit_options": {"flags": list(JIT_FLAGS), "verbose": False}}
+        opts = {"jit": True, "compiler": "shell", "jit_cleanup": True,  # C source and library in the temp folder
+                "jit_options": {"flags": list(JIT_FLAGS), "verbose": False, "directory": tempfile.gettempdir()}}
     label = t.function.name()  # a valid CasADi name made from the template's
     out = _TemplateDerivatives(ca.Function(f"{label}_jacobian", [t.z, t.p], [_nonzeros(jac)], opts),
                                ca.Function(f"{label}_hessian", [t.z, t.p, lam], [_nonzeros(hess)], opts),

@@ -13,6 +13,7 @@ STUDIES: dict[str, str] = {
     "cito-box": "contactmp.case_studies.cito_box",
     "cito-hopper": "contactmp.case_studies.cito_hopper",
     "cito-compare": "contactmp.case_studies.cito_compare",
+    "cito-push": "contactmp.case_studies.cito_push",
     "cito-quadruped": "contactmp.case_studies.cito_quadruped",
     "painleve-rod": "contactmp.case_studies.painleve_rod",
     "uniqueness-random": "contactmp.case_studies.uniqueness_random",

@@ -193,9 +193,18 @@ HOPPER_OPTIONS = (("sigma0", 1.0), ("homotopy_tol", 1e-8))
 #: it is measured with Scholtes only; the library default stays adaptive, NOSBENCH's protocol.)
 BOX_OPTIONS = (("ipopt", {"mu_strategy": "monotone"}),)
 
+
+def _push_task(formulation: str, quick: bool) -> Any:
+    """A point finger pushes a box 0.4 m to a goal, rest to rest (:func:`contactmp.case_studies.cito_push.build_task`)."""
+    from contactmp.case_studies.cito_push import build_task
+
+    return build_task(formulation, quick)
+
+
 TASKS: dict[str, Task] = {
     "box": Task("box", "push a planar box 1 m on a friction surface, rest to rest", _box_task, BOX_OPTIONS),
     "hopper": Task("hopper", "planar one-legged hopper moves forward and stands again", _hopper_task, HOPPER_OPTIONS),
+    "push": Task("push", "a point finger pushes a box 0.4 m to a goal, rest to rest", _push_task),
 }
 
 

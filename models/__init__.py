@@ -13,6 +13,7 @@ from contactmp.models.systems import (
 from contactmp.models.compliance import elastic_foundation, hertz_gains, hertz_point_contact, range_of_motion_limit
 from contactmp.models.gaits import Gait, gait
 from contactmp.models.legged import spider, spider_standing
+from contactmp.models.manipulation import face_contact_2d, finger_in_box_frame, planar_pusher
 from contactmp.models.painleve import RodState, lotstedt_rod, painleve_rod
 from contactmp.models.urdf import example_robot_names, example_robot_urdf, solo12, solo12_standing, urdf_system
 from contactmp.models.rigid_bodies import (
@@ -28,5 +29,6 @@ __all__ = [
     "box_on_plane", "two_stacks", "RodState", "lotstedt_rod", "painleve_rod",
     "example_robot_names", "example_robot_urdf", "solo12", "solo12_standing", "urdf_system",
     "elastic_foundation", "hertz_gains", "hertz_point_contact", "range_of_motion_limit",
-    "Gait", "gait", "spider", "spider_standing",
+    "Gait", "gait", "spider", "spider_standing", "face_contact_2d", "finger_in_box_frame",
+    "planar_pusher",
 ]

@@ -4,6 +4,7 @@
   CasADi conic plugin of :data:`QP_SOLVERS` (options that make each solve to ~1e-12);
 * :func:`solve_cone_qp`: ``min 1/2 x^T H x + g^T x s.t. lbx <= x <= ubx, ||x_T,i|| <= mu_i x_n,i``
   per contact (``d`` rows per contact, normal first) by a backend of :data:`CONE_QP_SOLVERS`;
+* :func:`bounded_least_squares`: ``min ||A x - b|| s.t. lb <= x <= ub`` (scipy's ``lsq_linear``);
 * :func:`natural_map_newton`: Newton's method on a residual map ``F(x) = 0`` (forward-difference
   Jacobian, backtracking on ``||F||``), the polish of a natural map.
 
@@ -25,7 +26,7 @@ from contactmp.progress import quiet_stdout
 from contactmp.solvers.ipopt import IpoptNLP
 
 __all__ = ["QP_SOLVERS", "CONE_QP_SOLVERS", "QPAnswer", "solve_qp", "solve_cone_qp", "available_qp_solvers",
-           "natural_map_newton", "SUPERSCS_OPTIONS"]
+           "natural_map_newton", "bounded_least_squares", "SUPERSCS_OPTIONS"]
 
 #: CasADi conic plugins, with options that make them solve to ~1e-12
 QP_SOLVERS: dict[str, dict[str, Any]] = {
@@ -207,3 +208,17 @@ def natural_map_newton(F: Callable[[np.ndarray], np.ndarray], x: np.ndarray, ite
             return x, k
         x, Fx = xn, Fn
     return x, iters
+
+
+def bounded_least_squares(A: np.ndarray, b: np.ndarray, lb: np.ndarray, ub: np.ndarray) -> np.ndarray:
+    """A minimizer of ``||A x - b||_2`` over ``lb <= x <= ub`` (scipy's ``lsq_linear``, bounded
+    variable least squares); entries with ``lb == ub`` are fixed there and moved to the right-hand
+    side (``lsq_linear`` needs ``lb < ub``)."""
+    from scipy.optimize import lsq_linear
+
+    lb, ub = np.asarray(lb, dtype=float), np.asarray(ub, dtype=float)
+    free = lb < ub
+    x = np.where(free, 0.0, lb)
+    if free.any():
+        x[free] = lsq_linear(A[:, free], b - A @ x, bounds=(lb[free], ub[free])).x
+    return x

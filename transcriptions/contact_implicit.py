@@ -355,8 +355,8 @@ class ContactImplicitTO:
         where ``w_j`` is the guessed friction direction of a cone block (``"w"``; its friction
         impulses are set to ``mu p_n w``, so that its friction rows hold) and 0 otherwise (friction
         impulses stay 0): the forces that carry the guessed motion (a standing robot's weight)
-        instead of none (scipy's ``lsq_linear``)."""
-        from scipy.optimize import lsq_linear
+        instead of none (:func:`~contactmp.solvers.qp.bounded_least_squares`)."""
+        from contactmp.solvers.qp import bounded_least_squares
 
         s, prog, h = self.system, self.program, self.h
         for k, blk in enumerate(self.steps):
@@ -374,12 +374,7 @@ class ContactImplicitTO:
             free = s.eval_phi(q) > 1e-3
             lb = np.concatenate([self.u[k].lb, np.zeros(s.n_c)])
             ub = np.concatenate([self.u[k].ub, np.where(free, 0.0, np.inf)])
-            keep = lb < ub  # lsq_linear needs lb < ub: fixed entries are moved to the right-hand side
-            fixed = np.where(keep, 0.0, lb)
-            sol = np.zeros(lb.size)
-            if keep.any():
-                sol[keep] = lsq_linear(A[:, keep], b - A @ fixed, bounds=(lb[keep], ub[keep])).x
-            sol[~keep] = fixed[~keep]
+            sol = bounded_least_squares(A, b, lb, ub)
             x[self.u[k].index] = sol[:s.n_u]
             pn = sol[s.n_u:]
             x[blk.handles["p_n"].index] = pn

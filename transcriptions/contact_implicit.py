@@ -216,12 +216,23 @@ class ContactImplicitTO:
         return self.system._vec(field_name, x, n)
 
     def set_initial_state(self, q0: ArrayLike, v0: ArrayLike | None = None) -> None:
-        """Constrain ``q_0 = q0`` and, when given, ``v_0 = v0``."""
+        """Constrain ``q_0 = q0`` and, when given, ``v_0 = v0``. Called again, it moves the bounds
+        of the rows it made (``initial_q``, ``initial_v``): the program's structure, and so the
+        IPOPT objects built for it, stay (what a receding-horizon re-solve needs)."""
         self._q0 = self._state("q0", q0, self.system.n_q)
-        self.program.add_constraint(self.q[0].sym, self._q0, self._q0, name="initial_q", block="boundary")
+        self._initial_row("initial_q", self.q[0].sym, self._q0)
         if v0 is not None:
             self._v0 = self._state("v0", v0, self.system.n_v)
-            self.program.add_constraint(self.v[0].sym, self._v0, self._v0, name="initial_v", block="boundary")
+            self._initial_row("initial_v", self.v[0].sym, self._v0)
+
+    def _initial_row(self, name: str, sym: ca.SX, value: np.ndarray) -> None:
+        """The row ``sym = value`` called ``name``: added, or its bounds moved when it exists."""
+        try:
+            row = self.program[name]
+        except KeyError:
+            self.program.add_constraint(sym, value, value, name=name, block="boundary")
+            return
+        row.lb, row.ub = value.copy(), value.copy()
 
     def set_final_state(self, qf: ArrayLike, vf: ArrayLike | None = None, *,
                         q_indices: ArrayLike | None = None) -> None:
@@ -461,6 +472,14 @@ class ContactImplicitTO:
                 nonunique.append(k)
             worst_res, worst_err = max(worst_res, step_res), max(worst_err, err)
         return {"step_residual": worst_res, "replay_error": worst_err, "nonunique_steps": nonunique}
+
+    def trajectory(self, result: Result) -> TOResult:
+        """The :class:`TOResult` of one :class:`~contactmp.result.Result` of this transcription's
+        program (for example from :func:`~contactmp.solvers.nlp.solve_program` called directly):
+        the trajectory at ``result.x``, with ``starts`` holding that one solve."""
+        rec = {"start": 0, "status": result.status, "objective": float(result.objective),
+               "iterations": int(result.iterations), "time_s": float(result.time_s)}
+        return self._trajectory(result, [rec], 0, [result])
 
     def _trajectory(self, res: Result, records: list[dict[str, Any]], best: int, results: list[Result]) -> TOResult:
         x = res.x

@@ -42,6 +42,8 @@ passes multipliers between the NLPs of one homotopy).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import re
 import time
 from dataclasses import dataclass
@@ -200,12 +202,7 @@ class RecedingHorizon:
         ``initial_v`` (the program's structure, hence its IPOPT objects, stay), and make
         :meth:`ContactImplicitTO.initial_guess` start from it."""
         s = self.to.system
-        q = float_vector(q0, s.n_q, "q0")
-        v = float_vector(v0, s.n_v, "v0")
-        for row, val in zip(self._rows, (q, v)):
-            row.lb, row.ub = val.copy(), val.copy()
-        # (ContactImplicitTO.initial_guess interpolates from these; it has no setter yet)
-        self.to._q0, self.to._v0 = q.copy(), v.copy()
+        self.to.set_initial_state(float_vector(q0, s.n_q, "q0"), float_vector(v0, s.n_v, "v0"))
 
     def shifted(self, x: ArrayLike) -> np.ndarray:
         """The variable vector ``x`` shifted by one knot (:func:`shift_indices`)."""
@@ -229,8 +226,7 @@ class RecedingHorizon:
                                 options=self.warm_options if warm else self.options)
         wall = time.perf_counter() - t0
         starts = [{**r, "status": Status(r["status"])} for r in ms.starts]
-        # (the same TOResult as ContactImplicitTO.solve makes from its starts)
-        traj = self.to._trajectory(ms.best_result, starts, ms.best, list(ms.results))
+        traj = dataclasses.replace(self.to.trajectory(ms.best_result), starts=starts)
         res = traj.result
         self.records.append(ShiftRecord(self.shift, bool(warm), traj.status, traj.objective, traj.comp_violation,
                                         traj.constraint_violation, int(res.iterations), float(res.time_s), wall))

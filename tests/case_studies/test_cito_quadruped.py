@@ -80,3 +80,13 @@ def test_support_guess_carries_the_standing_robot(monkeypatch: pytest.MonkeyPatc
     for blk in to.steps:
         assert to.program.value(blk.handles["p_n"], x).sum() == pytest.approx(m * 9.81 * to.h, rel=1e-8)
     assert all(np.all(np.abs(x[u.index]) <= SOLO12_TORQUE_LIMIT) for u in to.u)
+
+
+def test_gap_rows_are_knot_rows() -> None:
+    """With gap_rows every knot has phi(q_{k+1}) >= 0 inside its stage (the template includes it)."""
+    to = solo_task("calipso", True, "cone")
+    rows = [c for c in to.program.constraints if c.name.startswith("gap")]
+    assert len(rows) == to.N and all(c.size == 4 and np.all(c.lb == 0.0) for c in rows)
+    (group,) = to.program.stage_groups
+    staged = set(group.g_index.ravel().tolist())
+    assert all(i in staged for c in rows for i in range(c.index.start, c.index.stop))

@@ -236,3 +236,21 @@ def test_start_indices_run_single_starts(push) -> None:
         assert one.starts[0][key] == both.starts[1][key]
     with pytest.raises(InputError, match="start_indices"):
         to.solve(start_indices=[1, 1])
+
+
+def test_initial_state_moves_and_a_result_becomes_a_trajectory() -> None:
+    """set_initial_state called again moves the bounds of its rows (no new rows: the IPOPT objects
+    built for the program stay valid); trajectory(result) turns any Result of the program into a
+    TOResult (here solve_program's, called directly)."""
+    from contactmp.solvers.nlp import solve_program
+
+    to, _ = _push_problem()
+    n_g = to.program.n_g
+    to.set_initial_state([0.1, 0.0], [0.0, 0.0])
+    assert to.program.n_g == n_g
+    np.testing.assert_array_equal(to.program["initial_q"].lb, [0.1, 0.0])
+    res = solve_program(to.program, strategy="scholtes")
+    traj = to.trajectory(res)
+    assert traj.status is Status.SOLVED and traj.starts[0]["iterations"] == res.iterations
+    np.testing.assert_allclose(traj.q[0], [0.1, 0.0], atol=1e-8)  # the moved initial state holds
+    np.testing.assert_allclose(traj.q[-1], [0.5, 0.0], atol=1e-8)

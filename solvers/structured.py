@@ -142,6 +142,12 @@ def _assemble(shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray, values
     return ca.MX(sp, ca.mtimes(summing, values))
 
 
+def _stack(parts: list[tuple[np.ndarray, np.ndarray, ca.MX]]) -> tuple[np.ndarray, np.ndarray, ca.MX]:
+    """The rows, columns and values of several triplet lists, one after the other."""
+    return (np.concatenate([r for r, _, _ in parts]), np.concatenate([c for _, c, _ in parts]),
+            ca.vertcat(*[v for _, _, v in parts]))
+
+
 def _gather(v: ca.MX, index: np.ndarray) -> ca.MX:
     """``v[index]`` as an ``index.shape[1] x index.shape[0]`` MX matrix (one column per stage)."""
     n_s, w = index.shape
@@ -175,31 +181,27 @@ def stage_derivatives(prog: Program, jit: bool = False) -> StageDerivatives | No
     X, P = ca.MX.sym("x", n_x), ca.MX.sym("p", n_p)
     LF, LG = ca.MX.sym("lam_f"), ca.MX.sym("lam_g", n_g)
     LR = LG[[int(i) for i in rest]] if rest.size else ca.MX(0, 1)
-    j_rows, j_cols, j_vals = [], [], []
-    h_rows, h_cols, h_vals = [], [], []
+    # triplets (row, column, values) of J and of triu(H): the rest's first, then each group's
     r_r, r_c = (np.asarray(v, dtype=int) for v in jac_rest.sparsity().get_triplet())
-    j_rows.append(rest[r_r]), j_cols.append(r_c), j_vals.append(rest_jac_f(X, P))
+    jac_parts = [(rest[r_r], r_c, rest_jac_f(X, P))]
     r_r, r_c = (np.asarray(v, dtype=int) for v in hess_rest.sparsity().get_triplet())
-    h_rows.append(r_r), h_cols.append(r_c), h_vals.append(rest_hess_f(X, P, LF, LR))
-    used_jit, n_template = False, 0
+    hess_parts = [(r_r, r_c, rest_hess_f(X, P, LF, LR))]
+    n_template = 0
     for grp in groups:
-        t = grp.template
-        d = _template_derivatives(t, jit)
-        used_jit = used_jit or jit
+        d = _template_derivatives(grp.template, jit)
         n_template += d.jac.n_instructions() + d.hess.n_instructions()
         Z, PT, LT = _gather(X, grp.x_index), _gather(P, grp.p_index), _gather(LG, grp.g_index)
         # (nnz, n_stages) with column k the stage k: vec() lists stage 0's nonzeros, then stage 1's, ...
         jv = ca.vec(d.jac.map(grp.n_stages)(Z, PT))
         hv = ca.vec(d.hess.map(grp.n_stages)(Z, PT, LT))
         tr, tc = (np.asarray(v, dtype=int) for v in d.jac_sp.get_triplet())
-        j_rows.append(grp.g_index[:, tr].ravel()), j_cols.append(grp.x_index[:, tc].ravel()), j_vals.append(jv)
+        jac_parts.append((grp.g_index[:, tr].ravel(), grp.x_index[:, tc].ravel(), jv))
         tr, tc = (np.asarray(v, dtype=int) for v in d.hess_sp.get_triplet())
         a, b = grp.x_index[:, tr].ravel(), grp.x_index[:, tc].ravel()
-        h_rows.append(np.minimum(a, b)), h_cols.append(np.maximum(a, b))  # the upper triangle
-        h_vals.append(hv)
-    J = _assemble((n_g, n_x), np.concatenate(j_rows), np.concatenate(j_cols), ca.vertcat(*j_vals))
-    H = _assemble((n_x, n_x), np.concatenate(h_rows), np.concatenate(h_cols), ca.vertcat(*h_vals))
+        hess_parts.append((np.minimum(a, b), np.maximum(a, b), hv))  # the upper triangle
+    J = _assemble((n_g, n_x), *_stack(jac_parts))
+    H = _assemble((n_x, n_x), *_stack(hess_parts))
     jac_g = ca.Function("nlp_jac_g", [X, P], [g_f(X, P), J], ["x", "p"], ["g", "jac_g_x"])
     hess_lag = ca.Function("nlp_hess_l", [X, P, LF, LG], [H], ["x", "p", "lam_f", "lam_g"], ["hess_gamma_x_x"])
-    return StageDerivatives(jac_g, hess_lag, used_jit, n_template,
+    return StageDerivatives(jac_g, hess_lag, bool(jit), n_template,
                             rest_jac_f.n_instructions() + rest_hess_f.n_instructions())

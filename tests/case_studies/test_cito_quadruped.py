@@ -84,7 +84,10 @@ def test_support_guess_carries_the_standing_robot(monkeypatch: pytest.MonkeyPatc
 
 def test_gap_rows_are_knot_rows() -> None:
     """With gap_rows every knot has phi(q_{k+1}) >= 0 inside its stage (the template includes it)."""
-    to = solo_task("calipso", True, "cone")
+    from contactmp.models.urdf import solo12
+    from contactmp.transcriptions.contact_implicit import ContactImplicitTO
+
+    to = ContactImplicitTO(solo12(planar=True), 5, 0.025, "cone", gap_rows=True)
     rows = [c for c in to.program.constraints if c.name.startswith("gap")]
     assert len(rows) == to.N and all(c.size == 4 and np.all(c.lb == 0.0) for c in rows)
     (group,) = to.program.stage_groups

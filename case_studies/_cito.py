@@ -269,12 +269,9 @@ def spread(values: list[float]) -> dict[str, float | None]:
 def plot_trajectory(path: Path, system: Any, traj: dict[str, Any], title: str) -> None:
     """Three panels over time: the configuration ``q``, the contact forces ``p / h`` (normal solid,
     tangential dashed) and the contact modes (one row per contact)."""
-    import matplotlib
+    from contactmp.case_studies._figures import plot_mode_chart, pyplot, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.colors import ListedColormap
-
+    plt = pyplot()
     t = np.asarray(traj["t"])
     q = np.asarray(traj["q"])
     pn, pt = np.asarray(traj["p_n"]), np.asarray(traj["p_t"])
@@ -293,18 +290,11 @@ def plot_trajectory(path: Path, system: Any, traj: dict[str, Any], title: str) -
         axes[1].step(t[:-1], pt[:, j] / h, where="post", color=f"C{n_}", ls="--", label=f"{name}: tangential")
     axes[1].set_ylabel("contact force p / h (N)")
     axes[1].legend(fontsize=8, ncol=2)
-    cmap = ListedColormap(["#dddddd", "#2c7bb6", "#d7191c"])
-    axes[2].imshow(modes[:, used].T, aspect="auto", cmap=cmap, vmin=0, vmax=2, interpolation="nearest",
-                   extent=(t[0], t[-1], len(used) - 0.5, -0.5))
-    axes[2].set_yticks(range(len(used)), [system.contact_names[j] for j in used], fontsize=8)
-    axes[2].set_xlabel("t (s)")
-    axes[2].set_title("modes: grey separated, blue sticking, red sliding", fontsize=8)
+    plot_mode_chart(axes[2], t, modes[:, used], [system.contact_names[j] for j in used])
     for ax in axes[:2]:
         ax.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path, dpi=110)
 
 
 def record_key(task: str, formulation: str, strategy: str, seed: int, start: int, quick: bool) -> str:

@@ -112,10 +112,9 @@ def mode_strings(modes: Any, names: Any) -> dict[str, str]:
 def plot_push(path: Path, system: Any, traj: dict[str, Any], title: str) -> str:
     """The best start in the x-z plane (box outlines at eight instants, light to dark; the finger's
     path; the goal pose dashed) above its contact-mode timeline (one row per contact)."""
-    from matplotlib.colors import ListedColormap
     from matplotlib.patches import Polygon
 
-    from contactmp.case_studies._figures import pyplot, save
+    from contactmp.case_studies._figures import plot_mode_chart, pyplot, save
 
     plt = pyplot()
     t, q, modes = np.asarray(traj["t"]), np.asarray(traj["q"]), np.asarray(traj["modes"])
@@ -143,11 +142,7 @@ def plot_push(path: Path, system: Any, traj: dict[str, Any], title: str) -> str:
     ax.legend(fontsize=8, loc="upper right")
     ax.set_title("box outlines and finger (dots) at " + ", ".join(f"{t[k]:.2g}" for k in shown) + " s",
                  fontsize=8)
-    axm.imshow(modes.T, aspect="auto", cmap=ListedColormap(["#dddddd", "#2c7bb6", "#d7191c"]), vmin=0, vmax=2,
-               interpolation="nearest", extent=(t[0], t[-1], modes.shape[1] - 0.5, -0.5))
-    axm.set_yticks(range(modes.shape[1]), list(system.contact_names), fontsize=8)
-    axm.set_xlabel("t (s)")
-    axm.set_title("contact modes per step: grey separated, blue sticking, red sliding", fontsize=8)
+    plot_mode_chart(axm, t, modes, system.contact_names)
     fig.suptitle(title, fontsize=10)
     return save(fig, path, dpi=110)
 

@@ -172,12 +172,9 @@ def plot_quadruped(path: Path, to: Any, rec: dict[str, Any], title: str) -> None
     """Four panels over time: the base (x, z and pitch or quaternion y), the foot heights above the
     terrain, the normal contact forces ``p_n / h`` per foot, and the mode chart per foot (grey
     separated, blue sticking, red sliding)."""
-    import matplotlib
+    from contactmp.case_studies._figures import plot_mode_chart, pyplot, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.colors import ListedColormap
-
+    plt = pyplot()
     tr = rec["trajectory"]
     t, q, pn = np.asarray(tr["t"]), np.asarray(tr["q"]), np.asarray(tr["p_n"])
     phi, modes = np.asarray(tr["phi"]), np.asarray(tr["modes"])
@@ -194,18 +191,11 @@ def plot_quadruped(path: Path, to: Any, rec: dict[str, Any], title: str) -> None
     axes[2].set_ylabel("normal force p_n / h (N)")
     axes[1].legend(fontsize=8, ncol=4)
     axes[2].legend(fontsize=8, ncol=4)
-    cmap = ListedColormap(["#dddddd", "#2c7bb6", "#d7191c"])
-    axes[3].imshow(modes.T, aspect="auto", cmap=cmap, vmin=0, vmax=2, interpolation="nearest",
-                   extent=(t[0], t[-1], len(FEET) - 0.5, -0.5))
-    axes[3].set_yticks(range(len(FEET)), FEET, fontsize=8)
-    axes[3].set_xlabel("t (s)")
-    axes[3].set_title("contact modes: grey separated, blue sticking, red sliding", fontsize=8)
+    plot_mode_chart(axes[3], t, modes, FEET)
     for ax in axes[:3]:
         ax.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path, dpi=110)
 
 
 def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = None,

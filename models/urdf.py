@@ -383,6 +383,10 @@ def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpe
     # contacts
     phi, Jn, Jt, Jo = [], [], [], []
     G = ca.jacobian(qdot, v)  # d qdot / d v
+    if terrain is not None:  # height H(x, y) and slope (H_x, H_y) of the terrain, built once
+        xs, ys = ca.SX.sym("x"), ca.SX.sym("y")
+        height = _terrain_height(terrain, xs, ys) + ground
+        terrain_fn = ca.Function("terrain", [xs, ys], [height, *ca.vertsplit(ca.gradient(height, ca.vertcat(xs, ys)))])
     for _, link, off in contacts:
         HL = kd.forward_kinematics(link, H, s)
         p = HL[:3, 3] + HL[:3, :3] @ ca.DM(off)
@@ -391,10 +395,8 @@ def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpe
             phi.append(p[2] - ground)
             Jn.append(Jp[2, :])
         else:  # the vertical gap z - H(x, y): its rate is (e_z - H_x e_x - H_y e_y) . (point velocity)
-            xs, ys = ca.SX.sym("x"), ca.SX.sym("y")
-            Hf = ca.Function("terrain", [xs, ys], [_terrain_height(terrain, xs, ys) + ground])
-            Hx, Hy = ca.Function("terrain_slope", [xs, ys], ca.vertsplit(ca.gradient(Hf(xs, ys), ca.vertcat(xs, ys))))(p[0], p[1])
-            phi.append(p[2] - Hf(p[0], p[1]))
+            Hp, Hx, Hy = terrain_fn(p[0], p[1])
+            phi.append(p[2] - Hp)
             Jn.append(Jp[2, :] - Hx * Jp[0, :] - Hy * Jp[1, :])
         Jt.append(Jp[0, :])
         Jo.append(Jp[1, :])

@@ -154,6 +154,7 @@ class ContactImplicitTO:
     def _build(self) -> None:
         s, prog = self.system, self.program
         self._qdot_jac = ca.Function("qdot_jac", [s.q], [ca.jacobian(s.qdot, s.v)])  # qdot is linear in v
+        self._phi = ca.Function("phi", [s.q], [s.phi])  # the gap rows' phi(q_{k+1})
         prog.lift_sides = self._lift_sides  # the knots' pairs only: cleared again after the knots
         self.q.append(prog.add_variables("q0", s.n_q, init=s.q_nominal, block="state0"))
         self.v.append(prog.add_variables("v0", s.n_v, block="state0"))
@@ -189,8 +190,7 @@ class ContactImplicitTO:
         prog.add_constraint(q_next.sym - qk.sym - hs * step.qdot(qk.sym, blk.v_next.sym), 0.0, 0.0,
                             name=f"kinematics{k}", block=f"step{k}")
         if self._gap_rows:
-            phi = ca.Function("phi", [s.q], [s.phi])(q_next.sym)
-            prog.add_constraint(phi, 0.0, math.inf, name=f"gap{k + 1}", block=f"step{k}")
+            prog.add_constraint(self._phi(q_next.sym), 0.0, math.inf, name=f"gap{k + 1}", block=f"step{k}")
 
     def _declare_knot_stages(self, x_index: list[np.ndarray], p_index: list[np.ndarray],
                              g_index: list[np.ndarray]) -> None:
@@ -274,12 +274,7 @@ class ContactImplicitTO:
 
     def bound_inputs(self, lb: ArrayLike = -math.inf, ub: ArrayLike = math.inf) -> None:
         """Bounds ``lb <= u_k <= ub`` on every input (scalars broadcast; set as variable bounds)."""
-        nu = self.system.n_u
-        lbv = np.broadcast_to(np.asarray(lb, dtype=float), (nu,)).copy()
-        ubv = np.broadcast_to(np.asarray(ub, dtype=float), (nu,)).copy()
-        if np.isnan(lbv).any() or np.isnan(ubv).any() or (lbv > ubv).any() or (lbv == math.inf).any() \
-                or (ubv == -math.inf).any():
-            raise InputError("lb", f"invalid input bounds lb={lbv}, ub={ubv}")
+        lbv, ubv = _bound_vectors("input", lb, ub, self.system.n_u)
         for uk in self.u:
             uk.lb, uk.ub = lbv.copy(), ubv.copy()
             uk.init = np.clip(uk.init, lbv, ubv)
@@ -287,12 +282,7 @@ class ContactImplicitTO:
     def bound_configurations(self, lb: ArrayLike = -math.inf, ub: ArrayLike = math.inf) -> None:
         """Bounds ``lb <= q_k <= ub`` on every configuration ``q_0 .. q_N`` (vectors of ``n_q``,
         scalars broadcast, +-inf for none; for example a robot's joint ranges), as variable bounds."""
-        nq = self.system.n_q
-        lbv = np.broadcast_to(np.asarray(lb, dtype=float), (nq,)).copy()
-        ubv = np.broadcast_to(np.asarray(ub, dtype=float), (nq,)).copy()
-        if np.isnan(lbv).any() or np.isnan(ubv).any() or (lbv > ubv).any() or (lbv == math.inf).any() \
-                or (ubv == -math.inf).any():
-            raise InputError("lb", f"invalid configuration bounds lb={lbv}, ub={ubv}")
+        lbv, ubv = _bound_vectors("configuration", lb, ub, self.system.n_q)
         for qk in self.q:
             qk.lb, qk.ub = np.maximum(qk.lb, lbv), np.minimum(qk.ub, ubv)
             if (qk.lb > qk.ub).any():
@@ -464,7 +454,7 @@ class ContactImplicitTO:
             step_res = math.inf
             if x_to is not None:
                 prog = Program("time_step")
-                blk = self.formulation.add_step(prog, Step(s, self.h, traj.q[k], traj.v[k], traj.u[k], f"step{k}"))
+                self.formulation.add_step(prog, Step(s, self.h, traj.q[k], traj.v[k], traj.u[k], f"step{k}"))
                 x = np.zeros(prog.n_x)
                 try:
                     for var in prog.variables:
@@ -473,7 +463,6 @@ class ContactImplicitTO:
                     step_res = max(r["bound"], r["constraint"], r["comp_min"])
                 except KeyError:  # a variable of the step that the transcription does not have
                     step_res = math.inf
-                del blk
             out = ts.step(traj.q[k], traj.v[k], traj.u[k])
             err = (math.inf if not out.success else
                    max(float(np.max(np.abs(out.q - traj.q[k + 1]))), float(np.max(np.abs(out.v - traj.v[k + 1])))))
@@ -505,6 +494,17 @@ class ContactImplicitTO:
                         comp_violation=float(res.residuals["comp_min"]),
                         constraint_violation=float(res.residuals["constraint"]),
                         best=best, starts=records, result=res, results=results)
+
+
+def _bound_vectors(what: str, lb: ArrayLike, ub: ArrayLike, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``lb``, ``ub`` broadcast to ``n`` entries; InputError (field ``lb``) unless ``lb <= ub``
+    with no NaN, no lower bound +inf and no upper bound -inf."""
+    lbv = np.broadcast_to(np.asarray(lb, dtype=float), (n,)).copy()
+    ubv = np.broadcast_to(np.asarray(ub, dtype=float), (n,)).copy()
+    if np.isnan(lbv).any() or np.isnan(ubv).any() or (lbv > ubv).any() or (lbv == math.inf).any() \
+            or (ubv == -math.inf).any():
+        raise InputError("lb", f"invalid {what} bounds lb={lbv}, ub={ubv}")
+    return lbv, ubv
 
 
 def _weight(field_name: str, W: ArrayLike, n: int) -> np.ndarray:

@@ -43,7 +43,6 @@ passes multipliers between the NLPs of one homotopy).
 from __future__ import annotations
 
 import dataclasses
-
 import re
 import time
 from dataclasses import dataclass

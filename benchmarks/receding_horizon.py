@@ -64,11 +64,13 @@ def _cito_task(name: str) -> tuple[Any, dict[str, Any]]:
 def _solo12_walk(planar: bool, formulation: str) -> tuple[Any, dict[str, Any]]:
     """The cito-quadruped study's walk (:func:`contactmp.case_studies._quadruped.solo_task`): Solo12
     (``planar``: the sagittal model) standing still, then standing still 0.3 m further on after
-    N h = 40 x 0.025 s, |u| <= 2.7 N m, minimum effort, lifted pair sides, the support guess; the
-    options are the defaults (Scholtes here; the study itself uses elastic l1)."""
+    N h = 40 x 0.025 s, |u| <= 2.7 N m, minimum effort, lifted pair sides, position gap, the support
+    guess; the study's strategy (elastic l1) and NLPOptions (its time limits left to ``--time-limit``)."""
     from contactmp.case_studies._quadruped import solo_task
+    from contactmp.case_studies.cito_quadruped import OPTIONS, STRATEGY
 
-    return solo_task("walk", planar, formulation), {}
+    options = {k: v for k, v in OPTIONS if k not in ("time_limit", "cpu_time_limit")}
+    return solo_task("walk", planar, formulation), {"strategy": STRATEGY, **options}
 
 
 def _record(rh: Any, traj: Any, label: str) -> dict[str, Any]:
@@ -77,8 +79,8 @@ def _record(rh: Any, traj: Any, label: str) -> dict[str, Any]:
     start_error = float(max(np.abs(traj.q[0] - q0).max(), np.abs(traj.v[0] - v0).max()))
     ok = bool(rec["status"] == "solved" and rec["comp_violation"] <= COMP_TOL and start_error <= START_TOL)
     res = traj.result
-    # where the iterations went: per NLP of the homotopy (sigma, IPOPT status, iterations) and its polish
-    nlps = [[h.get("sigma"), h["status"], h["iterations"], h.get("polish", {}).get("status"),
+    # where the iterations went: per NLP of the homotopy (sigma or rho, IPOPT status, iterations) and its polish
+    nlps = [[h.get("sigma", h.get("rho")), h["status"], h["iterations"], h.get("polish", {}).get("status"),
              h.get("polish", {}).get("iterations")] for h in res.extras.get("homotopy", [])]
     return {"solve": label, **rec, "start_error": start_error, "ok": ok, "found_by": res.extras.get("found_by"),
             "certify_s": float(res.extras.get("certify_time_s", 0.0)), "nlps": nlps}
@@ -89,7 +91,9 @@ def run_task(name: str, to: Any, options: dict[str, Any], warm: dict[str, Any], 
     """The protocol of the module docstring on one built task."""
     from contactmp.transcriptions.receding_horizon import RecedingHorizon
 
-    rh = RecedingHorizon(to, warm=warm, **{**options, "time_limit": time_limit})
+    options = dict(options)
+    strategy = options.pop("strategy", "scholtes")
+    rh = RecedingHorizon(to, strategy=strategy, warm=warm, **{**options, "time_limit": time_limit})
     out: dict[str, Any] = {"task": name, "n_x": to.program.n_x, "n_comp": to.program.n_comp, "N": to.N, "h": to.h}
     first = rh.solve()
     out["first"] = _record(rh, first, "first (cold, builds)")

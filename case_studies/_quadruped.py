@@ -25,12 +25,17 @@ and ``v_N = 0``; the base height and tilt follow from the four feet's contact ro
 too would duplicate those rows, see
 :meth:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO.set_final_state`).
 
-The tasks do not add ``gap_rows`` (``phi(q_{k+1}) >= 0`` at every knot): the velocity-level
-contact rows let curved motion end a step up to 4e-5 m deep (seen in 3D walk starts), but with the
-gap rows, nearly parallel to the contact rows at a stance foot, the sagittal walk's start 0 ended
-not solved after 5,875 IPOPT iterations (204 CPU s) where it converges in 1,746 without them, and
-1 of 4 quick 3D walk starts converged within 300 CPU s; penetration is reported per start
-instead. The knots' complementarity sides are lifted to variables (``lift_sides``) and the initial guess
+Every foot's non-penetration side is the gap at the end of the step, ``phi(q_{k+1}) / h``
+(the formulations' ``gap="position"``), not its first-order expansion ``phi(q_k) / h + Jn v_{k+1}``:
+with the expansion, feet on curved paths ended steps up to 4e-5 m below the ground (3D walk, 2 of
+4 quick starts) and up to 0.126 m (a sagittal start whose foot swept through the ground within one
+step); the ``gap_rows`` of :class:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO`
+(``phi(q_{k+1}) >= 0`` added beside the linear side) prevented that but, nearly parallel to the
+contact rows at a stance foot, stalled IPOPT (sagittal walk start 0: not solved after 5,875
+iterations against 1,746 without). The position gap replaces the side instead of adding a row;
+replays then go through :class:`~contactmp.transcriptions.time_stepping.TimeStepping` with the
+same option (each step a nonlinear complementarity problem, solved through the NLP route).
+The knots' complementarity sides are lifted to variables (``lift_sides``) and the initial guess
 carries the robot (``support_guess``: the torques and normal impulses that best balance the
 dynamics along the interpolated motion): on the sagittal walk from start 0 (elastic l1, one core)
 IPOPT took 1,746 iterations and 49 CPU s with it against 2,740 and 69 s without.
@@ -51,18 +56,19 @@ TASK_SHAPES: dict[str, tuple[int, float, tuple[float, float]]] = {
 STEP = (0.1, 0.25, 0.008)
 
 
-def solo_task(kind: str, planar: bool, formulation: str, lift_sides: bool = True) -> Any:
+def solo_task(kind: str, planar: bool, formulation: str, lift_sides: bool = True, gap: str = "position") -> Any:
     """The :class:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO` of task ``kind``
     (``"walk"``, ``"jump"``, ``"calipso"``) for Solo12 (``planar``: the sagittal model) with
     ``formulation`` (see the module docstring); ``lift_sides``: the knots' complementarity sides
-    as variables (:class:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO`)."""
+    as variables (:class:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO`); ``gap``:
+    the formulation's ``gap`` option (``"position"``: the gap at each step's end)."""
     from contactmp.models.urdf import SOLO12_TORQUE_LIMIT, joint_limits, solo12, solo12_standing, step_terrain
     from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 
     N, h, (dx, dz) = TASK_SHAPES[kind]
     terrain = step_terrain(*STEP) if kind == "jump" else None
     system = solo12(planar=planar, terrain=terrain)
-    to = ContactImplicitTO(system, N, h, formulation=formulation, lift_sides=lift_sides)
+    to = ContactImplicitTO(system, N, h, formulation=formulation, lift_sides=lift_sides, gap=gap)
     q0 = solo12_standing(planar)
     qf = q0.copy()
     qf[0] += dx

@@ -71,6 +71,7 @@ class _SystemFunctions:
     def __init__(self, s: ContactSystem) -> None:
         self.data = ca.Function("step_data", [s.q, s.v, s.u], [s.M, s.B @ s.u - s.h, s.Jn, s.Jt, s.Jo, s.phi])
         self.qdot = ca.Function("qdot", [s.q, s.v], [s.qdot])
+        self.phi = ca.Function("phi", [s.q], [s.phi])
 
     @classmethod
     def of(cls, s: ContactSystem) -> "_SystemFunctions":
@@ -141,6 +142,17 @@ class Step:
         if self.numeric and not isinstance(v, (ca.SX, ca.MX)):
             return self.system.eval_qdot(q, v)
         return _SystemFunctions.of(self.system).qdot(q, v)
+
+    def end_gap_rate(self, v_next: Any) -> Any:
+        """``phi(q_{k+1}) / h`` for the step's contacts, with ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})``
+        (the explicit kinematics every velocity-level transcription uses): the gap at the *end* of
+        the step, of which ``phi(q_k) / h + Jn(q_k) v_{k+1}`` is the first-order expansion in
+        ``h``. An SX of ``v_next`` (and of the state, in trajectory optimization)."""
+        fn = _SystemFunctions.of(self.system)
+        rate = fn.phi(self.q + self.h * fn.qdot(self.q, v_next)) / self.h
+        if self.contacts is not None:
+            rate = rate[[int(i) for i in np.asarray(self.contacts, dtype=int)]]
+        return rate
 
 
 @dataclass(eq=False)
@@ -332,7 +344,10 @@ class Formulation:
         dyn = full.M @ (v_next - step.v) - h * full.f - full.Jn.T @ imp[:, 0] - full.Jt.T @ imp[:, 1] \
             - full.Jo.T @ imp[:, 2]
         res.residuals["dynamics"] = float(np.max(np.abs(dyn), initial=0.0))
-        res.extras["gap_rate"] = full.phi[active] / h + full.Jn[active] @ v_next
+        if getattr(self.options, "gap", "linear") == "position":
+            res.extras["gap_rate"] = np.asarray(_with_contacts(step, None).end_gap_rate(v_next), dtype=float).ravel()[active]
+        else:
+            res.extras["gap_rate"] = full.phi[active] / h + full.Jn[active] @ v_next
         q_next = step.q + h * step.qdot(step.q, v_next)
         return StepOutcome(np.asarray(q_next, dtype=float).ravel(), v_next, imp, active, res)
 

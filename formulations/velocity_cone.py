@@ -51,7 +51,7 @@ box pushed from rest *to rest* did not converge, from rest to a free final veloc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import casadi as ca
 import numpy as np
@@ -59,7 +59,8 @@ from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError
 from contactmp.formulations.base import Formulation, Step, StepBlock, register
-from contactmp.formulations.velocity_pyramid import _matrix, _step_inputs, dynamics_row, numeric_mu
+from contactmp.formulations.velocity_pyramid import (_matrix, _step_inputs, check_gap, dynamics_row, normal_side,
+                                                     numeric_mu)
 from contactmp.program import Complementarity, Constraint, Program, Variables
 
 __all__ = ["VelocityConeStep", "add_velocity_cone_step", "cone_block", "Cone"]
@@ -169,14 +170,16 @@ def disk_step_inputs(M: Any, f: Any, v: Any, Jn: Any, Jt: Any, Jo: Any, mu: Any,
 
 def add_velocity_cone_step(prog: Program, *, M: Any, f: Any, v: Any, Jn: Any, Jt: Any, Jo: Any, mu: Any,
                            phi: Any, h: float, prefix: str = "step", gap_stabilization: bool = True,
-                           planar: bool | None = None) -> VelocityConeStep:
+                           planar: bool | None = None,
+                           gap_rate: Callable[[Any], Any] | None = None) -> VelocityConeStep:
     """Add one velocity-level Coulomb-cone step to ``prog`` (block name ``prefix``).
 
     Shapes as in :func:`~contactmp.formulations.velocity_pyramid.add_velocity_pyramid_step`:
     ``M`` (n_v x n_v, symmetric positive definite when numeric), ``f`` and ``v`` (n_v), ``Jn``,
     ``Jt``, ``Jo`` (n_c x n_v), ``mu`` and ``phi`` (n_c; ``mu >= 0``). With ``gap_stabilization``
     the non-penetration row is ``phi / h + J_n v+ >= 0`` (Anitescu-Potra), otherwise
-    ``J_n v+ >= 0``. ``planar`` keeps only the ``t`` tangent (see the module docstring); None
+    ``J_n v+ >= 0``; ``gap_rate``, when given, maps ``v+`` (SX, n_v) to the normal side instead
+    (n_c; e.g. :meth:`~contactmp.formulations.base.Step.end_gap_rate`). ``planar`` keeps only the ``t`` tangent (see the module docstring); None
     decides from ``Jo``: planar exactly when ``Jo`` is None or zero (numerically, or structurally
     for a CasADi expression). ``planar=True`` with a nonzero ``Jo`` raises :class:`InputError`.
 
@@ -197,7 +200,7 @@ def add_velocity_cone_step(prog: Program, *, M: Any, f: Any, v: Any, Jn: Any, Jt
     if p_o is not None:
         friction_impulse = friction_impulse + ca.mtimes(Jo_.T, p_o.sym)
     dynamics = dynamics_row(prog, prefix, M_, f_, v_, h, vp, Jn_, p_n.sym, friction_impulse)
-    u_n = ca.mtimes(Jn_, vp) + (phi_ / h if gap_stabilization else 0)
+    u_n = gap_rate(vp) if gap_rate is not None else ca.mtimes(Jn_, vp) + (phi_ / h if gap_stabilization else 0)
     u = (u_n, ca.mtimes(Jt_, vp)) if planar else (u_n, ca.mtimes(Jt_, vp), ca.mtimes(Jo_, vp))
     return cone_block(prog, prefix, v_next, p_n, p_t, p_o, dynamics, u, mu_, associated=False)
 
@@ -206,25 +209,34 @@ def add_velocity_cone_step(prog: Program, *, M: Any, f: Any, v: Any, Jn: Any, Jt
 class Cone(Formulation):
     """The velocity-level Coulomb cone (:func:`add_velocity_cone_step`): an fc3d problem per time
     step (the registry's fc3d solvers, Newton first), an MPCC block (disk form) in trajectory
-    optimization. Option ``gap_stabilization`` (the ``phi / h`` term of the normal row)."""
+    optimization. Options ``gap_stabilization`` (the ``phi / h`` term of the normal row) and
+    ``gap`` (``"position"``: the normal side is the gap at the step's end, ``phi(q + h qdot(q,
+    v+)) / h``; see :mod:`contactmp.formulations.velocity_pyramid`)."""
 
     name = "cone"
-    auto_options = {"quick": False}  # Newton first: no Gauss-Seidel squeezing friction at rest
     parametric = True
 
     @dataclass(frozen=True)
     class Options:
-        """``gap_stabilization``: the normal row is ``phi / h + Jn v+ >= 0``."""
+        """``gap_stabilization``: the normal row is ``phi / h + Jn v+ >= 0``; ``gap``:
+        ``"linear"`` or ``"position"`` (:data:`~contactmp.formulations.velocity_pyramid.GAPS`)."""
 
         gap_stabilization: bool = True
+        gap: str = "linear"
 
         def __post_init__(self) -> None:
-            if not isinstance(self.gap_stabilization, (bool, np.bool_)):
-                raise InputError("gap_stabilization", f"must be True or False, got {self.gap_stabilization!r}")
+            check_gap(self.gap, self.gap_stabilization)
+
+    @property
+    def auto_options(self) -> dict[str, Any]:  # type: ignore[override]
+        """fc3d with Newton first (no Gauss-Seidel squeezing friction at rest); nothing for
+        ``gap="position"``, whose step goes to the front door's NLP route."""
+        return {} if self.options.gap == "position" else {"quick": False}
 
     def add_step(self, prog: Program, step: Step) -> VelocityConeStep:
         """:func:`add_velocity_cone_step` at the step's data (planar for a planar system)."""
         d = step.data()
         return add_velocity_cone_step(prog, M=d.M, f=d.f, v=step.v, Jn=d.Jn, Jt=d.Jt, Jo=d.Jo, mu=d.mu, phi=d.phi,
                                       h=step.h, prefix=step.prefix, planar=step.system.planar,
-                                      gap_stabilization=self.options.gap_stabilization)
+                                      gap_stabilization=self.options.gap_stabilization,
+                                      gap_rate=normal_side(step, self.options.gap))

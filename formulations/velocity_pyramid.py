@@ -14,11 +14,19 @@ polygon circumscribes Coulomb's disk, and for k = 4 it is the square pyramid
 the polygon's support function. The same friction law as the instantaneous pyramid LCP
 (35)-(39), at the velocity level, so that transcriptions can stack one block per step: every
 input may be a number array or a CasADi expression (``v`` may be the previous step's variables).
+
+The non-penetration side ``phi / h + J_n v+`` is the gap at the end of the step to first order in
+``h`` (Anitescu-Potra): a foot on a curved path can end a step ``O(h^2 |v|^2)`` below the ground
+(Solo12 walks at ``h = 0.025``: 4e-5 m). Option ``gap="position"`` (:data:`GAPS`) writes the gap
+itself, ``phi(q+) / h`` with ``q+ = q + h qdot(q, v+)`` (:meth:`Step.end_gap_rate`; Posa, Cantu and
+Tedrake's position-level condition in the velocity-level step): no knot of a trajectory is then
+below the ground, and the step is a nonlinear complementarity problem (time stepping solves it
+through the NLP route of the solver front door instead of an LCP or fc3d solver).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import casadi as ca
 import numpy as np
@@ -28,6 +36,28 @@ from contactmp.formulations.pyramid_lcp import facet_generators
 from contactmp.formulations.base import Formulation, Step, StepBlock, register
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, Constraint, Program, Variables
+
+
+#: the values of the velocity-level formulations' ``gap`` option: the non-penetration side is
+#: ``phi(q) / h + Jn(q) v+`` (``"linear"``) or ``phi(q + h qdot(q, v+)) / h`` (``"position"``)
+GAPS = ("linear", "position")
+
+
+def check_gap(gap: Any, gap_stabilization: Any) -> None:
+    """InputError unless ``gap`` is one of :data:`GAPS` and ``gap_stabilization`` a bool that is
+    True when ``gap == "position"`` (the gap itself has no unstabilized form)."""
+    if not isinstance(gap_stabilization, (bool, np.bool_)):
+        raise InputError("gap_stabilization", f"must be True or False, got {gap_stabilization!r}")
+    if gap not in GAPS:
+        raise InputError("gap", f"must be one of {', '.join(map(repr, GAPS))}, got {gap!r}")
+    if gap == "position" and not gap_stabilization:
+        raise InputError("gap", "'position' writes the gap phi(q+) / h itself; it needs gap_stabilization=True")
+
+
+def normal_side(step: Step, gap: str) -> Callable[[Any], Any] | None:
+    """The non-penetration side as a function of ``v+`` for the ``gap`` option (None: the block's
+    default, ``phi / h + Jn v+`` at the step's data)."""
+    return step.end_gap_rate if gap == "position" else None
 
 
 @dataclass(eq=False, kw_only=True)
@@ -106,13 +136,15 @@ def dynamics_row(prog: Program, prefix: str, M: Any, f: Any, v: Any, h: float, v
 
 def add_velocity_pyramid_step(prog: Program, *, M: Any, f: Any, v: Any, Jn: Any, Jt: Any, Jo: Any, mu: Any,
                               phi: Any, h: float, facets: int = 4, prefix: str = "step",
-                              gap_stabilization: bool = True) -> VelocityPyramidStep:
+                              gap_stabilization: bool = True,
+                              gap_rate: Callable[[Any], Any] | None = None) -> VelocityPyramidStep:
     """Add one velocity-level pyramid-friction step to ``prog`` (block name ``prefix``).
 
     Shapes: ``M`` (n_v x n_v, symmetric positive definite when numeric), ``f`` and ``v`` (n_v),
     ``Jn``, ``Jt``, ``Jo`` (n_c x n_v: normal and tangent rows of the contact Jacobian), ``mu``
     and ``phi`` (n_c; ``mu >= 0``). With ``gap_stabilization`` the non-penetration row is
-    ``phi / h + J_n v+ >= 0`` (Anitescu-Potra), otherwise ``J_n v+ >= 0``.
+    ``phi / h + J_n v+ >= 0`` (Anitescu-Potra), otherwise ``J_n v+ >= 0``; ``gap_rate``, when
+    given, maps ``v+`` (SX, n_v) to the side instead (n_c; e.g. :meth:`Step.end_gap_rate`).
     """
     if not (isinstance(h, (int, float)) and h > 0 and np.isfinite(h)):
         raise InputError("h", f"must be a positive finite step, got {h!r}")
@@ -140,8 +172,8 @@ def add_velocity_pyramid_step(prog: Program, *, M: Any, f: Any, v: Any, Jn: Any,
 
     vp = v_next.sym
     dynamics = dynamics_row(prog, prefix, M_, f_, v_, h, vp, Jn_, p_n.sym, ca.mtimes(D.T, beta.sym))
-    gap_rate = ca.mtimes(Jn_, vp) + (phi_ / h if gap_stabilization else 0)
-    non_pen = prog.add_complementarity(p_n.sym, gap_rate, name=f"{prefix}/non_penetration", block=blk)
+    side = gap_rate(vp) if gap_rate is not None else ca.mtimes(Jn_, vp) + (phi_ / h if gap_stabilization else 0)
+    non_pen = prog.add_complementarity(p_n.sym, side, name=f"{prefix}/non_penetration", block=blk)
     E = np.kron(np.eye(nc), np.ones((k, 1)))  # (nc*k x nc): lambda_j repeated for its k generators
     dissipation = prog.add_complementarity(
         beta.sym, ca.mtimes(E, lam.sym) + ca.mtimes(D, vp), name=f"{prefix}/dissipation", block=blk
@@ -170,23 +202,30 @@ class Pyramid(Formulation):
     time step (Lemke, then the semismooth Newton method), an MPCC block in trajectory optimization.
 
     Options: ``facets`` k (>= 3; even for planar systems), ``gap_stabilization`` (the
-    ``phi / h`` term of the non-penetration row)."""
+    ``phi / h`` term of the non-penetration row), ``gap`` (:data:`GAPS`: ``"position"`` writes
+    the gap at the step's end, ``phi(q + h qdot(q, v+)) / h``, see the module docstring)."""
 
     name = "pyramid"
-    solver = {"lcp": ("lemke", "newton")}
     parametric = True
 
     @dataclass(frozen=True)
     class Options:
-        """``facets`` k >= 3 of the polygon; ``gap_stabilization``: ``phi / h + Jn v+ >= 0``."""
+        """``facets`` k >= 3 of the polygon; ``gap_stabilization``: ``phi / h + Jn v+ >= 0``;
+        ``gap``: ``"linear"`` or ``"position"`` (:data:`GAPS`)."""
 
         facets: int = 4
         gap_stabilization: bool = True
+        gap: str = "linear"
 
         def __post_init__(self) -> None:
             pyramid_generators(self.facets)
-            if not isinstance(self.gap_stabilization, (bool, np.bool_)):
-                raise InputError("gap_stabilization", f"must be True or False, got {self.gap_stabilization!r}")
+            check_gap(self.gap, self.gap_stabilization)
+
+    @property
+    def solver(self) -> Any:  # type: ignore[override]
+        """Lemke then Newton for the LCP of a linear-gap step; None (the front door's NLP route)
+        for ``gap="position"``, whose step is not an LCP."""
+        return None if self.options.gap == "position" else {"lcp": ("lemke", "newton")}
 
     def check_system(self, system: ContactSystem, h: float) -> None:
         """A planar system needs an even number of facets (an odd polygon is not symmetric along
@@ -200,4 +239,5 @@ class Pyramid(Formulation):
         d = step.data()
         return add_velocity_pyramid_step(prog, M=d.M, f=d.f, v=step.v, Jn=d.Jn, Jt=d.Jt, Jo=d.Jo, mu=d.mu,
                                          phi=d.phi, h=step.h, facets=self.options.facets, prefix=step.prefix,
-                                         gap_stabilization=self.options.gap_stabilization)
+                                         gap_stabilization=self.options.gap_stabilization,
+                                         gap_rate=normal_side(step, self.options.gap))

@@ -28,7 +28,8 @@ from contactmp.solvers.mpcc import FREE, NONNEG, ZERO, MPCCStrategy, Relaxation,
 if TYPE_CHECKING:  # pragma: no cover
     from contactmp.solvers.nlp import NLPOptions
 
-__all__ = ["Engine", "engine", "Homotopy", "Candidate", "Walk", "IPOPT_DEFAULTS", "BIACTIVE_FACTOR", "SNAP_TOL"]
+__all__ = ["Engine", "engine", "Homotopy", "Candidate", "Walk", "IPOPT_DEFAULTS", "WARM_RESOLVE", "BIACTIVE_FACTOR",
+           "SNAP_TOL"]
 
 #: IPOPT options set unless the caller's ``ipopt`` dict says otherwise
 IPOPT_DEFAULTS: dict[str, Any] = {
@@ -41,6 +42,20 @@ IPOPT_DEFAULTS: dict[str, Any] = {
 }
 
 
+#: IPOPT options of the warm re-solve at ``tol`` of an inner NLP's verified answer
+#: (``NLPOptions.warm_resolve``): start from the answer's multipliers, keep it (and them) nearly where
+#: they are, and start the barrier near where the inner NLP left it (``homotopy_tol`` = 1e-3)
+WARM_RESOLVE: dict[str, Any] = {
+    "warm_start_init_point": "yes",
+    "mu_init": 1e-5,
+    "warm_start_bound_push": 1e-9,
+    "warm_start_bound_frac": 1e-9,
+    "warm_start_slack_bound_push": 1e-9,
+    "warm_start_slack_bound_frac": 1e-9,
+    "warm_start_mult_bound_push": 1e-9,
+}
+
+
 class Engine:
     """What one (program, strategy, options) solve needs, built once and kept in the program's cache
     (so the starts of a multistart share it): the relaxation ``rel`` of the homotopy, the relaxation
@@ -49,8 +64,9 @@ class Engine:
     ``mpcc/side_b``, kept out of the homotopy's NLP because even a free row changes IPOPT's path),
     the pair sides ``(x, p) -> (a, b)`` and three IPOPT objects, each built on first use:
     ``"loose"`` (``rel``, ``tol = homotopy_tol``, the homotopy's inner NLPs), ``"tight"`` (``rel``,
-    ``tol``, ``max_iter``) and ``"piece"`` (``rel_piece``, ``tol``, ``max_iter = polish_max_iter``:
-    polish and branch steps). Both relaxations have the same variables and parameters."""
+    ``tol``, ``max_iter``), ``"piece"`` (``rel_piece``, ``tol``, ``max_iter = polish_max_iter``:
+    polish and branch steps) and, with ``warm_resolve``, ``"resolve"`` (``rel``, ``tol``,
+    :data:`WARM_RESOLVE`: an inner NLP's verified answer solved again from its multipliers). Both relaxations have the same variables and parameters."""
 
     def __init__(self, rel: Relaxation, rel_piece: Relaxation, sides: ca.Function,
                  options: dict[str, dict[str, Any]], backend: str, deadline: bool, derivatives: str = "full") -> None:
@@ -128,6 +144,8 @@ def engine(prog: Program, strategy: str, o: NLPOptions, backend: str, ipopt: dic
         options["loose"] = {**ipopt, "tol": float(o.homotopy_tol)}
         if o.warm_start_duals:
             options["loose"].setdefault("warm_start_init_point", "yes")
+        if o.warm_resolve:
+            options["resolve"] = {**ipopt, **WARM_RESOLVE}
     side_vars = prog._cache.get("side_variables")
     if side_vars is None:  # (the program's cache is cleared when its structure changes)
         side_vars = prog._cache["side_variables"] = np.array(
@@ -378,7 +396,10 @@ class Homotopy:
                             found = cand
                             break
                     # a loose NLP's answer passes the checks: solve the same NLP again at tol
-                    again = self.eng.solver("tight").solve(ans.x, pt, lbx, ubx, lbg, ubg)
+                    if self.eng.has("resolve"):  # from its primal-dual point, a small barrier
+                        again = self.eng.solver("resolve").solve(ans.x, pt, lbx, ubx, lbg, ubg, ans.lam_x, ans.lam_g)
+                    else:
+                        again = self.eng.solver("tight").solve(ans.x, pt, lbx, ubx, lbg, ubg)
                     self.iterations += again.iterations
                     c2 = self.candidate(again, bounds=(lbx, ubx))
                     entry["at_tol"] = {"status": again.status, "iterations": again.iterations}

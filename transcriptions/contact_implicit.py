@@ -115,7 +115,9 @@ class ContactImplicitTO:
         contact condition ``phi(q_k) / h + Jn(q_k) v_{k+1} >= 0`` holds ``phi(q_{k+1}) >= 0`` only
         to first order in ``h``: curved motion can end a step up to ``O(h^2 |v|^2)`` below the
         ground (Solo12 walk starts: 4e-5 m). The rows keep every knot on or above it; each step
-        is still a time-stepping step, the rows only exclude trajectories that penetrate.
+        is still a time-stepping step, the rows only exclude trajectories that penetrate. The
+        formulations' option ``gap="position"`` replaces the contact side by ``phi(q_{k+1}) / h``
+        instead of adding a row beside it (no nearly parallel rows; IPOPT handles it better).
     **options : the formulation's options (with a name): ``stiffness``, ``damping``,
         ``tangential_damping``, ``friction``, ``associated`` for ``"compliant"``; ``vertices``,
         ``stiffness``, ``relax``, ``radius`` for ``"nmdp"`` / ``"mdp"``; ...

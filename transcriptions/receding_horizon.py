@@ -70,6 +70,7 @@ __all__ = ["RecedingHorizon", "ShiftRecord", "WARM_START", "shift_indices"]
 #: these 21.
 WARM_START: dict[str, Any] = {
     "sigma0": 1e-6,
+    "rho0": 1e4,
     "homotopy_tol": 1e-3,
     "ipopt": {"mu_strategy": "monotone", "mu_init": 1e-6, "bound_push": 1e-8, "bound_frac": 1e-8,
               "slack_bound_push": 1e-8, "slack_bound_frac": 1e-8},

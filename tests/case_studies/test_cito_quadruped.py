@@ -19,6 +19,7 @@ def test_solo_tasks_as_built(kind: str, planar: bool) -> None:
     N, h, (dx, dz) = TASK_SHAPES[kind]
     assert (to.N, to.h) == (N, h) and to.system.n_q == (11 if planar else 19)
     assert len(to.program.stage_groups) == 1  # the knots are one stage group
+    assert to.formulation.options.gap == "position"  # no knot below the terrain
     assert all(np.all(u.ub == SOLO12_TORQUE_LIMIT) and np.all(u.lb == -SOLO12_TORQUE_LIMIT) for u in to.u)
     # standing at both ends: every foot on the terrain (the jump's smoothed step is 1e-7 m high
     # under the front feet at the start and 1e-7 m short of its top under the hind feet at the end)

@@ -334,6 +334,8 @@ class Formulation:
             res = Result(Status.SOLVED, v_next, "free_flight", 0.0, tol)
         else:
             prog, blk = self._step_program(step, idx, full)
+            if getattr(self.options, "gap", "linear") == "position":
+                self._start_from_linear_gap(prog, step, idx, full, tol)
             opts = self.auto_options if solver is None else {}
             res = solve(prog, solver=solver if solver is not None else self.solver, tol=tol, **opts)
             v_next = prog.value(blk.v_next, res.x)
@@ -350,6 +352,26 @@ class Formulation:
             res.extras["gap_rate"] = full.phi[active] / h + full.Jn[active] @ v_next
         q_next = step.q + h * step.qdot(step.q, v_next)
         return StepOutcome(np.asarray(q_next, dtype=float).ravel(), v_next, imp, active, res)
+
+    def _start_from_linear_gap(self, prog: Program, step: Step, idx: np.ndarray, full: StepData,
+                               tol: float) -> None:
+        """Start the variables of a position-gap step's Program (``gap="position"``, a nonlinear
+        complementarity problem solved by the NLP route) at the solution of the same step with the
+        linearized gap (its LCP or fc3d problem, solved by that route's solvers): the two differ by
+        ``O(h^2)``, and the NLP started at zero found other solutions of the step, a leg swung
+        through 0.95 rad in one 0.025 s step so that its foot ends on the ground (Solo12 walk). When
+        the linear step is not solved the Program's own start is kept."""
+        from contactmp.solvers.front import solve
+
+        twin = self.__dict__.get("_linear_twin")
+        if twin is None:
+            twin = self.__dict__["_linear_twin"] = type(self)(**{**dataclasses.asdict(self.options), "gap": "linear"})
+        lin_prog, _ = twin._step_program(step, idx, full)
+        lin = solve(lin_prog, solver=twin.solver, tol=tol, **twin.auto_options)
+        if lin.status is not Status.SOLVED:
+            return
+        for var in prog.variables:
+            var.init = np.asarray(lin_prog.value(lin_prog[var.name], lin.x), dtype=float).reshape(var.init.shape)
 
     def _step_program(self, step: Step, idx: np.ndarray, full: StepData) -> tuple[Program, StepBlock]:
         """The Program and block of a numeric step with the contacts ``idx``: built from the step's

@@ -146,8 +146,9 @@ class NLPOptions(SolverOptions):
     warm_resolve : when an inner NLP's answer (solved at ``homotopy_tol``) passes the checks, solve
         the same NLP again at ``tol`` from its primal-dual point (IPOPT's ``warm_start_init_point``
         with the barrier at :data:`~contactmp.solvers.homotopy.WARM_RESOLVE` ``mu_init``) instead of
-        from its primal point with IPOPT's default start (False). Solo12 3D walk starts: the cold
-        re-solve took 870-2,150 of their 1,467-2,454 IPOPT iterations.
+        from its primal point with IPOPT's default start (False). Small MPCCs: 1 iteration instead
+        of 5-7 for the re-solve; Solo12 3D walk starts, where the cold re-solve took 870-2,150 of
+        their 1,467-2,454 IPOPT iterations, gain little (start 3: 2,373 against 2,454 in all).
     branch_rounds : at most this many branch steps when the certificate finds a descent branch
         (0: certify only).
     infeasible_stop : a homotopy whose relaxed sets shrink (Scholtes, direct, l1) ends after this many

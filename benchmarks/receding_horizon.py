@@ -43,10 +43,11 @@ import _common as common  # noqa: E402
 
 from contactmp.transcriptions.receding_horizon import WARM_START  # noqa: E402
 
-#: named warm-start option sets (``--warm``): "default" is the library's WARM_START; "primal only"
+#: named warm-start option sets (``--warm``): "default" is the library's choice for the strategy
+#: (``receding_horizon.warm_changes``: WARM_START, or rho0 = rho_max for elastic l1); "primal only"
 #: keeps the cold options (the shifted guess is the only change)
-WARM_CONFIGS: dict[str, dict[str, Any]] = {
-    "default": WARM_START,
+WARM_CONFIGS: dict[str, dict[str, Any] | None] = {
+    "default": None,
     "primal only": {},
     "keep bound push": {"sigma0": 1e-6, "homotopy_tol": 1e-3, "ipopt": {"mu_strategy": "monotone", "mu_init": 1e-6}},
     "keep homotopy_tol": {"sigma0": 1e-6, "ipopt": WARM_START["ipopt"]},
@@ -94,7 +95,9 @@ def run_task(name: str, to: Any, options: dict[str, Any], warm: dict[str, Any], 
     options = dict(options)
     strategy = options.pop("strategy", "scholtes")
     rh = RecedingHorizon(to, strategy=strategy, warm=warm, **{**options, "time_limit": time_limit})
-    out: dict[str, Any] = {"task": name, "n_x": to.program.n_x, "n_comp": to.program.n_comp, "N": to.N, "h": to.h}
+    out: dict[str, Any] = {"task": name, "n_x": to.program.n_x, "n_comp": to.program.n_comp, "N": to.N, "h": to.h,
+                           "strategy": strategy, "warm_options": {k: v for k, v in vars(rh.warm_options).items()
+                                                                  if v != getattr(rh.options, k)}}
     first = rh.solve()
     out["first"] = _record(rh, first, "first (cold, builds)")
     print(f"{name}: first plan {first.status.value}, cost {first.objective:.4g}, "
@@ -209,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     stem = "receding_horizon" + (f"_{args.system}" if args.system else "")
     return common.finish(args.out / f"{stem}.json",
                          {**common.run_header("receding_horizon", sys.argv, 0), "warm": args.warm,
-                          "warm_options": WARM_CONFIGS[args.warm], "results": results}, t_start)
+                          "warm_config": WARM_CONFIGS[args.warm], "results": results}, t_start)
 
 
 if __name__ == "__main__":

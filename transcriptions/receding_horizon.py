@@ -12,7 +12,8 @@ and its current plan (a :class:`~contactmp.transcriptions.contact_implicit.TORes
   the held last step obeys its dynamics only when the plan ends at rest in equilibrium: the
   hopper's shifted guess violates that row by 3.8, everything else holds);
 * the solve is warm-started: the homotopy starts near its end and IPOPT near the guess
-  (:data:`WARM_START`, on top of the caller's options).
+  (:func:`warm_changes`: :data:`WARM_START`, or for elastic l1 its last penalty at once; on top of
+  the caller's options).
 
 Everything else of the task stays as it was built: the same ``N``, ``h``, costs and final
 conditions (a receding horizon with a fixed terminal target).
@@ -57,7 +58,7 @@ from contactmp.result import Status
 from contactmp.transcriptions.contact_implicit import ContactImplicitTO, TOResult
 from contactmp.validate import float_vector
 
-__all__ = ["RecedingHorizon", "ShiftRecord", "WARM_START", "shift_indices"]
+__all__ = ["RecedingHorizon", "ShiftRecord", "WARM_START", "warm_changes", "shift_indices"]
 
 #: NLPOptions changes of a warm re-solve (added to the caller's options; ``ipopt`` entries merged
 #: into the caller's): the shifted plan is already complementary and nearly feasible, so the Scholtes
@@ -70,11 +71,26 @@ __all__ = ["RecedingHorizon", "ShiftRecord", "WARM_START", "shift_indices"]
 #: these 21.
 WARM_START: dict[str, Any] = {
     "sigma0": 1e-6,
-    "rho0": 1e4,
     "homotopy_tol": 1e-3,
     "ipopt": {"mu_strategy": "monotone", "mu_init": 1e-6, "bound_push": 1e-8, "bound_frac": 1e-8,
               "slack_bound_push": 1e-8, "slack_bound_frac": 1e-8},
 }
+
+
+def warm_changes(strategy: str, options: Any) -> dict[str, Any]:
+    """The default changes of a warm re-solve for ``strategy`` with the cold ``options``
+    (:class:`~contactmp.solvers.nlp.NLPOptions`): for ``"elastic_l1"`` the homotopy starts at its
+    end, ``rho0 = rho_max`` (one NLP, solved at ``tol``, IPOPT's own start and barrier); for the
+    other strategies :data:`WARM_START`. Solo12 3D walk (``benchmarks/receding_horizon.py --system
+    solo12``, one shift, elastic l1): from the shifted plan at ``rho0 = 1e5`` the NLPs took 14, 11,
+    10, 10 iterations but the re-solves at ``tol`` of the loose answers 379 and 1,128 (1,552 in
+    all, slower than cold); at ``rho0 = rho_max`` 14 iterations and 1.6 s; with WARM_START's small
+    bound push (``1e-8``) added, 175 iterations ending in IPOPT's Error_In_Step_Computation; with
+    WARM_START and ``rho0 = 1e4`` the plan solved again from itself ended in a numerical error
+    after 538 iterations, and the shift took 1,412 against 1,195 cold."""
+    if strategy == "elastic_l1":
+        return {"rho0": float(options.rho_max)}
+    return dict(WARM_START)
 
 
 @dataclass
@@ -157,7 +173,8 @@ class RecedingHorizon:
         (both rows, ``initial_q`` and ``initial_v``, are needed: the state of a re-solve is ``(q, v)``).
     backend, strategy : as for :meth:`ContactImplicitTO.solve`.
     options, overrides : the :class:`~contactmp.solvers.nlp.NLPOptions` of every solve (the task's).
-    warm : the changes of a warm re-solve (default :data:`WARM_START`; ``{}``: the same options as a
+    warm : the changes of a warm re-solve (default :func:`warm_changes` of the strategy: :data:`WARM_START`,
+        or ``rho0 = rho_max`` for elastic l1; ``{}``: the same options as a
         cold solve).
 
     ``plan`` is the current plan (the last kept solve), ``shift`` the number of knots moved on since
@@ -182,7 +199,7 @@ class RecedingHorizon:
         self._rows: tuple[Constraint, Constraint] = (rows[0], rows[1])
         self.to, self.backend, self.strategy = to, backend, strategy
         self.options = NLPOptions.build(options, **overrides)
-        changes = dict(WARM_START if warm is None else warm)
+        changes = warm_changes(strategy, self.options) if warm is None else dict(warm)
         if "ipopt" in changes:
             changes["ipopt"] = {**self.options.ipopt, **changes["ipopt"]}
         self.warm_options = NLPOptions.build(self.options, **changes)

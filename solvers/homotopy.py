@@ -395,14 +395,18 @@ class Homotopy:
                         if self.settle(cand):
                             found = cand
                             break
-                    # a loose NLP's answer passes the checks: solve the same NLP again at tol
+                    # a loose NLP's answer passes the checks: solve the same NLP again at tol (with
+                    # resolve_at_last: the homotopy's last NLP, from this answer)
+                    p_again = rel.p(self.ts[-1]) if o.resolve_at_last else pt
                     if self.eng.has("resolve"):  # from its primal-dual point, a small barrier
-                        again = self.eng.solver("resolve").solve(ans.x, pt, lbx, ubx, lbg, ubg, ans.lam_x, ans.lam_g)
+                        again = self.eng.solver("resolve").solve(ans.x, p_again, lbx, ubx, lbg, ubg, ans.lam_x,
+                                                                 ans.lam_g)
                     else:
-                        again = self.eng.solver("tight").solve(ans.x, pt, lbx, ubx, lbg, ubg)
+                        again = self.eng.solver("tight").solve(ans.x, p_again, lbx, ubx, lbg, ubg)
                     self.iterations += again.iterations
                     c2 = self.candidate(again, bounds=(lbx, ubx))
-                    entry["at_tol"] = {"status": again.status, "iterations": again.iterations}
+                    entry["at_tol"] = {"status": again.status, "iterations": again.iterations,
+                                       param_name: self.ts[-1] if o.resolve_at_last else t}
                     if c2.ok and self.verified(c2.res) and self.settle(c2):
                         found = c2
                         break

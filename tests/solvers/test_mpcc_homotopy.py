@@ -427,3 +427,23 @@ def test_warm_resolve_restarts_from_the_answers_multipliers(strategy: str) -> No
     assert at_tol[True] < at_tol[False]
     with pytest.raises(OptionError, match="warm_resolve"):
         solve_program(program()[0], "casadi", strategy, warm_resolve=1)
+
+
+def test_resolve_at_last_solves_the_verified_answer_at_the_last_penalty() -> None:
+    # elastic l1 on the wrong-side-first MPCC: the first verified loose answer is solved again at
+    # tol with rho = rho_max (the homotopy's last NLP), and that answer, still (1, 0) with f = 9, is
+    # returned with IPOPT's success.
+    prog = Program("wrong_side_first")
+    x = prog.add_variables("x", 1, lb=0.0, init=0.6)
+    y = prog.add_variables("y", 1, lb=0.0, init=1.0)
+    prog.add_constraint(x.sym, 0.5, np.inf, name="x_min")
+    prog.add_cost((x.sym - 1) ** 2 + (y.sym - 3) ** 2)
+    prog.add_complementarity(x, y)
+    r = solve_program(prog, "casadi", "elastic_l1", polish=False, homotopy_tol=1e-3, resolve_at_last=True,
+                      rho_max=1e6)
+    assert r.status is Status.SOLVED
+    np.testing.assert_allclose([r.value(x)[0], r.value(y)[0]], [1.0, 0.0], atol=1e-7)
+    assert r.objective == pytest.approx(9.0, abs=1e-6)
+    resolves = [h["at_tol"] for h in r.extras["homotopy"] if "at_tol" in h]
+    assert resolves and resolves[-1]["rho"] == 1e6 and resolves[-1]["status"] == "Solve_Succeeded"
+    assert r.extras["homotopy"][-1]["rho"] < 1e6  # it stopped before the homotopy reached rho_max

@@ -66,3 +66,20 @@ def test_solved_is_always_verified_ipopt(solver: str, problem: tuple[np.ndarray,
     res = solve_lcp(M, q, solver=solver)
     if res.status is Status.SOLVED:
         assert plain_residual(M, q, res.x) <= res.tol * (1 + 1e-12)
+
+
+def test_a_diverged_iterate_is_not_certified_by_rounding() -> None:
+    """The feasible interior-point method followed a ray of this LCP to |z| ~ 4e16, where the
+    computed residual of ``min(z, M z + q)`` was 0 and the true one is 3 (Hypothesis found it): the
+    check's rounding floor, eps (|M| |z| + |q|) ~ 20 here, is far above tol, so it is not solved."""
+    M = np.array([[-2., 0., 1., 3., 1., -2., 0.], [1., -2., -3., -1., -1., -3., 2.], [3., -3., 1., 1., -1., 3., 1.],
+                  [3., 2., -1., -3., 1., -2., -3.], [-1., 0., 0., 2., 3., -3., 3.], [1., 3., -2., -2., -2., -3., 3.],
+                  [-2., 0., 1., -3., -2., 2., 3.]])
+    q = np.array([2., -3., -1., -2., 0., 3., 0.])
+    res = solve_lcp(M, q, solver="fip")
+    if res.status is Status.SOLVED:
+        assert plain_residual(M, q, res.x) <= res.tol * (1 + 1e-12)
+    z = np.array([2.70215978e16, 4.05323966e16, 0.0, 1.80143985e16, 0.0, 0.0, 3.60287970e16])
+    from contactmp.solvers.lcp import rounding_floor
+    assert rounding_floor(M, q, z, 1e-8) > 1.0
+    assert rounding_floor(M, q, np.ones(7), 1e-8) == 0.0

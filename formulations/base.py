@@ -323,6 +323,7 @@ class Formulation:
         from contactmp.solvers.front import solve
 
         nc, h = step.system.n_c, step.h
+        position_gap = getattr(self.options, "gap", "linear") == "position"  # (pyramid, cone: Options.gap)
         full = _with_contacts(step, None).data()
         idx = np.arange(nc) if step.contacts is None else np.asarray(step.contacts, dtype=int)
         if idx.size:
@@ -334,7 +335,7 @@ class Formulation:
             res = Result(Status.SOLVED, v_next, "free_flight", 0.0, tol)
         else:
             prog, blk = self._step_program(step, idx, full)
-            if getattr(self.options, "gap", "linear") == "position":
+            if position_gap:
                 self._start_from_linear_gap(prog, step, idx, full, tol)
             opts = self.auto_options if solver is None else {}
             res = solve(prog, solver=solver if solver is not None else self.solver, tol=tol, **opts)
@@ -346,7 +347,7 @@ class Formulation:
         dyn = full.M @ (v_next - step.v) - h * full.f - full.Jn.T @ imp[:, 0] - full.Jt.T @ imp[:, 1] \
             - full.Jo.T @ imp[:, 2]
         res.residuals["dynamics"] = float(np.max(np.abs(dyn), initial=0.0))
-        if getattr(self.options, "gap", "linear") == "position":
+        if position_gap:
             res.extras["gap_rate"] = np.asarray(_with_contacts(step, None).end_gap_rate(v_next), dtype=float).ravel()[active]
         else:
             res.extras["gap_rate"] = full.phi[active] / h + full.Jn[active] @ v_next

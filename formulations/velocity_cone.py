@@ -59,8 +59,8 @@ from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError
 from contactmp.formulations.base import Formulation, Step, StepBlock, register
-from contactmp.formulations.velocity_pyramid import (_matrix, _step_inputs, check_gap, dynamics_row, normal_side,
-                                                     numeric_mu)
+from contactmp.formulations.velocity_pyramid import (_matrix, _step_inputs, check_gap, dynamics_row, normal_rate,
+                                                     normal_side, numeric_mu)
 from contactmp.program import Complementarity, Constraint, Program, Variables
 
 __all__ = ["VelocityConeStep", "add_velocity_cone_step", "cone_block", "Cone"]
@@ -179,7 +179,8 @@ def add_velocity_cone_step(prog: Program, *, M: Any, f: Any, v: Any, Jn: Any, Jt
     ``Jt``, ``Jo`` (n_c x n_v), ``mu`` and ``phi`` (n_c; ``mu >= 0``). With ``gap_stabilization``
     the non-penetration row is ``phi / h + J_n v+ >= 0`` (Anitescu-Potra), otherwise
     ``J_n v+ >= 0``; ``gap_rate``, when given, maps ``v+`` (SX, n_v) to the normal side instead
-    (n_c; e.g. :meth:`~contactmp.formulations.base.Step.end_gap_rate`). ``planar`` keeps only the ``t`` tangent (see the module docstring); None
+    (n_c; e.g. :meth:`~contactmp.formulations.base.Step.end_gap_rate`). ``planar`` keeps only the
+    ``t`` tangent (see the module docstring); None
     decides from ``Jo``: planar exactly when ``Jo`` is None or zero (numerically, or structurally
     for a CasADi expression). ``planar=True`` with a nonzero ``Jo`` raises :class:`InputError`.
 
@@ -200,7 +201,7 @@ def add_velocity_cone_step(prog: Program, *, M: Any, f: Any, v: Any, Jn: Any, Jt
     if p_o is not None:
         friction_impulse = friction_impulse + ca.mtimes(Jo_.T, p_o.sym)
     dynamics = dynamics_row(prog, prefix, M_, f_, v_, h, vp, Jn_, p_n.sym, friction_impulse)
-    u_n = gap_rate(vp) if gap_rate is not None else ca.mtimes(Jn_, vp) + (phi_ / h if gap_stabilization else 0)
+    u_n = normal_rate(vp, Jn_, phi_, h, gap_stabilization, gap_rate)
     u = (u_n, ca.mtimes(Jt_, vp)) if planar else (u_n, ca.mtimes(Jt_, vp), ca.mtimes(Jo_, vp))
     return cone_block(prog, prefix, v_next, p_n, p_t, p_o, dynamics, u, mu_, associated=False)
 

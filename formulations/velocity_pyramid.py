@@ -54,6 +54,15 @@ def check_gap(gap: Any, gap_stabilization: Any) -> None:
         raise InputError("gap", "'position' writes the gap phi(q+) / h itself; it needs gap_stabilization=True")
 
 
+def normal_rate(vp: Any, Jn: Any, phi: Any, h: float, gap_stabilization: bool,
+                gap_rate: Callable[[Any], Any] | None) -> Any:
+    """The non-penetration side of a velocity-level block at ``v+ = vp``: ``gap_rate(vp)`` when
+    given, else ``Jn v+ + phi / h`` (``Jn v+`` without ``gap_stabilization``)."""
+    if gap_rate is not None:
+        return gap_rate(vp)
+    return ca.mtimes(Jn, vp) + (phi / h if gap_stabilization else 0)
+
+
 def normal_side(step: Step, gap: str) -> Callable[[Any], Any] | None:
     """The non-penetration side as a function of ``v+`` for the ``gap`` option (None: the block's
     default, ``phi / h + Jn v+`` at the step's data)."""
@@ -172,7 +181,7 @@ def add_velocity_pyramid_step(prog: Program, *, M: Any, f: Any, v: Any, Jn: Any,
 
     vp = v_next.sym
     dynamics = dynamics_row(prog, prefix, M_, f_, v_, h, vp, Jn_, p_n.sym, ca.mtimes(D.T, beta.sym))
-    side = gap_rate(vp) if gap_rate is not None else ca.mtimes(Jn_, vp) + (phi_ / h if gap_stabilization else 0)
+    side = normal_rate(vp, Jn_, phi_, h, gap_stabilization, gap_rate)
     non_pen = prog.add_complementarity(p_n.sym, side, name=f"{prefix}/non_penetration", block=blk)
     E = np.kron(np.eye(nc), np.ones((k, 1)))  # (nc*k x nc): lambda_j repeated for its k generators
     dissipation = prog.add_complementarity(

@@ -66,7 +66,8 @@ class Engine:
     ``"loose"`` (``rel``, ``tol = homotopy_tol``, the homotopy's inner NLPs), ``"tight"`` (``rel``,
     ``tol``, ``max_iter``), ``"piece"`` (``rel_piece``, ``tol``, ``max_iter = polish_max_iter``:
     polish and branch steps) and, with ``warm_resolve``, ``"resolve"`` (``rel``, ``tol``,
-    :data:`WARM_RESOLVE`: an inner NLP's verified answer solved again from its multipliers). Both relaxations have the same variables and parameters."""
+    :data:`WARM_RESOLVE`: an inner NLP's verified answer solved again from its multipliers). Both
+    relaxations have the same variables and parameters."""
 
     def __init__(self, rel: Relaxation, rel_piece: Relaxation, sides: ca.Function,
                  options: dict[str, dict[str, Any]], backend: str, deadline: bool, derivatives: str = "full") -> None:
@@ -397,7 +398,8 @@ class Homotopy:
                             break
                     # a loose NLP's answer passes the checks: solve the same NLP again at tol (with
                     # resolve_at_last: the homotopy's last NLP, from this answer)
-                    p_again = rel.p(self.ts[-1]) if o.resolve_at_last else pt
+                    t_again = self.ts[-1] if o.resolve_at_last else t
+                    p_again = rel.p(t_again)
                     if self.eng.has("resolve"):  # from its primal-dual point, a small barrier
                         again = self.eng.solver("resolve").solve(ans.x, p_again, lbx, ubx, lbg, ubg, ans.lam_x,
                                                                  ans.lam_g)
@@ -405,8 +407,7 @@ class Homotopy:
                         again = self.eng.solver("tight").solve(ans.x, p_again, lbx, ubx, lbg, ubg)
                     self.iterations += again.iterations
                     c2 = self.candidate(again, bounds=(lbx, ubx))
-                    entry["at_tol"] = {"status": again.status, "iterations": again.iterations,
-                                       param_name: self.ts[-1] if o.resolve_at_last else t}
+                    entry["at_tol"] = {"status": again.status, "iterations": again.iterations, param_name: t_again}
                     if c2.ok and self.verified(c2.res) and self.settle(c2):
                         found = c2
                         break

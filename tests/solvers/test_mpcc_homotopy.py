@@ -133,17 +133,24 @@ def test_the_first_nlps_polish_ends_the_homotopy() -> None:
     np.testing.assert_allclose(r2.value(z), [4 / 3, 7 / 3], atol=1e-8)
 
 
-def test_a_polish_that_fails_the_checks_is_not_returned() -> None:
-    # min (x - 1)^2 + (y - 3)^2 s.t. x >= 1/2 (a row), 0 <= x _|_ y >= 0. At sigma = 1 the relaxed
-    # answer has x < y (x y <= 1 near (0.5, 2)), so the polish fixes x = 0: that piece is empty
-    # (x >= 1/2), IPOPT reports it infeasible and the homotopy goes on. As sigma falls y -> 0, the
-    # polish fixes y = 0 and returns the only B-stationary point, (1, 0), f = 9.
+def wrong_side_first() -> tuple[Program, object, object]:
+    """min (x - 1)^2 + (y - 3)^2 s.t. x >= 1/2 (a row), 0 <= x _|_ y >= 0, started at (0.6, 1): its
+    only B-stationary point is (1, 0), f = 9."""
     prog = Program("wrong_side_first")
     x = prog.add_variables("x", 1, lb=0.0, init=0.6)
     y = prog.add_variables("y", 1, lb=0.0, init=1.0)
     prog.add_constraint(x.sym, 0.5, np.inf, name="x_min")
     prog.add_cost((x.sym - 1) ** 2 + (y.sym - 3) ** 2)
     prog.add_complementarity(x, y)
+    return prog, x, y
+
+
+def test_a_polish_that_fails_the_checks_is_not_returned() -> None:
+    # min (x - 1)^2 + (y - 3)^2 s.t. x >= 1/2 (a row), 0 <= x _|_ y >= 0. At sigma = 1 the relaxed
+    # answer has x < y (x y <= 1 near (0.5, 2)), so the polish fixes x = 0: that piece is empty
+    # (x >= 1/2), IPOPT reports it infeasible and the homotopy goes on. As sigma falls y -> 0, the
+    # polish fixes y = 0 and returns the only B-stationary point, (1, 0), f = 9.
+    prog, x, y = wrong_side_first()
     r = solve_program(prog, "casadi", "scholtes", sigma0=1.0)
     first = r.extras["homotopy"][0]["polish"]
     assert first["status"] != "Solve_Succeeded" and first["constraint"] > 1e-6
@@ -405,18 +412,9 @@ def test_warm_resolve_restarts_from_the_answers_multipliers(strategy: str) -> No
     # answer that passes the checks is solved again at tol. From its primal-dual point with a small
     # barrier (warm_resolve) IPOPT needs fewer iterations for that re-solve than from its primal
     # point alone (measured: 1 against 5-7), and both end at the same point.
-    def program() -> tuple[Program, object, object]:
-        prog = Program("wrong_side_first")
-        x = prog.add_variables("x", 1, lb=0.0, init=0.6)
-        y = prog.add_variables("y", 1, lb=0.0, init=1.0)
-        prog.add_constraint(x.sym, 0.5, np.inf, name="x_min")
-        prog.add_cost((x.sym - 1) ** 2 + (y.sym - 3) ** 2)
-        prog.add_complementarity(x, y)
-        return prog, x, y
-
     at_tol = {}
     for warm in (False, True):
-        prog, x, y = program()
+        prog, x, y = wrong_side_first()
         r = solve_program(prog, "casadi", strategy, polish=False, homotopy_tol=1e-3, warm_resolve=warm)
         assert r.status is Status.SOLVED
         np.testing.assert_allclose([r.value(x)[0], r.value(y)[0]], [1.0, 0.0], atol=1e-7)
@@ -426,19 +424,14 @@ def test_warm_resolve_restarts_from_the_answers_multipliers(strategy: str) -> No
         at_tol[warm] = resolves[-1]["iterations"]
     assert at_tol[True] < at_tol[False]
     with pytest.raises(OptionError, match="warm_resolve"):
-        solve_program(program()[0], "casadi", strategy, warm_resolve=1)
+        solve_program(wrong_side_first()[0], "casadi", strategy, warm_resolve=1)
 
 
 def test_resolve_at_last_solves_the_verified_answer_at_the_last_penalty() -> None:
     # elastic l1 on the wrong-side-first MPCC: the first verified loose answer is solved again at
     # tol with rho = rho_max (the homotopy's last NLP), and that answer, still (1, 0) with f = 9, is
     # returned with IPOPT's success.
-    prog = Program("wrong_side_first")
-    x = prog.add_variables("x", 1, lb=0.0, init=0.6)
-    y = prog.add_variables("y", 1, lb=0.0, init=1.0)
-    prog.add_constraint(x.sym, 0.5, np.inf, name="x_min")
-    prog.add_cost((x.sym - 1) ** 2 + (y.sym - 3) ** 2)
-    prog.add_complementarity(x, y)
+    prog, x, y = wrong_side_first()
     r = solve_program(prog, "casadi", "elastic_l1", polish=False, homotopy_tol=1e-3, resolve_at_last=True,
                       rho_max=1e6)
     assert r.status is Status.SOLVED

@@ -14,8 +14,9 @@ solved start the record also holds the *replay* through
 :class:`~contactmp.transcriptions.time_stepping.TimeStepping` with the same formulation
 (:meth:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO.replay`): the residual of each
 time-stepping step's own program at the trajectory's values (is every step a simulator step?),
-the difference from the step the simulator's solver takes from the same state, and the steps
-where the two differ although both solve the step (non-unique steps); and the gait: the sequence
+the difference from the step the simulator's solver takes from the same state, the steps
+where the two differ although both solve the step (non-unique steps), and the difference when
+the simulator's solver of such a step starts at the trajectory's step values (seeded); and the gait: the sequence
 of the sets of feet on the ground (:func:`gait`).
 
 ``--quick``: 4 starts of each quick task; the full run: 20 starts of every task.
@@ -23,15 +24,17 @@ of the sets of feet on the ground (:func:`gait`).
 from __future__ import annotations
 
 import functools
+import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from contactmp.case_studies import _cito
 from contactmp.case_studies._quadruped import TASK_SHAPES, solo_task
 from contactmp.case_studies._study import StudyRun, markdown_table
+from contactmp.errors import InputError, did_you_mean
 from contactmp.result import Status
 from contactmp.solvers.b_stationarity import b_stationarity
 from contactmp.solvers.structured import jit_available
@@ -75,6 +78,10 @@ OPTIONS: tuple[tuple[str, Any], ...] = (("derivatives", "stages_jit" if jit_avai
                                         ("cpu_time_limit", CPU_LIMIT), ("time_limit", 10.0 * CPU_LIMIT),
                                         ("polish", False), ("certify", False), ("resolve_at_last", True))
 FEET = ("FL", "FR", "HL", "HR")
+#: a converged start *replays* when every step the simulator takes from the trajectory's state is the
+#: trajectory's next state to this (max |(q, v)_{k+1} - step|): from the simulator's default start,
+#: or seeded, from the trajectory's own step values (ContactImplicitTO.replay)
+REPLAY_TOL = 1e-6
 #: seconds of the B-stationarity certificate's MILP per solved start
 CERTIFY_TIME_LIMIT = 30.0
 
@@ -163,6 +170,8 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "step_residual_max": max((r["replay"]["step_residual"] for r in conv), default=None),
             "replay_error": _cito.spread([r["replay"]["replay_error"] for r in conv]),
             "nonunique_starts": sum(bool(r["replay"]["nonunique_steps"]) for r in conv),
+            "replayed": sum(r["replay"]["replay_error"] <= REPLAY_TOL for r in conv),
+            "replayed_seeded": sum(r["replay"].get("seeded_replay_error", math.inf) <= REPLAY_TOL for r in conv),
             "statuses": {s: sum(r["status"] == s for r in rs) for s in sorted({r["status"] for r in rs})},
             "best_start": None if best is None else best["start"],
             "best_gait": None if best is None else best["gait"],
@@ -180,13 +189,15 @@ def table(rows: list[dict[str, Any]]) -> str:
              g(r["cost"]["median"]), g(r["solve_cpu_s"]["median"]), g(r["solve_cpu_s"]["max"]),
              g(r["time_s"]["median"]), g(r["iterations"]["median"]),
              g(r["penetration_max"]), g(r["step_residual_max"]), g(r["replay_error"]["max"]), r["nonunique_starts"],
+             f"{r['replayed']} / {r['replayed_seeded']}",
              ", ".join(f"{k} {v}" for k, v in r["statuses"].items()),
              ", ".join(f"{k} {v}" for k, v in r["gaits"].items()) or "-"] for r in rows]
     return markdown_table(["task", "starts", "verified", "converged", "success", "cost min", "cost median",
                            "solve CPU/start median (s)", "solve CPU/start max (s)",
                            "wall/start median (s)", "IPOPT iterations median",
                            "max penetration (m)", "max step residual", "max replay error",
-                           "starts with non-unique steps", "statuses", "gaits (converged)"], body)
+                           "starts with non-unique steps", f"replayed to {REPLAY_TOL:g}: default / seeded",
+                           "statuses", "gaits (converged)"], body)
 
 
 def plot_quadruped(path: Path, to: Any, rec: dict[str, Any], title: str) -> None:
@@ -220,19 +231,26 @@ def plot_quadruped(path: Path, to: Any, rec: dict[str, Any], title: str) -> None
 
 
 def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = None,
-        scheduler: str | None = None) -> dict[str, Any]:
+        scheduler: str | None = None, only: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the study into ``out`` (starts on a local Dask cluster of ``workers`` processes, default
     2; 0 runs them in this process; or on the cluster at ``scheduler``); resumes from
-    ``out/records.jsonl``."""
+    ``out/records.jsonl``. ``only``: run just these tasks (names of :data:`TASKS`); the report still
+    covers every record in ``out``."""
     from contactmp.parallel import run_tasks
 
     study = StudyRun("cito-quadruped", Path(out), quick, seed)
     names = [t[0] for t in TASKS if not quick or t[0] in QUICK_TASKS]
+    if only is not None:
+        for name in only:
+            if name not in names:
+                raise InputError("only", f"no task {name!r} in the {'quick' if quick else 'full'} run"
+                                 f"{did_you_mean(name, names)}; tasks: {', '.join(names)}")
     starts = QUICK_STARTS if quick else STARTS
-    items = [(name, seed, i, quick) for name in names for i in range(starts)]
-    report = run_tasks(solve_item, items, keys=[record_key(*it) for it in items], store_path=study.store,
-                       workers=workers, scheduler=scheduler, description=study.name)
-    return write_report(study, report.records(), starts)
+    every = [record_key(name, seed, i, quick) for name in names for i in range(starts)]
+    items = [(name, seed, i, quick) for name in names if only is None or name in only for i in range(starts)]
+    run_tasks(solve_item, items, keys=[record_key(*it) for it in items], store_path=study.store,
+              workers=workers, scheduler=scheduler, description=study.name)
+    return write_report(study, [study.store[k] for k in every if k in study.store], starts)
 
 
 def write_report(study: StudyRun, records: list[dict[str, Any]], starts: int) -> dict[str, Any]:
@@ -259,7 +277,10 @@ def write_report(study: StudyRun, records: list[dict[str, Any]], starts: int) ->
         f"{_cito.COMP_TOL:g}; converged = verified and no foot deeper than {PENETRATION_TOL:g} m at any knot. Step residual: the largest residual of a TimeStepping step's "
         "program at the trajectory's values (same formulation); replay error: max |(q, v)_(k+1) - "
         "TimeStepping.step(q_k, v_k, u_k)| with the simulator's own solver; a non-unique step is one where the "
-        "two differ by more than 1e-6 while the step residual is at most 1e-6 (both solve the step). Solve CPU: "
+        "two differ by more than 1e-6 while the step residual is at most 1e-6 (both solve the step); replayed: "
+        "converged starts whose every step the simulator reproduces to the replay tolerance, from its default "
+        "start / seeded at the trajectory's step values (a non-unique step then returns the trajectory's "
+        "solution: the simulator, warm-started by the plan, follows it). Solve CPU: "
         "the worker's CPU seconds of the solve (one core; a worker's first start also compiles the knot's "
         "derivatives with gcc, in a child process, not counted); wall: the solve's wall-clock seconds.",
         "",

@@ -246,6 +246,9 @@ def study(
         None, min=0, help="Dask local-cluster workers for studies that run in parallel (default 2; 0: "
         "in this process)."),
     scheduler: Optional[str] = typer.Option(None, help="Existing Dask scheduler, tcp://HOST:PORT."),
+    only: Optional[str] = typer.Option(
+        None, help="Comma-separated task names: run only these tasks of a study that has tasks "
+        "(the report still covers every record in OUT)."),
 ) -> None:
     """Run a case study; writes summary.json, records.jsonl, table.md and PNG figures into OUT.
 
@@ -268,7 +271,16 @@ def study(
     if not parallel and (workers is not None or scheduler is not None):
         err.print(f"[yellow]note:[/yellow] study '{name}' runs in this process; --workers/--scheduler ignored")
     kwargs = {"workers": workers, "scheduler": scheduler} if parallel else {}
-    summary = mod.run(out=out, quick=quick, seed=seed, **kwargs)
+    if only is not None:
+        if "only" not in inspect.signature(mod.run).parameters:
+            _error(f"study '{name}' has no tasks to choose from (--only)")
+            raise typer.Exit(2)
+        kwargs["only"] = [t.strip() for t in only.split(",") if t.strip()]
+    try:
+        summary = mod.run(out=out, quick=quick, seed=seed, **kwargs)
+    except ContactMPError as exc:
+        _error(str(exc))
+        raise typer.Exit(2)
     Console().print((out / "table.md").read_text(), markup=False)
     Console().print(f"[green]wrote[/green] {out}/summary.json, records.jsonl, table.md, *.png")
     headline = summary.get("headline")

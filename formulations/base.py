@@ -32,7 +32,7 @@ import math
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Mapping
 
 import casadi as ca
 import numpy as np
@@ -41,6 +41,7 @@ from contactmp.errors import InputError, OptionError, check_spd, did_you_mean
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, ConeComplementarity, Constraint, Program, Variables
 from contactmp.result import Result, Status
+from contactmp.solvers.nlp import STEP_START
 
 __all__ = ["Step", "StepData", "StepBlock", "StepOutcome", "Formulation", "register", "formulation",
            "FORMULATIONS", "Targets"]
@@ -90,7 +91,10 @@ class Step:
     the indices of the contacts in the step (None: all); ``q_next`` the SX of ``q_{k+1}`` when the
     formulation is :attr:`~Formulation.backward_euler` (else None); ``t`` the step's start time
     and ``targets`` the PD targets, for formulations with a stable PD controller; ``previous``
-    the result of the previous time step (a warm start); ``prefix`` names the block.
+    the result of the previous time step (a warm start); ``start`` the start values of the numeric
+    step Program's variables by name (their ``init``), which a position-gap step's NLP takes with
+    the warm-start options :data:`~contactmp.solvers.nlp.STEP_START` (other steps' LCP and cone
+    solvers start from their own points and refuse it); ``prefix`` names the block.
     """
 
     system: ContactSystem
@@ -104,6 +108,7 @@ class Step:
     t: float = 0.0
     targets: Targets | None = None
     previous: Result | None = None
+    start: Mapping[str, Any] | None = None
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -315,15 +320,23 @@ class Formulation:
         step (default: all)."""
         return np.arange(step.n_c)
 
+    @property
+    def position_gap(self) -> bool:
+        """Whether the non-penetration side is the gap at the step's end (``gap="position"`` of the
+        pyramid and the cone): a numeric step is then a nonlinear complementarity problem, solved
+        by the front door's NLP route, and takes a ``start``."""
+        return getattr(getattr(self, "options", None), "gap", "linear") == "position"
+
     def advance(self, step: Step, *, solver: Any = None, tol: float = 1e-10) -> StepOutcome:
         """One time-stepping step from the numbers of ``step`` (the default scheme): the contacts
         of ``step.contacts`` that :meth:`step_contacts` keeps enter the block, whose Program the
-        front door solves (``solver``: the transcription's choice, else :attr:`solver`); then
+        front door solves (``solver``: the transcription's choice, else :attr:`solver`; a
+        position-gap step starts at ``step.start`` when given, else at its linear-gap solution); then
         ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})``. Without contacts the step is free flight."""
         from contactmp.solvers.front import solve
 
         nc, h = step.system.n_c, step.h
-        position_gap = getattr(self.options, "gap", "linear") == "position"  # (pyramid, cone: Options.gap)
+        position_gap = self.position_gap
         full = _with_contacts(step, None).data()
         idx = np.arange(nc) if step.contacts is None else np.asarray(step.contacts, dtype=int)
         if idx.size:
@@ -335,10 +348,19 @@ class Formulation:
             res = Result(Status.SOLVED, v_next, "free_flight", 0.0, tol)
         else:
             prog, blk = self._step_program(step, idx, full)
-            if position_gap:
-                self._start_from_linear_gap(prog, step, idx, full, tol)
+            kept = {var.name: var.init for var in prog.variables}  # a parametric Program is cached
             opts = self.auto_options if solver is None else {}
+            if step.start is not None:
+                if not position_gap:
+                    raise InputError("start", f"only a position-gap step (gap='position', solved by the NLP "
+                                     f"route) takes a start; {self.name}'s step is solved by {self.solver!r} "
+                                     "from the solver's own point")
+                _set_start(prog, step.start)
+                opts = {**opts, **STEP_START}
+            elif position_gap:
+                self._start_from_linear_gap(prog, step, idx, full, tol)
             res = solve(prog, solver=solver if solver is not None else self.solver, tol=tol, **opts)
+            _set_start(prog, kept)
             v_next = prog.value(blk.v_next, res.x)
             imp[idx] = blk.impulses(res.x)
             active[idx] = True
@@ -371,8 +393,7 @@ class Formulation:
         lin = solve(lin_prog, solver=twin.solver, tol=tol, **twin.auto_options)
         if lin.status is not Status.SOLVED:
             return
-        for var in prog.variables:
-            var.init = np.asarray(lin_prog.value(lin_prog[var.name], lin.x), dtype=float).reshape(var.init.shape)
+        _set_start(prog, {var.name: lin_prog.value(lin_prog[var.name], lin.x) for var in prog.variables})
 
     def _step_program(self, step: Step, idx: np.ndarray, full: StepData) -> tuple[Program, StepBlock]:
         """The Program and block of a numeric step with the contacts ``idx``: built from the step's
@@ -402,6 +423,20 @@ class Formulation:
             if p is not None:
                 p.value = value
         return prog, blk
+
+
+def _set_start(prog: Program, start: Mapping[str, Any]) -> None:
+    """Set the ``init`` of the variables of ``prog`` named in ``start``; InputError (field
+    ``start``) for a name the Program does not have or values of another size or not finite."""
+    names = {var.name: var for var in prog.variables}
+    for name, values in start.items():
+        var = names.get(name)
+        if var is None:
+            raise InputError("start", f"the step's program has no variable {name!r}{did_you_mean(name, names)}")
+        arr = np.asarray(values, dtype=float).ravel()
+        if arr.size != var.init.size or not np.isfinite(arr).all():
+            raise InputError("start", f"{name!r} needs {var.init.size} finite values, got {arr.size}: {arr}")
+        var.init = arr.reshape(var.init.shape)
 
 
 def _with_contacts(step: Step, idx: np.ndarray | None) -> Step:

@@ -204,3 +204,15 @@ def test_multistart_time_limit_cuts_the_run_short_and_resumes(tmp_path: Path) ->
     assert again["extras"]["resumed"] == summary["n_run"] < again["n_run"]
     table = runner.invoke(app, args[:-1])
     assert table.exit_code == 0 and "time limit 1 s reached" in table.stdout
+
+
+def test_study_only_chooses_tasks_and_names_a_bad_one(tmp_path: Path) -> None:
+    """``--only`` runs chosen tasks of a study that has tasks; a study without tasks, or a task name
+    the study does not have, exits 2 with a message naming the option (nothing is run)."""
+    res = runner.invoke(app, ["study", "trinkle-table1", "--quick", "--only", "a", "--out", str(tmp_path / "t")])
+    assert res.exit_code == 2 and "--only" in res.output
+    res = runner.invoke(app, ["study", "cito-quadruped", "--quick", "--only", "walk-3d-con", "--workers", "0",
+                              "--out", str(tmp_path / "q")])
+    text = " ".join(res.output.split())  # rich folds long lines
+    assert res.exit_code == 2 and "only: no task 'walk-3d-con'" in text and "did you mean 'walk-3d-cone'" in text
+    assert not (tmp_path / "q" / "records.jsonl").exists() or (tmp_path / "q" / "records.jsonl").read_text() == ""

@@ -444,34 +444,49 @@ class ContactImplicitTO:
           ``traj``'s values satisfy the step to 1e-6: the step's problem has more than one solution
           and the simulator picked another (the velocity-level scheme lets a foot push within one
           step of the ground, ``p_n > 0`` at ``phi > 0`` with ``phi / h + Jn v+ = 0``, besides free
-          flight).
+          flight);
+        * ``seeded_replay_error``: the largest difference when each step that differed is solved
+          again by the simulator's solver started at the trajectory's values of that step
+          (``TimeStepping.step(..., start=...)``, as a simulator warm-started by the plan would:
+          the solver still verifies its answer to ``tol`` on the step's own problem); equal to
+          ``replay_error`` when no step differed or the step's solver takes no start (the LCP
+          and cone solvers of linear-gap steps: :attr:`Formulation.position_gap` is false).
         """
         from contactmp.transcriptions.time_stepping import TimeStepping
 
         s = self.system
         ts = TimeStepping(s, self.h, self.formulation, active_gap=math.inf, tol=tol)
         x_to = traj.result.x if traj.result is not None else None
-        worst_res, worst_err, nonunique = 0.0, 0.0, []
+        worst_res, worst_err, worst_seeded, nonunique = 0.0, 0.0, 0.0, []
+
+        def error(out: Any, k: int) -> float:
+            return (math.inf if not out.success else
+                    max(float(np.max(np.abs(out.q - traj.q[k + 1]))), float(np.max(np.abs(out.v - traj.v[k + 1])))))
+
         for k in range(self.N):
-            step_res = math.inf
+            step_res, start = math.inf, None
             if x_to is not None:
                 prog = Program("time_step")
-                self.formulation.add_step(prog, Step(s, self.h, traj.q[k], traj.v[k], traj.u[k], f"step{k}"))
+                prefix = f"step{k}"
+                self.formulation.add_step(prog, Step(s, self.h, traj.q[k], traj.v[k], traj.u[k], prefix))
                 x = np.zeros(prog.n_x)
                 try:
+                    start = {}
                     for var in prog.variables:
                         x[var.index] = self.program.value(self.program[var.name], x_to)
+                        start["step" + var.name[len(prefix):]] = x[var.index]  # the simulator's prefix
                     r = prog.residuals(x)
                     step_res = max(r["bound"], r["constraint"], r["comp_min"])
                 except KeyError:  # a variable of the step that the transcription does not have
-                    step_res = math.inf
-            out = ts.step(traj.q[k], traj.v[k], traj.u[k])
-            err = (math.inf if not out.success else
-                   max(float(np.max(np.abs(out.q - traj.q[k + 1]))), float(np.max(np.abs(out.v - traj.v[k + 1])))))
+                    step_res, start = math.inf, None
+            err = seeded = error(ts.step(traj.q[k], traj.v[k], traj.u[k]), k)
+            if err > 1e-6 and start is not None and self.formulation.position_gap:
+                seeded = error(ts.step(traj.q[k], traj.v[k], traj.u[k], start=start), k)
             if err > 1e-6 and step_res <= 1e-6:
                 nonunique.append(k)
-            worst_res, worst_err = max(worst_res, step_res), max(worst_err, err)
-        return {"step_residual": worst_res, "replay_error": worst_err, "nonunique_steps": nonunique}
+            worst_res, worst_err, worst_seeded = max(worst_res, step_res), max(worst_err, err), max(worst_seeded, seeded)
+        return {"step_residual": worst_res, "replay_error": worst_err, "nonunique_steps": nonunique,
+                "seeded_replay_error": worst_seeded}
 
     def trajectory(self, result: Result) -> TOResult:
         """The :class:`TOResult` of one :class:`~contactmp.result.Result` of this transcription's

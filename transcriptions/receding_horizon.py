@@ -61,25 +61,10 @@ from contactmp.errors import InputError
 from contactmp.program import Constraint, Variables
 from contactmp.result import Status
 from contactmp.transcriptions.contact_implicit import ContactImplicitTO, TOResult
+from contactmp.solvers.nlp import WARM_START  # re-exported (defined here before time steps used it too)
 from contactmp.validate import float_vector
 
 __all__ = ["RecedingHorizon", "ShiftRecord", "WARM_START", "warm_changes", "shift_indices"]
-
-#: NLPOptions changes of a warm re-solve (added to the caller's options; ``ipopt`` entries merged
-#: into the caller's): the shifted plan is already complementary and nearly feasible, so the Scholtes
-#: homotopy starts at ``sigma0 = 1e-6`` rather than far from the MPCC, its NLPs are solved loosely
-#: (``homotopy_tol = 1e-3``: the active-set polish then finishes, as in a cold solve), and IPOPT
-#: starts with a small barrier (monotone, ``mu_init = 1e-6``) and moves the guess off its bounds by
-#: ``1e-8`` instead of ``1e-2`` (``bound_push``, ``bound_frac`` and their slack twins). Box task,
-#: shifts 1-4, median IPOPT iterations (benchmarks/receding_horizon.py ``--warm``): cold 172; the
-#: shifted guess with the cold options 219 (worse than cold); without the bound-push changes 52; all of
-#: these 21.
-WARM_START: dict[str, Any] = {
-    "sigma0": 1e-6,
-    "homotopy_tol": 1e-3,
-    "ipopt": {"mu_strategy": "monotone", "mu_init": 1e-6, "bound_push": 1e-8, "bound_frac": 1e-8,
-              "slack_bound_push": 1e-8, "slack_bound_frac": 1e-8},
-}
 
 
 def warm_changes(strategy: str, options: Any) -> dict[str, Any]:

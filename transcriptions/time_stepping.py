@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Any, Callable, Mapping, Union
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -187,15 +187,20 @@ class TimeStepping:
 
     # --------------------------------------------------------------------------- one step
     def step(self, q: ArrayLike, v: ArrayLike, u: ArrayLike | None = None, *, t: float = 0.0,
-             targets: Targets | None = None, previous: Result | None = None) -> StepOutcome:
+             targets: Targets | None = None, previous: Result | None = None,
+             start: Mapping[str, ArrayLike] | None = None) -> StepOutcome:
         """One step from ``(q_k, v_k)`` at time ``t`` under input ``u_k`` (zeros when None) and PD
-        ``targets``; ``previous`` is the previous step's result (a warm start)."""
+        ``targets``; ``previous`` is the previous step's result (a warm start); ``start`` maps names
+        of the step Program's variables (prefix ``step``, e.g. ``step/v_next``) to start values, where
+        the step's solver takes a start (the NLP route: position-gap steps; see
+        :class:`~contactmp.formulations.base.Step`)."""
         s = self.system
         q = s._vec("q", q, s.n_q)
         v = s._vec("v", v, s.n_v)
         u = np.zeros(s.n_u) if u is None else s._vec("u", u, s.n_u)
         contacts = np.flatnonzero(s.eval_phi(q) <= self.active_gap)
-        step = Step(s, self.h, q, v, u, "step", contacts, t=float(t), targets=targets, previous=previous)
+        step = Step(s, self.h, q, v, u, "step", contacts, t=float(t), targets=targets, previous=previous,
+                    start=start)
         out = self.formulation.advance(step, solver=self.solver, tol=self.tol)
         if self._quat is not None:
             nrm = np.linalg.norm(out.q[self._quat])

@@ -77,3 +77,49 @@ def test_position_gap_trajectory_optimization_replays() -> None:
     assert min(float(np.min(s.eval_phi(q))) for q in r.q) >= -1e-8
     rep = to.replay(r)
     assert rep["step_residual"] <= 1e-6
+
+
+def test_a_step_started_at_its_solution_returns_it() -> None:
+    """``TimeStepping.step(..., start=...)`` starts the step's NLP at the given values: started at
+    the step's own solution it returns that solution (to 1e-8), and a name or size the step's Program does not have is an InputError naming
+    ``start``."""
+    s, q0, v0 = _spinning_box()
+    ts = TimeStepping(s, 0.05, "cone", gap="position")
+    first = ts.step(q0, v0)
+    assert first.result.status is Status.SOLVED
+    on = first.active  # the contacts in the step (within the active gap)
+    start = {"step/v_next": first.v, "step/p_n": first.impulses[on, 0], "step/p_t": first.impulses[on, 1]}
+    again = ts.step(q0, v0, start=start)
+    assert again.result.status is Status.SOLVED
+    assert np.max(np.abs(again.v - first.v)) <= 1e-8
+    with pytest.raises(InputError, match="start.*step/v_nxt.*did you mean 'step/v_next'"):
+        ts.step(q0, v0, start={"step/v_nxt": first.v})
+    with pytest.raises(InputError, match="start.*needs 3 finite values"):
+        ts.step(q0, v0, start={"step/v_next": [0.0, 1.0]})
+
+
+def test_seeded_replay_reports_the_simulators_answer_from_the_plan() -> None:
+    """``replay`` also reports ``seeded_replay_error``: equal to ``replay_error`` when every step of
+    the plan is the simulator's own answer (the box pushed with the position gap), and the plan's
+    steps are re-solved from the plan's values only where they differ."""
+    s = box_2d(width=0.4, height=0.2, mu=0.8)
+    to = ContactImplicitTO(s, 6, 0.05, formulation="cone", gap="position")
+    to.set_initial_state([0.0, 0.1, 0.0], [0.0, 0.0, 0.0])
+    to.set_final_state([0.06, 0.1, 0.0], [0.0, 0.0, 0.0])
+    to.bound_inputs([-20.0, -20.0, 0.0], [20.0, 20.0, 0.0])
+    to.minimize_effort(1.0)
+    r = to.solve(strategy="elastic_l1")
+    assert r.status is Status.SOLVED
+    rep = to.replay(r)
+    assert rep["step_residual"] <= 1e-6 and rep["replay_error"] <= 1e-6
+    assert rep["seeded_replay_error"] == rep["replay_error"] and rep["nonunique_steps"] == []
+
+
+def test_only_a_position_gap_step_takes_a_start() -> None:
+    """A linear-gap step is solved by an LCP or fc3d solver, which starts from its own point: a
+    ``start`` for it is refused (InputError naming ``start``), not silently dropped."""
+    s, q0, v0 = _spinning_box()
+    ts = TimeStepping(s, 0.05, "cone")
+    assert not ts.formulation.position_gap and TimeStepping(s, 0.05, "cone", gap="position").formulation.position_gap
+    with pytest.raises(InputError, match="start.*only a position-gap step"):
+        ts.step(q0, v0, start={"step/v_next": v0})

@@ -69,17 +69,20 @@ __all__ = ["RecedingHorizon", "ShiftRecord", "WARM_START", "warm_changes", "shif
 
 def warm_changes(strategy: str, options: Any) -> dict[str, Any]:
     """The default changes of a warm re-solve for ``strategy`` with the cold ``options``
-    (:class:`~contactmp.solvers.nlp.NLPOptions`): for ``"elastic_l1"`` the homotopy starts at its
-    end, ``rho0 = rho_max`` (one NLP, solved at ``tol``, IPOPT's own start and barrier); for the
-    other strategies :data:`WARM_START`. Solo12 3D walk (``benchmarks/receding_horizon.py --system
-    solo12``, one shift, elastic l1): from the shifted plan at ``rho0 = 1e5`` the NLPs took 14, 11,
-    10, 10 iterations but the re-solves at ``tol`` of the loose answers 379 and 1,128 (1,552 in
-    all, slower than cold); at ``rho0 = rho_max`` 14 iterations and 1.6 s; with WARM_START's small
-    bound push (``1e-8``) added, 175 iterations ending in IPOPT's Error_In_Step_Computation; with
-    WARM_START and ``rho0 = 1e4`` the plan solved again from itself ended in a numerical error
-    after 538 iterations, and the shift took 1,412 against 1,195 cold."""
+    (:class:`~contactmp.solvers.nlp.NLPOptions`): for ``"elastic_l1"`` the homotopy starts one
+    penalty step below its end, ``rho0 = rho_max / rho_factor`` (IPOPT's own start and barrier),
+    which leaves it one NLP at ``rho_max`` when the first answer is not complementary to
+    ``comp_tol``; for the other strategies :data:`WARM_START`. Solo12 3D walk
+    (``benchmarks/receding_horizon.py --system solo12``, elastic l1, the study's options with
+    ``resolve_at_last``), shifts 1-3, IPOPT iterations: at ``rho0 = rho_max`` 19, 13, 36, the third
+    ending at complementarity 2.8e-8 (not solved; the active-set polish added 200 iterations and
+    did not mend it); at ``rho_max / 10`` 33, 25, 70, all solved; at ``rho_max / 100`` 33, 25, 239;
+    cold 693, 791, 1,216. Earlier (before ``resolve_at_last``), from ``rho0 = 1e5`` the NLPs took
+    14, 11, 10, 10 iterations but the re-solves at ``tol`` of the loose answers 379 and 1,128;
+    with WARM_START's small bound push (``1e-8``) added, 175 iterations ending in IPOPT's
+    Error_In_Step_Computation."""
     if strategy == "elastic_l1":
-        return {"rho0": float(options.rho_max)}
+        return {"rho0": float(options.rho_max) / float(options.rho_factor)}
     return dict(WARM_START)
 
 
@@ -164,7 +167,7 @@ class RecedingHorizon:
     backend, strategy : as for :meth:`ContactImplicitTO.solve`.
     options, overrides : the :class:`~contactmp.solvers.nlp.NLPOptions` of every solve (the task's).
     warm : the changes of a warm re-solve (default :func:`warm_changes` of the strategy: :data:`WARM_START`,
-        or ``rho0 = rho_max`` for elastic l1; ``{}``: the same options as a
+        or ``rho0 = rho_max / rho_factor`` for elastic l1; ``{}``: the same options as a
         cold solve).
 
     ``plan`` is the current plan (the last kept solve), ``shift`` the number of knots moved on since

@@ -6,7 +6,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
@@ -84,6 +84,10 @@ def solve(
         "residual seen, status time_limit."),
     progress_delay: float = typer.Option(2.0, "--progress-delay", hidden=True,
                                          help="Seconds before the progress line appears on stderr."),
+    sensitivities: bool = typer.Option(
+        False, "--sensitivities", help="Add the Jacobians of a solved answer with respect to the data "
+        "(LCP: dz_dq; fc3d: dr_dq and dr_dmu), by implicit differentiation on its active set, with a "
+        "degenerate flag and the degenerate pairs (differentiated on a documented side)."),
 ) -> None:
     """Solve one complementarity problem read from FILE and report a verified status.
 
@@ -125,6 +129,7 @@ def solve(
         raise typer.Exit(1)
     line.close()
     n = int(len(q))
+    sens = _sensitivities(kind, arrays, res) if sensitivities else None
     if as_json:
         d = res.to_dict()
         out = {"kind": kind, **{k: d[k] for k in ("status", "solver", "residual", "iterations", "time_s")}}
@@ -133,6 +138,8 @@ def solve(
         out.update(message=d["message"], attempts=d["extras"].get("attempts"), problem=str(file), n=n)
         if kind == "fc3d":
             out["nc"] = n // 3
+        if sensitivities:
+            out["sensitivities"] = sens
         sys.stdout.write(json.dumps(out) + "\n")
     else:
         size = f"nc = {n // 3} contacts" if kind == "fc3d" else f"n = {n}"
@@ -141,8 +148,27 @@ def solve(
                        f"{res.time_s*1e3:.3f} ms"]])
         if res.message:
             Console().print(res.message)
+        if sens is not None:
+            Console().print(f"sensitivities: {sens['reason']}" if "reason" in sens else
+                            f"sensitivities: degenerate {sens['degenerate']} (pairs {sens['degenerate_pairs']}); "
+                            + ", ".join(f"{k} {len(sens[k])} x {len(sens[k][0]) if sens[k] else 0}"
+                                        for k in ("dz_dq", "dr_dq", "dr_dmu") if k in sens) + " (in --json)")
     # a finished solve exits 0 whatever its status (the status is the answer); bad input exits 2
     raise typer.Exit(0)
+
+
+def _sensitivities(kind: str, arrays: Any, res: Any) -> dict[str, Any]:
+    """The JSON-ready sensitivities of a solved answer (:mod:`contactmp.solvers.sensitivity`), or
+    ``{"reason": ...}`` when the answer is not solved (no solution to differentiate)."""
+    if not res.success:
+        return {"reason": f"not computed: the answer is {res.status.value}, not a verified solution"}
+    if kind == "fc3d":
+        from contactmp.solvers.fc3d_sensitivity import fc3d_sensitivity
+
+        return fc3d_sensitivity(*arrays, res).as_dict()
+    from contactmp.solvers.sensitivity import lcp_sensitivity
+
+    return lcp_sensitivity(*arrays, res).as_dict()
 
 
 def _check_time_limit_option(value: float) -> float:

@@ -65,6 +65,8 @@ class FC3DSensitivity:
     modes: np.ndarray        #: per contact, an index into :data:`MODES`
     degenerate: np.ndarray   #: the contacts at a grazing or stick/slip boundary point
     core: ImplicitSensitivity = field(repr=False)
+    _G: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 0)))  # dF/dq
+    _E: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 0)))  # dF/dmu
 
     @property
     def flagged(self) -> bool:
@@ -84,11 +86,11 @@ class FC3DSensitivity:
 
     def dr_dq(self) -> np.ndarray:
         """The Jacobian ``dr/dq`` (3 nc x 3 nc)."""
-        return np.column_stack([self.jvp(dq=e) for e in np.eye(self.r.size)])
+        return self.core.jacobian(self._G)
 
     def dr_dmu(self) -> np.ndarray:
         """The Jacobian ``dr/dmu`` (3 nc x nc)."""
-        return np.column_stack([self.jvp(dmu=e) for e in np.eye(self.modes.size)])
+        return self.core.jacobian(self._E)
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON-ready summary: ``dr_dq``, ``dr_dmu``, the modes and the flags."""
@@ -135,4 +137,4 @@ def fc3d_sensitivity(W: ArrayLike, q: ArrayLike, mu: ArrayLike, r: ArrayLike | R
     core = ImplicitSensitivity(G @ Wv + D, apply_B, apply_BT, degenerate, "separated at grazing, sticking at stick/slip")
     if not np.isfinite(core.A).all():
         raise InputError("r", "the linearization at r is not finite")
-    return FC3DSensitivity(rv, u, modes, degenerate, core)
+    return FC3DSensitivity(rv, u, modes, degenerate, core, G, E)

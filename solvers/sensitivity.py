@@ -93,6 +93,10 @@ class ImplicitSensitivity:
         """``dx = -A^{-1} B dtheta`` for the data directions given by name (the others zero)."""
         return -self._solve(self.apply_B({k: np.asarray(v, dtype=float) for k, v in dtheta.items()}))
 
+    def jacobian(self, B: np.ndarray) -> np.ndarray:
+        """``-A^{-1} B`` for a matrix ``B`` of ``dF/dtheta`` (one solve with all its columns)."""
+        return -self._solve(np.asarray(B, dtype=float))
+
     def vjp(self, x_bar: ArrayLike) -> dict[str, np.ndarray]:
         """``theta_bar = -B^T A^{-T} x_bar`` for every data block, by name."""
         lam = -self._solve(np.asarray(x_bar, dtype=float), trans=1)
@@ -134,7 +138,10 @@ class LCPSensitivity:
     def dz_dq(self) -> np.ndarray:
         """The Jacobian ``dz/dq`` (n x n): ``-M_aa^{-1}`` on the active rows and columns, 0 elsewhere."""
         n = self.z.size
-        return np.column_stack([self.jvp(dq=e) for e in np.eye(n)]) if n else np.zeros((0, 0))
+        J = np.zeros((n, n))
+        e = self.active
+        J[np.ix_(e, e)] = self.core.jacobian(np.eye(e.size))
+        return J
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON-ready summary: ``dz_dq`` and the flags."""

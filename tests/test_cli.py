@@ -216,3 +216,23 @@ def test_study_only_chooses_tasks_and_names_a_bad_one(tmp_path: Path) -> None:
     text = " ".join(res.output.split())  # rich folds long lines
     assert res.exit_code == 2 and "only: no task 'walk-3d-con'" in text and "did you mean 'walk-3d-cone'" in text
     assert not (tmp_path / "q" / "records.jsonl").exists() or (tmp_path / "q" / "records.jsonl").read_text() == ""
+
+
+def test_solve_json_sensitivities(tmp_path: Path, shared_data: Path) -> None:
+    """``--sensitivities`` adds dz_dq for an LCP (M = [[2, 1], [1, 2]], q = (-1, 1): z = (1/2, 0),
+    dz/dq = [[-1/2, 0], [0, 0]], not degenerate) and dr_dq (3nc x 3nc), dr_dmu (3nc x nc) with the
+    contact modes for fc3d; an unsolved answer gets a reason instead."""
+    f = tmp_path / "two.npz"
+    np.savez(f, M=np.array([[2.0, 1.0], [1.0, 2.0]]), q=np.array([-1.0, 1.0]))
+    out = runner.invoke(app, ["solve", str(f), "--json", "--sensitivities"])
+    assert out.exit_code == 0
+    sens = json.loads(out.stdout)["sensitivities"]
+    assert sens["dz_dq"] == [[-0.5, 0.0], [0.0, 0.0]] and sens["degenerate"] is False and sens["degenerate_pairs"] == []
+    out = runner.invoke(app, ["solve", str(shared_data / "fc3d" / "FC3D_Example1.npz"), "--json", "--sensitivities"])
+    sens = json.loads(out.stdout)["sensitivities"]
+    assert np.shape(sens["dr_dq"]) == (9, 9) and np.shape(sens["dr_dmu"]) == (9, 3) and len(sens["modes"]) == 3
+    bad = tmp_path / "none.npz"
+    np.savez(bad, M=np.array([[0.0, 1.0], [-1.0, 0.0]]), q=np.array([-1.0, -1.0]))  # w_2 = -z_1 - 1: no solution
+    out = runner.invoke(app, ["solve", str(bad), "--json", "--sensitivities"])
+    d = json.loads(out.stdout)
+    assert d["status"] != "solved" and "not computed" in d["sensitivities"]["reason"]

@@ -21,9 +21,11 @@ with ``||r_jT|| = mu_j r_jn``) on the sticking piece (for changes that keep it s
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -38,21 +40,80 @@ __all__ = ["FC3DSensitivity", "fc3d_sensitivity", "contact_modes", "MODES"]
 MODES = ("separated", "sticking", "sliding", "grazing", "stick_slip")
 
 
+@numba.njit(cache=True)
+def _modes_kernel(r: np.ndarray, u: np.ndarray, mu: np.ndarray, tol: float) -> np.ndarray:  # pragma: no cover
+    big = 1.0
+    for i in range(r.shape[0]):
+        big = max(big, abs(r[i]), abs(u[i]))
+    s = tol * big
+    out = np.empty(mu.shape[0], dtype=np.int64)
+    for j in range(mu.shape[0]):
+        rn, un = r[3 * j], u[3 * j]
+        rt = math.hypot(r[3 * j + 1], r[3 * j + 2])
+        ut = math.hypot(u[3 * j + 1], u[3 * j + 2])
+        if rn <= s:
+            out[j] = 3 if un <= s else 0
+        elif ut > s:
+            out[j] = 2
+        elif mu[j] > 0 and rt >= mu[j] * rn - s:
+            out[j] = 4
+        else:
+            out[j] = 1
+    return out
+
+
 def contact_modes(r: np.ndarray, u: np.ndarray, mu: np.ndarray, tol: float = DEGENERATE_TOL) -> np.ndarray:
     """The mode code (index into :data:`MODES`) of each contact of the fc3d pair ``(r, u)``: sides
     at most ``tol * max(1, ||r||_inf, ||u||_inf)`` count as zero."""
-    s = tol * max(1.0, float(np.max(np.abs(r), initial=0.0)), float(np.max(np.abs(u), initial=0.0)))
-    R, U = r.reshape(-1, 3), u.reshape(-1, 3)
-    rt, ut = np.linalg.norm(R[:, 1:], axis=1), np.linalg.norm(U[:, 1:], axis=1)
-    out = np.empty(mu.size, dtype=int)
-    for j in range(mu.size):
-        if R[j, 0] <= s:
-            out[j] = 3 if U[j, 0] <= s else 0
-        elif ut[j] > s:
-            out[j] = 2
-        else:
-            out[j] = 4 if mu[j] > 0 and rt[j] >= mu[j] * R[j, 0] - s else 1
-    return out
+    return _modes_kernel(np.ascontiguousarray(r, dtype=float), np.ascontiguousarray(u, dtype=float),
+                         np.ascontiguousarray(mu, dtype=float), float(tol))
+
+
+@numba.njit(cache=True)
+def _linearize(W: np.ndarray, r: np.ndarray, u: np.ndarray, mu: np.ndarray, modes: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """``(A, G, E)``: ``A = G W + D`` and the blocks ``G_j`` (3 x 3) and ``E_j`` (3) of the module
+    docstring, for the modes ``modes``."""
+    nc, m = mu.shape[0], r.shape[0]
+    G = np.zeros((nc, 3, 3))
+    D = np.zeros((nc, 3, 3))
+    E = np.zeros((nc, 3))
+    for j in range(nc):
+        mode = modes[j]
+        if mode == 0 or mode == 3:  # separated (grazing: on the separated piece)
+            for a in range(3):
+                D[j, a, a] = 1.0
+        elif (mode == 1 or mode == 4) and mu[j] > 0:  # sticking (stick/slip boundary: sticking piece)
+            for a in range(3):
+                G[j, a, a] = 1.0
+        else:  # sliding, or a frictionless contact in contact: u_n = 0, r_T + mu r_n t = 0
+            G[j, 0, 0] = 1.0
+            D[j, 1, 1] = 1.0
+            D[j, 2, 2] = 1.0
+            if mode == 2:
+                u1, u2 = u[3 * j + 1], u[3 * j + 2]
+                nrm = math.hypot(u1, u2)
+                t1, t2 = u1 / nrm, u2 / nrm
+                k = mu[j] * r[3 * j] / nrm
+                G[j, 1, 1] = k * (1.0 - t1 * t1)
+                G[j, 1, 2] = -k * t1 * t2
+                G[j, 2, 1] = -k * t2 * t1
+                G[j, 2, 2] = k * (1.0 - t2 * t2)
+                D[j, 1, 0] = mu[j] * t1
+                D[j, 2, 0] = mu[j] * t2
+                E[j, 1] = r[3 * j] * t1
+                E[j, 2] = r[3 * j] * t2
+    A = np.zeros((m, m))
+    for j in range(nc):
+        for a in range(3):
+            row = 3 * j + a
+            for b in range(3):
+                g = G[j, a, b]
+                if g != 0.0:
+                    for c in range(m):
+                        A[row, c] += g * W[3 * j + b, c]
+                A[row, 3 * j + b] += D[j, a, b]
+    return A, G, E
 
 
 @dataclass
@@ -65,8 +126,8 @@ class FC3DSensitivity:
     modes: np.ndarray        #: per contact, an index into :data:`MODES`
     degenerate: np.ndarray   #: the contacts at a grazing or stick/slip boundary point
     core: ImplicitSensitivity = field(repr=False)
-    _G: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 0)))  # dF/dq
-    _E: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 0)))  # dF/dmu
+    _G: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 3, 3)))  # dF/du blocks G_j
+    _E: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 3)))     # dF/dmu blocks E_j
 
     @property
     def flagged(self) -> bool:
@@ -76,9 +137,13 @@ class FC3DSensitivity:
     def jvp(self, dq: ArrayLike | None = None, dW: ArrayLike | None = None, dmu: ArrayLike | None = None) -> np.ndarray:
         """``dr`` for the data change ``(dq, dW, dmu)`` (any may be None)."""
         m, nc = self.r.size, self.modes.size
-        return self.core.jvp(q=np.zeros(m) if dq is None else _vec("dq", dq, m),
-                             W=np.zeros((m, m)) if dW is None else _mat("dW", dW, m),
-                             mu=np.zeros(nc) if dmu is None else _vec("dmu", dmu, nc))
+        x = np.zeros(m) if dq is None else _vec("dq", dq, m).copy()
+        if dW is not None:
+            x += _mat("dW", dW, m) @ self.r
+        rhs = np.einsum("jab,jb->ja", self._G, x.reshape(nc, 3))
+        if dmu is not None:
+            rhs += self._E * _vec("dmu", dmu, nc)[:, None]
+        return -self.core._solve(rhs.ravel())
 
     def vjp(self, r_bar: ArrayLike) -> dict[str, np.ndarray]:
         """``{"q": q_bar, "W": W_bar, "mu": mu_bar}``, the products ``dr/d(.)^T r_bar``."""
@@ -86,11 +151,18 @@ class FC3DSensitivity:
 
     def dr_dq(self) -> np.ndarray:
         """The Jacobian ``dr/dq`` (3 nc x 3 nc)."""
-        return self.core.jacobian(self._G)
+        nc, m = self.modes.size, self.r.size
+        G = np.zeros((m, m))
+        for j in range(nc):
+            G[3 * j:3 * j + 3, 3 * j:3 * j + 3] = self._G[j]
+        return self.core.jacobian(G)
 
     def dr_dmu(self) -> np.ndarray:
         """The Jacobian ``dr/dmu`` (3 nc x nc)."""
-        return self.core.jacobian(self._E)
+        nc = self.modes.size
+        E = np.zeros((3 * nc, nc))
+        E[np.arange(3 * nc), np.repeat(np.arange(nc), 3)] = self._E.ravel()
+        return self.core.jacobian(E)
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON-ready summary: ``dr_dq``, ``dr_dmu``, the modes and the flags."""
@@ -107,34 +179,18 @@ def fc3d_sensitivity(W: ArrayLike, q: ArrayLike, mu: ArrayLike, r: ArrayLike | R
     m, nc = qv.size, muv.size
     rv = _vec("r", r.x if isinstance(r, Result) else r, m)
     u = Wv @ rv + qv
-    modes = contact_modes(rv, u, muv, tol)
-    G, D, E = np.zeros((m, m)), np.zeros((m, m)), np.zeros((m, nc))
-    for j, mode in enumerate(modes):
-        b = slice(3 * j, 3 * j + 3)
-        rn, ut = rv[3 * j], u[3 * j + 1:3 * j + 3]
-        if mode in (0, 3):  # separated (grazing: on the separated piece)
-            D[b, b] = np.eye(3)
-        elif mode in (1, 4) and muv[j] > 0:  # sticking (stick/slip boundary: on the sticking piece)
-            G[b, b] = np.eye(3)
-        else:  # sliding, or a frictionless contact: u_n = 0, r_T + mu r_n t = 0
-            G[3 * j, 3 * j] = 1.0
-            D[3 * j + 1:3 * j + 3, 3 * j + 1:3 * j + 3] = np.eye(2)
-            nrm = float(np.linalg.norm(ut))
-            if mode == 2:
-                t = ut / nrm
-                G[3 * j + 1:3 * j + 3, 3 * j + 1:3 * j + 3] = muv[j] * rn / nrm * (np.eye(2) - np.outer(t, t))
-                D[3 * j + 1:3 * j + 3, 3 * j] = muv[j] * t
-                E[3 * j + 1:3 * j + 3, j] = rn * t
+    modes = _modes_kernel(rv, u, muv, float(tol))
+    A, Gb, Eb = _linearize(Wv, rv, u, muv, modes)
 
     def apply_B(d: dict[str, np.ndarray]) -> np.ndarray:
-        return G @ (d["W"] @ rv + d["q"]) + E @ d["mu"]
+        x = (d["W"] @ rv + d["q"]).reshape(nc, 3)
+        return (np.einsum("jab,jb->ja", Gb, x) + Eb * d["mu"][:, None]).ravel()
 
     def apply_BT(lam: np.ndarray) -> dict[str, np.ndarray]:
-        gq = G.T @ lam
-        return {"q": gq, "W": np.outer(gq, rv), "mu": E.T @ lam}
+        l3 = lam.reshape(nc, 3)
+        gq = np.einsum("jba,jb->ja", Gb, l3).ravel()
+        return {"q": gq, "W": np.outer(gq, rv), "mu": (Eb * l3).sum(axis=1)}
 
     degenerate = np.flatnonzero((modes == 3) | (modes == 4))
-    core = ImplicitSensitivity(G @ Wv + D, apply_B, apply_BT, degenerate, "separated at grazing, sticking at stick/slip")
-    if not np.isfinite(core.A).all():
-        raise InputError("r", "the linearization at r is not finite")
-    return FC3DSensitivity(rv, u, modes, degenerate, core, G, E)
+    core = ImplicitSensitivity(A, apply_B, apply_BT, degenerate, "separated at grazing, sticking at stick/slip")
+    return FC3DSensitivity(rv, u, modes, degenerate, core, Gb, Eb)

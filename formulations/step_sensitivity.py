@@ -1,0 +1,261 @@
+"""Sensitivities of a time step, ``d(q_{k+1}, v_{k+1}) / d(q_k, v_k, u_k)``, for any formulation whose
+step is a complementarity :class:`~contactmp.program.Program` block.
+
+A formulation writes its step as a Program of variables ``x`` (``v_{k+1}``, impulses, multipliers),
+equality rows ``g(x, p) = 0`` and pairs ``0 <= a(x, p) _|_ b(x, p) >= 0``, with Coulomb cones as
+:class:`~contactmp.program.ConeComplementarity` constructs; built with the state as parameters
+``p = (q_k, v_k, u_k)`` (exactly what the trajectory-optimization transcription does with SX), the
+step's solution ``x*`` satisfies on its identified pieces a square system ``F(x, p) = 0``:
+
+* every equality row, except the disk-form rows of the cones;
+* for each pair, the side that is zero at ``x*`` (a pair with both sides zero is *degenerate*:
+  the side ``side`` is taken, ``"a"`` by default -- in every formulation the impulse or weight
+  side, so the contact stays open -- and the pair is flagged);
+* for each cone contact, the three equations of its mode (``separated``: ``r = 0``; ``sticking``:
+  ``u = 0``; ``sliding``: ``u_n = 0`` (associated: ``u_n - mu ||u_T|| = 0``) and
+  ``r_T + mu r_n u_T / ||u_T|| = 0``; the grazing and stick/slip boundary points are flagged and
+  taken on the separated and sticking pieces, as :mod:`contactmp.solvers.fc3d_sensitivity` does),
+  and equations that pin the disk form's auxiliary ``gamma`` and ``w`` to their values
+  (``gamma = ||u_T||``, ``w = -u_T / ||u_T||`` when ``u_T != 0``, else ``gamma = 0`` and ``w``
+  from ``r_T = mu r_n w``, or held where it is free).
+
+Then ``dx/dp = -F_x^{-1} F_p`` (:class:`~contactmp.solvers.sensitivity.ImplicitSensitivity`), and
+with ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})`` the step's Jacobian follows by the chain rule.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import casadi as ca
+import numpy as np
+from numpy.typing import ArrayLike
+
+from contactmp.errors import InputError
+from contactmp.formulations.base import Formulation, Step, StepOutcome, _SystemFunctions, for_system
+from contactmp.models.symbolic import ContactSystem
+from contactmp.program import Program
+from contactmp.solvers.sensitivity import DEGENERATE_TOL, ImplicitSensitivity
+
+__all__ = ["ProgramSensitivity", "program_sensitivity", "StepJacobian", "step_jacobian"]
+
+
+@dataclass
+class ProgramSensitivity:
+    """``dx/dp`` of a complementarity Program's solution ``x`` (:func:`program_sensitivity`)."""
+
+    x: np.ndarray
+    degenerate: list[str]   #: the degenerate pairs and cone contacts, ``"name[i]"``
+    core: ImplicitSensitivity = field(repr=False)
+    _Fp: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 0)))
+
+    @property
+    def flagged(self) -> bool:
+        """True when a pair or cone contact is degenerate or ``F_x`` is singular."""
+        return bool(self.degenerate) or self.core.singular
+
+    def dx_dp(self) -> np.ndarray:
+        """The Jacobian ``dx/dp`` (``n_x`` x ``n_p``, the parameters in the Program's order)."""
+        return self.core.jacobian(self._Fp)
+
+    def jvp(self, dp: ArrayLike) -> np.ndarray:
+        """``dx`` for the parameter change ``dp``."""
+        return -self.core._solve(self._Fp @ np.asarray(dp, dtype=float))
+
+    def vjp(self, x_bar: ArrayLike) -> np.ndarray:
+        """``p_bar = dx/dp^T x_bar``."""
+        return -self._Fp.T @ self.core._solve(np.asarray(x_bar, dtype=float), trans=1)
+
+
+def _cone_equations(prog: Program, cone: Any, xv: np.ndarray, pv: np.ndarray, tol: float
+                    ) -> tuple[list[ca.SX], list[str]]:
+    """The mode equations of the cone's contacts at ``(x, p)`` and the flagged contacts."""
+    r = ca.horzcat(*cone.r)  # n x dim
+    u = ca.horzcat(*cone.u)
+    fn = ca.Function("cone_ru", [prog.x, prog.p], [r, u])
+    R, U = (np.asarray(v, dtype=float).reshape(cone.size, cone.dim) for v in fn(xv, pv))
+    mu = np.asarray(ca.DM(cone.mu), dtype=float).ravel() if not isinstance(cone.mu, ca.SX) else None
+    if mu is None:
+        mu = np.asarray(ca.Function("mu", [prog.x, prog.p], [cone.mu])(xv, pv), dtype=float).ravel()
+    scale = tol * max(1.0, float(np.abs(R).max(initial=0.0)), float(np.abs(U).max(initial=0.0)))
+    m = cone.dim - 1
+    w = [cone.w.sym[i * cone.size:(i + 1) * cone.size] for i in range(m)]
+    wv = xv[cone.w.index].reshape(m, cone.size)
+    eqs, flagged = [], []
+    for j in range(cone.size):
+        rn, un = r[j, 0], u[j, 0]
+        rT, uT = r[j, 1:].T, u[j, 1:].T
+        ut = float(np.linalg.norm(U[j, 1:]))
+        rt = float(np.linalg.norm(R[j, 1:]))
+        g = cone.gamma.sym[j]
+        wj = ca.vertcat(*[w[i][j] for i in range(m)])
+        if R[j, 0] <= scale:  # separated (grazing when u_n is zero too: on the separated piece)
+            if U[j, 0] <= scale:
+                flagged.append(f"{cone.name}[{j}] grazing")
+            eqs += [r[j, k] for k in range(cone.dim)]
+        elif ut <= scale and mu[j] > 0:  # sticking (stick/slip boundary: on the sticking piece)
+            if rt >= mu[j] * R[j, 0] - scale:
+                flagged.append(f"{cone.name}[{j}] stick/slip")
+            eqs += [u[j, k] for k in range(cone.dim)]
+        else:  # sliding, or a frictionless contact in contact
+            nT = ca.norm_2(uT) if ut > scale else 1.0
+            eqs.append(un - cone.mu[j] * ca.norm_2(uT) if (cone.associated and ut > scale) else un)
+            slip = cone.mu[j] * rn * uT / nT if ut > scale else ca.DM.zeros(m, 1)
+            eqs += [(rT + slip)[k] for k in range(m)]
+        # the auxiliary gamma_j and w_j
+        if ut > scale:
+            eqs.append(g - ca.norm_2(uT))
+            eqs += [(wj + uT / ca.norm_2(uT))[k] for k in range(m)]
+        else:
+            eqs.append(g)
+            if R[j, 0] > scale and mu[j] > 0:
+                eqs += [(rT - cone.mu[j] * rn * wj)[k] for k in range(m)]
+            else:  # w does not enter the physics here: held at its value
+                eqs += [wj[k] - float(wv[k, j]) for k in range(m)]
+    return eqs, flagged
+
+
+def program_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None, *, side: str = "a",
+                        tol: float = DEGENERATE_TOL) -> ProgramSensitivity:
+    """The sensitivity ``dx/dp`` of the solution ``x`` of the complementarity Program ``prog``
+    (no objective; equality rows, pairs, cones) at parameters ``p`` (default: their values), by
+    implicit differentiation of the square system of the module docstring. ``side``: the side
+    (``"a"`` or ``"b"``) held at zero in a degenerate pair."""
+    if side not in ("a", "b"):
+        raise InputError("side", f"must be 'a' or 'b', got {side!r}")
+    if prog.has_objective:
+        raise InputError("prog", "has an objective: its sensitivity needs its KKT conditions; write the step in "
+                         "complementarity (KKT) form")
+    xv = np.asarray(x, dtype=float).ravel()
+    if xv.shape != (prog.n_x,) or not np.isfinite(xv).all():
+        raise InputError("x", f"must be {prog.n_x} finite numbers, got shape {xv.shape}")
+    pv = prog.p0 if p is None else np.asarray(p, dtype=float).ravel()
+    cone_rows: set[int] = set()
+    cone_pairs: set[int] = set()
+    for cone in prog.cones:
+        for c in (cone.friction, cone.direction):
+            cone_rows.update(range(c.index.start, c.index.stop))
+        for c in (cone.normal, cone.disk):
+            cone_pairs.update(range(c.index.start, c.index.stop))
+    eqs: list[ca.SX] = []
+    for c in prog.constraints:
+        for i in range(c.size):
+            row = c.index.start + i
+            if row in cone_rows:
+                continue
+            if c.lb[i] != c.ub[i]:
+                raise InputError("prog", f"row {c.name}[{i}] is an inequality ({c.lb[i]} <= g <= {c.ub[i]}); "
+                                 "a step's sensitivity handles equality rows and pairs")
+            eqs.append(c.expr[i] - c.lb[i])
+    ev = prog.evaluate(xv, pv)
+    a, b = ev["a"], ev["b"]
+    scale = tol * max(1.0, float(np.abs(a).max(initial=0.0)), float(np.abs(b).max(initial=0.0)))
+    degenerate: list[str] = []
+    for comp in prog.complementarities:
+        for i in range(comp.size):
+            k = comp.index.start + i
+            if k in cone_pairs:
+                continue
+            both = a[k] <= scale and b[k] <= scale
+            if both:
+                degenerate.append(f"{comp.name}[{i}]")
+            take_a = (side == "a") if both else a[k] <= b[k]
+            eqs.append(comp.a[i] if take_a else comp.b[i])
+    for cone in prog.cones:
+        ce, flagged = _cone_equations(prog, cone, xv, pv, tol)
+        eqs += ce
+        degenerate += flagged
+    F = ca.vertcat(*eqs)
+    if F.shape[0] != prog.n_x:
+        raise InputError("prog", f"its pieces give {F.shape[0]} equations for {prog.n_x} variables: not a square "
+                         "complementarity system (a variable bound that is no pair side, or a missing row)")
+    jac = ca.Function("F_jac", [prog.x, prog.p], [ca.jacobian(F, prog.x), ca.jacobian(F, prog.p)])
+    Fx, Fp = (np.asarray(ca.DM(v), dtype=float) for v in jac(xv, pv))
+
+    def apply_B(d: dict[str, np.ndarray]) -> np.ndarray:
+        return Fp @ d["p"]
+
+    def apply_BT(lam: np.ndarray) -> dict[str, np.ndarray]:
+        return {"p": Fp.T @ lam}
+
+    core = ImplicitSensitivity(Fx, apply_B, apply_BT, np.arange(len(degenerate)), side)
+    return ProgramSensitivity(xv, degenerate, core, Fp)
+
+
+@dataclass
+class StepJacobian:
+    """``d(q_{k+1}, v_{k+1}) / d(q_k, v_k, u_k)`` of one time step (:func:`step_jacobian`).
+
+    ``dq_dq`` is ``dq_{k+1}/dq_k`` (``n_q x n_q``), and so on for ``v`` and ``u``; ``degenerate``
+    lists the flagged pairs and contacts (their piece is the documented one), ``singular`` says the
+    step's solution is not locally unique (the minimum-norm derivative is given)."""
+
+    dq_dq: np.ndarray
+    dq_dv: np.ndarray
+    dq_du: np.ndarray
+    dv_dq: np.ndarray
+    dv_dv: np.ndarray
+    dv_du: np.ndarray
+    degenerate: list[str]
+    singular: bool
+
+    @property
+    def flagged(self) -> bool:
+        """True at a degenerate or singular step."""
+        return bool(self.degenerate) or self.singular
+
+    def state(self) -> np.ndarray:
+        """``d(q, v)_{k+1} / d(q, v)_k`` as one ``(n_q + n_v)`` square matrix."""
+        return np.block([[self.dq_dq, self.dq_dv], [self.dv_dq, self.dv_dv]])
+
+    def input(self) -> np.ndarray:
+        """``d(q, v)_{k+1} / du_k`` (``(n_q + n_v) x n_u``)."""
+        return np.vstack([self.dq_du, self.dv_du])
+
+
+def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: float, q: ArrayLike, v: ArrayLike,
+                  u: ArrayLike, outcome: StepOutcome, *, side: str = "a", tol: float = DEGENERATE_TOL) -> StepJacobian:
+    """The Jacobian of the time step from ``(q, v, u)`` whose solution is ``outcome`` (what
+    :meth:`TimeStepping.step` returned for it, with the same ``formulation``, system and ``h``), for
+    a formulation whose step is a complementarity Program (pyramid, cone, compliant, ...): the step's
+    Program is built with the state as parameters, differentiated at ``outcome``'s solution
+    (:func:`program_sensitivity`), and chained through ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})``. A
+    free-flight step (no contact in it) is differentiated in closed form.
+    """
+    s = system
+    form = for_system(formulation, s, h) if not isinstance(formulation, Formulation) else formulation
+    qv = s._vec("q", q, s.n_q)
+    vv = s._vec("v", v, s.n_v)
+    uv = s._vec("u", u, s.n_u)
+    fns = _SystemFunctions.of(s)
+    idx = np.flatnonzero(outcome.active)
+    prog = Program("step_sensitivity")
+    pq = prog.add_parameters("state/q", s.n_q, qv)
+    pvv = prog.add_parameters("state/v", s.n_v, vv)
+    pu = prog.add_parameters("state/u", s.n_u, uv) if s.n_u else None
+    n_p = prog.n_p
+    if idx.size == 0:  # free flight: v+ = v + h M^-1 f
+        M, f = fns.data(pq.sym, pvv.sym, ca.SX(0, 1) if pu is None else pu.sym)[:2]
+        v_next_sym = pvv.sym + h * ca.solve(M, f)
+        dv_dp = np.asarray(ca.Function("dv", [prog.p], [ca.jacobian(v_next_sym, prog.p)])(prog.p0), dtype=float)
+        v_next, degenerate, singular = outcome.v, [], False
+    else:
+        blk = form.add_step(prog, Step(s, h, pq.sym, pvv.sym, ca.SX(0, 1) if pu is None else pu.sym, "step", idx))
+        x = np.asarray(outcome.result.x, dtype=float).ravel()
+        if x.size != prog.n_x:
+            raise InputError("outcome", f"its result has {x.size} variables but the step's program {prog.n_x}: "
+                             "not the outcome of this formulation's step")
+        sens = program_sensitivity(prog, x, side=side, tol=tol)
+        dv_dp = sens.dx_dp()[blk.v_next.index]
+        v_next, degenerate, singular = x[blk.v_next.index], sens.degenerate, sens.core.singular
+    # q+ = q + h qdot(q, v+): dq+/dp = [I 0 0] + h (dqdot/dq [I 0 0] + dqdot/dv+ dv+/dp)
+    qs, vs = ca.SX.sym("q", s.n_q), ca.SX.sym("v", s.n_v)
+    qd = fns.qdot(qs, vs)
+    jq, jv = (np.asarray(m, dtype=float) for m in
+              ca.Function("qdot_jac", [qs, vs], [ca.jacobian(qd, qs), ca.jacobian(qd, vs)])(qv, v_next))
+    eye_q = np.zeros((s.n_q, n_p))
+    eye_q[:, :s.n_q] = np.eye(s.n_q)
+    dq_dp = eye_q + h * (jq @ eye_q + jv @ dv_dp)
+    nq, nv = s.n_q, s.n_v
+    return StepJacobian(dq_dp[:, :nq], dq_dp[:, nq:nq + nv], dq_dp[:, nq + nv:], dv_dp[:, :nq],
+                        dv_dp[:, nq:nq + nv], dv_dp[:, nq + nv:], degenerate, singular)

@@ -1,0 +1,128 @@
+"""Derivatives of a simulated trajectory with respect to its initial state and its inputs.
+
+:func:`differentiable_rollout` runs :class:`~contactmp.transcriptions.time_stepping.TimeStepping`
+from ``(q_0, v_0)`` under the inputs ``u_0 .. u_{N-1}`` and keeps, for every step, its Jacobian
+``d(q, v)_{k+1} / d(q_k, v_k, u_k)`` (:func:`~contactmp.formulations.step_sensitivity.step_jacobian`:
+implicit differentiation of the step's complementarity conditions on its identified pieces). The
+chain rule through the steps gives
+
+* forward products (:meth:`Rollout.jvp`): ``d(q, v)_k`` for a change of ``(q_0, v_0, u)``;
+* the adjoint (:meth:`Rollout.vjp`), for a scalar loss ``L(q_0..q_N, v_0..v_N, u)``: with
+  ``lambda_N = dL/d(q, v)_N``, ``lambda_k = dL/d(q, v)_k + A_k^T lambda_{k+1}`` and
+  ``dL/du_k = (dL/du_k)_direct + B_k^T lambda_{k+1}`` (``A_k``, ``B_k`` the step's state and input
+  Jacobians), so the gradient with respect to every input costs one backward sweep.
+
+A step whose pieces are degenerate (a contact exactly at a switch) is differentiated on the
+documented piece and listed in :attr:`Rollout.flagged_steps`: the gradient is then one-sided.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from contactmp.errors import InputError
+from contactmp.formulations.step_sensitivity import StepJacobian, step_jacobian
+from contactmp.transcriptions.time_stepping import TimeStepping
+
+__all__ = ["Rollout", "differentiable_rollout"]
+
+
+@dataclass
+class Rollout:
+    """A simulated trajectory ``q`` (N+1, n_q), ``v`` (N+1, n_v) under ``u`` (N, n_u), with the
+    Jacobian of each step (``jacobians``: :class:`StepJacobian`, the quaternion renormalization of a
+    3D body included) and the solve status of each step (``statuses``)."""
+
+    q: np.ndarray
+    v: np.ndarray
+    u: np.ndarray
+    jacobians: list[StepJacobian]
+    statuses: list[str]
+    _A: list[np.ndarray] = field(default_factory=list, repr=False)
+    _B: list[np.ndarray] = field(default_factory=list, repr=False)
+
+    @property
+    def n_steps(self) -> int:
+        """Number of steps ``N``."""
+        return len(self.jacobians)
+
+    @property
+    def flagged_steps(self) -> list[int]:
+        """The steps differentiated at a degenerate or singular point (one-sided there)."""
+        return [k for k, J in enumerate(self.jacobians) if J.flagged]
+
+    def jvp(self, dq0: ArrayLike | None = None, dv0: ArrayLike | None = None,
+            du: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(dq, dv)`` along the whole trajectory ((N+1, n_q), (N+1, n_v)) for the change
+        ``(dq0, dv0, du)`` (None: zero) of the initial state and the inputs."""
+        nq, nv = self.q.shape[1], self.v.shape[1]
+        dx = np.concatenate([np.zeros(nq) if dq0 is None else _arr("dq0", dq0, (nq,)),
+                             np.zeros(nv) if dv0 is None else _arr("dv0", dv0, (nv,))])
+        dU = np.zeros_like(self.u) if du is None else _arr("du", du, self.u.shape)
+        out = [dx]
+        for k in range(self.n_steps):
+            dx = self._A[k] @ dx + self._B[k] @ dU[k]
+            out.append(dx)
+        X = np.array(out)
+        return X[:, :nq], X[:, nq:]
+
+    def vjp(self, q_bar: ArrayLike | None = None, v_bar: ArrayLike | None = None,
+            u_bar: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The gradient ``(dL/dq_0, dL/dv_0, dL/du)`` of a loss whose partial derivatives with
+        respect to the trajectory are ``q_bar`` (N+1, n_q), ``v_bar`` (N+1, n_v) and ``u_bar``
+        (N, n_u) (None: zero), by the adjoint sweep of the module docstring."""
+        nq, nv, N = self.q.shape[1], self.v.shape[1], self.n_steps
+        Qb = np.zeros_like(self.q) if q_bar is None else _arr("q_bar", q_bar, self.q.shape)
+        Vb = np.zeros_like(self.v) if v_bar is None else _arr("v_bar", v_bar, self.v.shape)
+        gu = np.zeros_like(self.u) if u_bar is None else _arr("u_bar", u_bar, self.u.shape).copy()
+        lam = np.concatenate([Qb[N], Vb[N]])
+        for k in range(N - 1, -1, -1):
+            gu[k] += self._B[k].T @ lam
+            lam = self._A[k].T @ lam + np.concatenate([Qb[k], Vb[k]])
+        return lam[:nq], lam[nq:], gu
+
+
+def differentiable_rollout(ts: TimeStepping, q0: ArrayLike, v0: ArrayLike, u: ArrayLike, *, side: str = "a",
+                           tol: float = 1e-8) -> Rollout:
+    """Simulate ``len(u)`` steps of ``ts`` from ``(q0, v0)`` under the inputs ``u`` (N, n_u) and
+    differentiate each step (module docstring). A step that is not solved ends nothing silently:
+    its status is kept in ``statuses`` and its Jacobian is that of the returned point."""
+    s = ts.system
+    q = s._vec("q0", q0, s.n_q)
+    v = s._vec("v0", v0, s.n_v)
+    U = np.asarray(u, dtype=float)
+    if U.ndim != 2 or U.shape[1] != s.n_u or not np.isfinite(U).all():
+        raise InputError("u", f"must be a finite (N, {s.n_u}) array of inputs, got shape {U.shape}")
+    qs, vs, jacs, statuses, As, Bs = [q], [v], [], [], [], []
+    for k in range(U.shape[0]):
+        out = ts.step(q, v, U[k])
+        J = step_jacobian(ts.formulation, s, ts.h, q, v, U[k], out, side=side, tol=tol)
+        A, B = J.state(), J.input()
+        if ts._quat is not None:  # TimeStepping renormalizes the quaternion: chain d(x / |x|)
+            R = _renormalization(q + ts.h * s.eval_qdot(q, out.v), ts._quat, s.n_q, s.n_v)
+            A, B = R @ A, R @ B
+        q, v = out.q, out.v
+        qs.append(q), vs.append(v), jacs.append(J), statuses.append(out.result.status.value)
+        As.append(A), Bs.append(B)
+    return Rollout(np.array(qs), np.array(vs), U, jacs, statuses, As, Bs)
+
+
+def _renormalization(q_raw: np.ndarray, quat: slice, nq: int, nv: int) -> np.ndarray:
+    """``d(q with q[quat] / |q[quat]|, v) / d(q, v)`` at the unnormalized ``q_raw``."""
+    R = np.eye(nq + nv)
+    x = q_raw[quat]
+    n = float(np.linalg.norm(x))
+    if n > 0:
+        xh = x / n
+        R[quat, quat] = (np.eye(x.size) - np.outer(xh, xh)) / n
+    return R
+
+
+def _arr(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    a = np.asarray(value, dtype=float)
+    if a.shape != shape or not np.isfinite(a).all():
+        raise InputError(name, f"must be a finite array of shape {shape}, got {a.shape}")
+    return a

@@ -42,6 +42,7 @@ from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, ConeComplementarity, Constraint, Program, Variables
 from contactmp.result import Result, Status
 from contactmp.solvers.nlp import STEP_START
+from contactmp.validate import float_vector
 
 __all__ = ["Step", "StepData", "StepBlock", "StepOutcome", "Formulation", "register", "formulation",
            "FORMULATIONS", "Targets"]
@@ -94,7 +95,11 @@ class Step:
     the result of the previous time step (a warm start); ``start`` the start values of the numeric
     step Program's variables by name (their ``init``), which a position-gap step's NLP takes with
     the warm-start options :data:`~contactmp.solvers.nlp.STEP_START` (other steps' LCP and cone
-    solvers start from their own points and refuse it); ``prefix`` names the block.
+    solvers start from their own points and refuse it); ``params`` overrides model parameters for
+    this step, numbers or CasADi expressions with one entry per contact of the system (or one for
+    all): ``"mu"`` (the friction coefficients) and, for the compliant formulation, ``"stiffness"``,
+    ``"damping"``, ``"tangential_damping"`` (what a sensitivity with respect to them builds on);
+    ``prefix`` names the block.
     """
 
     system: ContactSystem
@@ -109,6 +114,7 @@ class Step:
     targets: Targets | None = None
     previous: Result | None = None
     start: Mapping[str, Any] | None = None
+    params: Mapping[str, Any] | None = None
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -132,15 +138,31 @@ class Step:
                 Jn, Jt, Jo = s.eval_J(self.q)
                 full = self._cache["data"] = StepData(
                     s.eval_M(self.q), s.eval_B(self.q) @ self.u - s.eval_h(self.q, self.v), Jn, Jt, Jo,
-                    s.eval_phi(self.q), s.mu)
+                    s.eval_phi(self.q), self.param("mu", s.mu))
             if self.contacts is None:
                 return full
             return StepData(full.M, full.f, full.Jn[idx], full.Jt[idx], full.Jo[idx], full.phi[idx], full.mu[idx])
         M, f, Jn, Jt, Jo, phi = _SystemFunctions.of(s).data(self.q, self.v, self.u)
+        mu = self.param("mu", s.mu)
         if self.contacts is not None:
             rows = [int(i) for i in idx]
             Jn, Jt, Jo, phi = Jn[rows, :], Jt[rows, :], Jo[rows, :], phi[rows]
-        return StepData(M, f, Jn, Jt, Jo, phi, s.mu[idx])
+            mu = mu[rows] if isinstance(mu, ca.SX) else mu[idx]
+        return StepData(M, f, Jn, Jt, Jo, phi, mu)
+
+    def param(self, name: str, default: Any) -> Any:
+        """The model parameter ``name`` of the step: ``params[name]`` broadcast to one entry per
+        contact of the system (an SX column, or a float array), else ``default``."""
+        if not self.params or name not in self.params:
+            return default
+        val, n = self.params[name], self.system.n_c
+        if isinstance(val, (ca.SX, ca.MX)):
+            if val.numel() == 1:
+                return val * ca.DM.ones(n, 1)
+            if val.numel() != n:
+                raise InputError("params", f"'{name}' has {val.numel()} entries; the system has {n} contacts")
+            return ca.reshape(val, n, 1)
+        return float_vector(val, n, f"params[{name!r}]")
 
     def qdot(self, q: Any, v: Any) -> Any:
         """``qdot(q, v)`` of the system (numbers or SX)."""

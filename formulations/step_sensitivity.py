@@ -25,7 +25,7 @@ with ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})`` the step's Jacobian follows by the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import casadi as ca
 import numpy as np
@@ -37,7 +37,7 @@ from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Program
 from contactmp.solvers.sensitivity import DEGENERATE_TOL, ImplicitSensitivity
 
-__all__ = ["ProgramSensitivity", "program_sensitivity", "StepJacobian", "step_jacobian"]
+__all__ = ["ProgramSensitivity", "program_sensitivity", "StepJacobian", "step_jacobian", "MODEL_PARAMETERS"]
 
 
 @dataclass
@@ -186,7 +186,9 @@ def program_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None,
 class StepJacobian:
     """``d(q_{k+1}, v_{k+1}) / d(q_k, v_k, u_k)`` of one time step (:func:`step_jacobian`).
 
-    ``dq_dq`` is ``dq_{k+1}/dq_k`` (``n_q x n_q``), and so on for ``v`` and ``u``; ``degenerate``
+    ``dq_dq`` is ``dq_{k+1}/dq_k`` (``n_q x n_q``), and so on for ``v`` and ``u``; ``dq_dparams``
+    and ``dv_dparams`` hold, by name, the derivatives with respect to the model parameters asked for
+    (``n_q x n_c`` and ``n_v x n_c``: one column per contact's value); ``degenerate``
     lists the flagged pairs and contacts (their piece is the documented one), ``singular`` says the
     step's solution is not locally unique (the minimum-norm derivative is given)."""
 
@@ -198,6 +200,8 @@ class StepJacobian:
     dv_du: np.ndarray
     degenerate: list[str]
     singular: bool
+    dq_dparams: dict[str, np.ndarray] = field(default_factory=dict)
+    dv_dparams: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def flagged(self) -> bool:
@@ -212,15 +216,43 @@ class StepJacobian:
         """``d(q, v)_{k+1} / du_k`` (``(n_q + n_v) x n_u``)."""
         return np.vstack([self.dq_du, self.dv_du])
 
+    def param(self, name: str) -> np.ndarray:
+        """``d(q, v)_{k+1} / d theta`` for the model parameter ``name`` (``(n_q + n_v) x n_c``)."""
+        return np.vstack([self.dq_dparams[name], self.dv_dparams[name]])
+
+
+#: model parameters a step can be differentiated by (``wrt``; see :attr:`Step.params`)
+MODEL_PARAMETERS = ("mu", "stiffness", "damping", "tangential_damping")
+
+
+def model_parameter_values(form: Formulation, system: ContactSystem, q: np.ndarray, names: Sequence[str]
+                           ) -> dict[str, np.ndarray]:
+    """The values (one per contact) of the model parameters ``names`` in a step from ``q``: the
+    system's ``mu``, the compliant formulation's gains. InputError naming ``wrt`` otherwise."""
+    out = {}
+    for name in names:
+        if name not in MODEL_PARAMETERS:
+            raise InputError("wrt", f"unknown model parameter {name!r}; one of {', '.join(MODEL_PARAMETERS)}")
+        if name == "mu":
+            out[name] = np.asarray(system.mu, dtype=float).copy()
+        elif hasattr(form, "gains") and not getattr(form, "callable_gains", True):
+            K, B, Bt = form.gains(system, system.eval_phi(q), q)
+            out[name] = dict(zip(("stiffness", "damping", "tangential_damping"), (K, B, Bt)))[name]
+        else:
+            raise InputError("wrt", f"{form.name} has no constant model parameter {name!r}")
+    return out
+
 
 def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: float, q: ArrayLike, v: ArrayLike,
-                  u: ArrayLike, outcome: StepOutcome, *, side: str = "a", tol: float = DEGENERATE_TOL) -> StepJacobian:
+                  u: ArrayLike, outcome: StepOutcome, *, wrt: Sequence[str] = (), side: str = "a",
+                  tol: float = DEGENERATE_TOL) -> StepJacobian:
     """The Jacobian of the time step from ``(q, v, u)`` whose solution is ``outcome`` (what
     :meth:`TimeStepping.step` returned for it, with the same ``formulation``, system and ``h``), for
     a formulation whose step is a complementarity Program (pyramid, cone, compliant, ...): the step's
     Program is built with the state as parameters, differentiated at ``outcome``'s solution
     (:func:`program_sensitivity`), and chained through ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})``. A
-    free-flight step (no contact in it) is differentiated in closed form.
+    free-flight step (no contact in it) is differentiated in closed form. ``wrt`` names model
+    parameters (:data:`MODEL_PARAMETERS`) to differentiate by as well, at their values in the step.
     """
     s = system
     form = for_system(formulation, s, h) if not isinstance(formulation, Formulation) else formulation
@@ -233,6 +265,9 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
     pq = prog.add_parameters("state/q", s.n_q, qv)
     pvv = prog.add_parameters("state/v", s.n_v, vv)
     pu = prog.add_parameters("state/u", s.n_u, uv) if s.n_u else None
+    n_state = prog.n_p
+    values = model_parameter_values(form, s, qv, list(wrt))
+    theta = {name: prog.add_parameters(f"param/{name}", s.n_c, val) for name, val in values.items()}
     n_p = prog.n_p
     if idx.size == 0:  # free flight: v+ = v + h M^-1 f
         M, f = fns.data(pq.sym, pvv.sym, ca.SX(0, 1) if pu is None else pu.sym)[:2]
@@ -240,7 +275,8 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
         dv_dp = np.asarray(ca.Function("dv", [prog.p], [ca.jacobian(v_next_sym, prog.p)])(prog.p0), dtype=float)
         v_next, degenerate, singular = outcome.v, [], False
     else:
-        blk = form.add_step(prog, Step(s, h, pq.sym, pvv.sym, ca.SX(0, 1) if pu is None else pu.sym, "step", idx))
+        blk = form.add_step(prog, Step(s, h, pq.sym, pvv.sym, ca.SX(0, 1) if pu is None else pu.sym, "step", idx,
+                                       params={name: P.sym for name, P in theta.items()} or None))
         x = np.asarray(outcome.result.x, dtype=float).ravel()
         if x.size != prog.n_x:
             raise InputError("outcome", f"its result has {x.size} variables but the step's program {prog.n_x}: "
@@ -257,5 +293,7 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
     eye_q[:, :s.n_q] = np.eye(s.n_q)
     dq_dp = eye_q + h * (jq @ eye_q + jv @ dv_dp)
     nq, nv = s.n_q, s.n_v
-    return StepJacobian(dq_dp[:, :nq], dq_dp[:, nq:nq + nv], dq_dp[:, nq + nv:], dv_dp[:, :nq],
-                        dv_dp[:, nq:nq + nv], dv_dp[:, nq + nv:], degenerate, singular)
+    cols = {name: slice(n_state + i * s.n_c, n_state + (i + 1) * s.n_c) for i, name in enumerate(theta)}
+    return StepJacobian(dq_dp[:, :nq], dq_dp[:, nq:nq + nv], dq_dp[:, nq + nv:n_state], dv_dp[:, :nq],
+                        dv_dp[:, nq:nq + nv], dv_dp[:, nq + nv:n_state], degenerate, singular,
+                        {k: dq_dp[:, c] for k, c in cols.items()}, {k: dv_dp[:, c] for k, c in cols.items()})

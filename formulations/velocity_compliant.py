@@ -74,6 +74,10 @@ FRICTION_LAWS: dict[str, str] = {
 }
 
 
+#: the compliant gains' names (TimeStepping's keywords, and the ``Step.params`` keys)
+GAIN_NAMES = ("stiffness", "damping", "tangential_damping")
+
+
 def gain_array(name: str, val: ArrayLike | None, n_c: int) -> np.ndarray:
     """One compliant gain as an array of ``n_c`` finite values ``>= 0`` (a scalar broadcasts);
     InputError naming ``name`` otherwise (also when ``val`` is None)."""
@@ -117,11 +121,15 @@ def add_velocity_compliant_step(prog: Program, *, M: Any, f: Any, v: Any, Jn: An
         raise InputError("associated", f"must be True or False, got {associated!r}")
     nc, nv, planar, M_, f_, v_, Jn_, Jt_, Jo_, phi_, mu_ = disk_step_inputs(M, f, v, Jn, Jt, Jo, mu, phi, h,
                                                                              planar)
-    K, B, Bt = compliant_gains(stiffness, damping, tangential_damping, nc, h)
+    if any(isinstance(g, (ca.SX, ca.MX)) for g in (stiffness, damping, tangential_damping)):
+        K, B, Bt = (g if isinstance(g, (ca.SX, ca.MX)) else ca.DM(gain_array(name, g, nc)) for name, g in
+                    zip(GAIN_NAMES, (stiffness, damping, tangential_damping)))  # symbolic gains: a sensitivity
+    else:
+        K, B, Bt = (ca.DM(g) for g in compliant_gains(stiffness, damping, tangential_damping, nc, h))
     Dn = 1.0 / (h * K + B)
-    DK = ca.DM(Dn * K)
-    Dn_h = ca.DM(Dn / h)
-    inv_hBt = ca.DM(1.0 / (h * Bt))
+    DK = Dn * K
+    Dn_h = Dn / h
+    inv_hBt = 1.0 / (h * Bt)
 
     blk = prefix
     v_next = prog.add_variables(f"{prefix}/v_next", nv, init=0.0, block=blk)
@@ -262,7 +270,8 @@ class Compliant(Formulation):
         if gains is None:
             s = step.system
             q = step.q if step.numeric else s.q_nominal
-            gains = step._cache["gains"] = self.gains(s, s.eval_phi(q) if step.numeric else np.zeros(s.n_c), q)
+            gains = self.gains(s, s.eval_phi(q) if step.numeric else np.zeros(s.n_c), q)
+            gains = step._cache["gains"] = tuple(step.param(name, g) for name, g in zip(GAIN_NAMES, gains))
         return gains
 
     def step_contacts(self, step: Step, data: StepData) -> np.ndarray:
@@ -276,10 +285,10 @@ class Compliant(Formulation):
         o, s = self.options, step.system
         if self.callable_gains and not step.numeric:
             raise OptionError("configuration-dependent gains (callables) need numeric steps (TimeStepping)")
-        K, B, Bt = self._step_gains(step)
-        idx = slice(None) if step.contacts is None else np.asarray(step.contacts, dtype=int)
+        idx = slice(None) if step.contacts is None else [int(i) for i in np.asarray(step.contacts, dtype=int)]
+        K, B, Bt = (g[idx] for g in self._step_gains(step))
         d = step.data()
         return add_velocity_compliant_step(
             prog, M=d.M, f=d.f, v=step.v, Jn=d.Jn, Jt=d.Jt, Jo=d.Jo, mu=d.mu, phi=d.phi, h=step.h,
-            stiffness=K[idx], damping=B[idx], tangential_damping=Bt[idx], friction=o.friction, facets=o.facets,
+            stiffness=K, damping=B, tangential_damping=Bt, friction=o.friction, facets=o.facets,
             associated=o.associated, prefix=step.prefix, planar=s.planar)

@@ -18,7 +18,7 @@ documented piece and listed in :attr:`Rollout.flagged_steps`: the gradient is th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -34,15 +34,18 @@ __all__ = ["Rollout", "differentiable_rollout"]
 class Rollout:
     """A simulated trajectory ``q`` (N+1, n_q), ``v`` (N+1, n_v) under ``u`` (N, n_u), with the
     Jacobian of each step (``jacobians``: :class:`StepJacobian`, the quaternion renormalization of a
-    3D body included) and the solve status of each step (``statuses``)."""
+    3D body included), the solve status of each step (``statuses``) and the model parameters it is
+    differentiated by (``wrt``, each with one value per contact)."""
 
     q: np.ndarray
     v: np.ndarray
     u: np.ndarray
     jacobians: list[StepJacobian]
     statuses: list[str]
+    wrt: tuple[str, ...] = ()
     _A: list[np.ndarray] = field(default_factory=list, repr=False)
     _B: list[np.ndarray] = field(default_factory=list, repr=False)
+    _C: list[dict[str, np.ndarray]] = field(default_factory=list, repr=False)
 
     @property
     def n_steps(self) -> int:
@@ -55,16 +58,22 @@ class Rollout:
         return [k for k, J in enumerate(self.jacobians) if J.flagged]
 
     def jvp(self, dq0: ArrayLike | None = None, dv0: ArrayLike | None = None,
-            du: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
+            du: ArrayLike | None = None, dparams: dict[str, ArrayLike] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(dq, dv)`` along the whole trajectory ((N+1, n_q), (N+1, n_v)) for the change
-        ``(dq0, dv0, du)`` (None: zero) of the initial state and the inputs."""
+        ``(dq0, dv0, du, dparams)`` (None: zero) of the initial state, the inputs and the model
+        parameters of ``wrt`` (by name, one value per contact)."""
         nq, nv = self.q.shape[1], self.v.shape[1]
         dx = np.concatenate([np.zeros(nq) if dq0 is None else _arr("dq0", dq0, (nq,)),
                              np.zeros(nv) if dv0 is None else _arr("dv0", dv0, (nv,))])
         dU = np.zeros_like(self.u) if du is None else _arr("du", du, self.u.shape)
+        dth = {}
+        for name, val in (dparams or {}).items():
+            if name not in self.wrt:
+                raise InputError("dparams", f"{name!r} is not a parameter of this rollout (wrt = {self.wrt})")
+            dth[name] = _arr(f"dparams[{name!r}]", val, (self._C[0][name].shape[1],) if self._C else (0,))
         out = [dx]
         for k in range(self.n_steps):
-            dx = self._A[k] @ dx + self._B[k] @ dU[k]
+            dx = self._A[k] @ dx + self._B[k] @ dU[k] + sum((self._C[k][n] @ d for n, d in dth.items()), np.zeros(nq + nv))
             out.append(dx)
         X = np.array(out)
         return X[:, :nq], X[:, nq:]
@@ -73,41 +82,57 @@ class Rollout:
             u_bar: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The gradient ``(dL/dq_0, dL/dv_0, dL/du)`` of a loss whose partial derivatives with
         respect to the trajectory are ``q_bar`` (N+1, n_q), ``v_bar`` (N+1, n_v) and ``u_bar``
-        (N, n_u) (None: zero), by the adjoint sweep of the module docstring."""
+        (N, n_u) (None: zero), by the adjoint sweep of the module docstring; the gradient with
+        respect to the model parameters of ``wrt`` is :meth:`param_vjp` (the same sweep)."""
+        q0, v0, gu, _ = self._adjoint(q_bar, v_bar, u_bar)
+        return q0, v0, gu
+
+    def param_vjp(self, q_bar: ArrayLike | None = None, v_bar: ArrayLike | None = None) -> dict[str, np.ndarray]:
+        """``dL/dtheta`` by name (one entry per contact) for the model parameters of ``wrt``:
+        ``sum_k C_k^T lambda_{k+1}`` with ``C_k`` the step's parameter Jacobian."""
+        return self._adjoint(q_bar, v_bar, None)[3]
+
+    def _adjoint(self, q_bar: ArrayLike | None, v_bar: ArrayLike | None, u_bar: ArrayLike | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         nq, nv, N = self.q.shape[1], self.v.shape[1], self.n_steps
         Qb = np.zeros_like(self.q) if q_bar is None else _arr("q_bar", q_bar, self.q.shape)
         Vb = np.zeros_like(self.v) if v_bar is None else _arr("v_bar", v_bar, self.v.shape)
         gu = np.zeros_like(self.u) if u_bar is None else _arr("u_bar", u_bar, self.u.shape).copy()
         lam = np.concatenate([Qb[N], Vb[N]])
+        gth = {name: np.zeros(self._C[0][name].shape[1]) for name in self.wrt} if self._C else {}
         for k in range(N - 1, -1, -1):
             gu[k] += self._B[k].T @ lam
+            for name in gth:
+                gth[name] += self._C[k][name].T @ lam
             lam = self._A[k].T @ lam + np.concatenate([Qb[k], Vb[k]])
-        return lam[:nq], lam[nq:], gu
+        return lam[:nq], lam[nq:], gu, gth
 
 
-def differentiable_rollout(ts: TimeStepping, q0: ArrayLike, v0: ArrayLike, u: ArrayLike, *, side: str = "a",
-                           tol: float = 1e-8) -> Rollout:
+def differentiable_rollout(ts: TimeStepping, q0: ArrayLike, v0: ArrayLike, u: ArrayLike, *,
+                           wrt: Sequence[str] = (), side: str = "a", tol: float = 1e-8) -> Rollout:
     """Simulate ``len(u)`` steps of ``ts`` from ``(q0, v0)`` under the inputs ``u`` (N, n_u) and
-    differentiate each step (module docstring). A step that is not solved ends nothing silently:
-    its status is kept in ``statuses`` and its Jacobian is that of the returned point."""
+    differentiate each step (module docstring), also with respect to the model parameters ``wrt``
+    (:data:`~contactmp.formulations.step_sensitivity.MODEL_PARAMETERS`: ``mu``, the compliant
+    gains). A step that is not solved ends nothing silently: its status is kept in ``statuses`` and
+    its Jacobian is that of the returned point."""
     s = ts.system
     q = s._vec("q0", q0, s.n_q)
     v = s._vec("v0", v0, s.n_v)
     U = np.asarray(u, dtype=float)
     if U.ndim != 2 or U.shape[1] != s.n_u or not np.isfinite(U).all():
         raise InputError("u", f"must be a finite (N, {s.n_u}) array of inputs, got shape {U.shape}")
-    qs, vs, jacs, statuses, As, Bs = [q], [v], [], [], [], []
+    qs, vs, jacs, statuses, As, Bs, Cs = [q], [v], [], [], [], [], []
     for k in range(U.shape[0]):
         out = ts.step(q, v, U[k])
-        J = step_jacobian(ts.formulation, s, ts.h, q, v, U[k], out, side=side, tol=tol)
-        A, B = J.state(), J.input()
+        J = step_jacobian(ts.formulation, s, ts.h, q, v, U[k], out, wrt=wrt, side=side, tol=tol)
+        A, B, C = J.state(), J.input(), {name: J.param(name) for name in wrt}
         if ts._quat is not None:  # TimeStepping renormalizes the quaternion: chain d(x / |x|)
             R = _renormalization(q + ts.h * s.eval_qdot(q, out.v), ts._quat, s.n_q, s.n_v)
-            A, B = R @ A, R @ B
+            A, B, C = R @ A, R @ B, {name: R @ c for name, c in C.items()}
         q, v = out.q, out.v
         qs.append(q), vs.append(v), jacs.append(J), statuses.append(out.result.status.value)
-        As.append(A), Bs.append(B)
-    return Rollout(np.array(qs), np.array(vs), U, jacs, statuses, As, Bs)
+        As.append(A), Bs.append(B), Cs.append(C)
+    return Rollout(np.array(qs), np.array(vs), U, jacs, statuses, tuple(wrt), As, Bs, Cs)
 
 
 def _renormalization(q_raw: np.ndarray, quat: slice, nq: int, nv: int) -> np.ndarray:

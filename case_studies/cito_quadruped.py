@@ -170,8 +170,8 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "step_residual_max": max((r["replay"]["step_residual"] for r in conv), default=None),
             "replay_error": _cito.spread([r["replay"]["replay_error"] for r in conv]),
             "nonunique_starts": sum(bool(r["replay"]["nonunique_steps"]) for r in conv),
-            "replayed": sum(r["replay"]["replay_error"] <= REPLAY_TOL for r in conv),
-            "replayed_seeded": sum(r["replay"].get("seeded_replay_error", math.inf) <= REPLAY_TOL for r in conv),
+            "replayed": sum(float(r["replay"]["replay_error"]) <= REPLAY_TOL for r in conv),  # JSON keeps inf as "inf"
+            "replayed_seeded": sum(float(r["replay"].get("seeded_replay_error", math.inf)) <= REPLAY_TOL for r in conv),
             "statuses": {s: sum(r["status"] == s for r in rs) for s in sorted({r["status"] for r in rs})},
             "best_start": None if best is None else best["start"],
             "best_gait": None if best is None else best["gait"],

@@ -94,3 +94,19 @@ def test_gap_rows_are_knot_rows() -> None:
     (group,) = to.program.stage_groups
     staged = set(group.g_index.ravel().tolist())
     assert all(i in staged for c in rows for i in range(c.index.start, c.index.stop))
+
+
+def test_summary_counts_replays_from_json_records() -> None:
+    """Records read back from JSONL keep an infinite replay error as the string "inf": the summary
+    counts the starts replayed to 1e-6 from the default and from the seeded start all the same."""
+    from contactmp.case_studies.cito_quadruped import summarize
+
+    def rec(start: int, err: object, seeded: object) -> dict:
+        return {"task": "walk-3d-cone", "start": start, "converged": True, "objective": 1.0 + start,
+                "status": "solved", "comp_violation": 0.0, "time_s": 1.0, "solve_cpu_s": 1.0, "iterations": 10,
+                "penetration": 0.0, "gait": {"label": "irregular"},
+                "replay": {"step_residual": 1e-9, "replay_error": err, "nonunique_steps": [3],
+                           "seeded_replay_error": seeded}}
+
+    row = summarize([rec(0, "inf", 2e-7), rec(1, 3.5, "inf"), rec(2, 1e-9, 1e-9)])[0]
+    assert (row["replayed"], row["replayed_seeded"], row["converged"]) == (1, 2, 3)

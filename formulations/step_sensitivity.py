@@ -67,52 +67,66 @@ class ProgramSensitivity:
         return -self._Fp.T @ self.core._solve(np.asarray(x_bar, dtype=float), trans=1)
 
 
-def _cone_equations(prog: Program, cone: Any, xv: np.ndarray, pv: np.ndarray, tol: float
-                    ) -> tuple[list[ca.SX], list[str]]:
-    """The mode equations of the cone's contacts at ``(x, p)`` and the flagged contacts."""
-    r = ca.horzcat(*cone.r)  # n x dim
-    u = ca.horzcat(*cone.u)
-    fn = ca.Function("cone_ru", [prog.x, prog.p], [r, u])
-    R, U = (np.asarray(v, dtype=float).reshape(cone.size, cone.dim) for v in fn(xv, pv))
-    mu = np.asarray(ca.DM(cone.mu), dtype=float).ravel() if not isinstance(cone.mu, ca.SX) else None
-    if mu is None:
-        mu = np.asarray(ca.Function("mu", [prog.x, prog.p], [cone.mu])(xv, pv), dtype=float).ravel()
+def _cone_pieces(prog: Program, cone: Any, xv: np.ndarray, pv: np.ndarray, tol: float, cache: dict
+                 ) -> tuple[tuple[tuple[int, int], ...], list[str]]:
+    """Per contact of ``cone`` at ``(x, p)``: ``(piece, aux)`` with piece 0 separated, 1 sticking,
+    2 sliding (or frictionless in contact) and aux 0 (``u_T != 0``: ``gamma = ||u_T||``,
+    ``w = -u_T / ||u_T||``), 1 (``gamma = 0``, ``r_T = mu r_n w``) or 2 (``gamma = 0``, ``w`` held);
+    and the flagged contacts."""
+    fn = cache.get(("cone", cone.name))
+    if fn is None:
+        fn = cache[("cone", cone.name)] = ca.Function("cone_ru", [prog.x, prog.p],
+                                                      [ca.horzcat(*cone.r), ca.horzcat(*cone.u), cone.mu])
+    Rm, Um, mum = fn(xv, pv)
+    R = np.asarray(Rm, dtype=float).reshape(cone.size, cone.dim)
+    U = np.asarray(Um, dtype=float).reshape(cone.size, cone.dim)
+    mu = np.asarray(mum, dtype=float).ravel()
     scale = tol * max(1.0, float(np.abs(R).max(initial=0.0)), float(np.abs(U).max(initial=0.0)))
-    m = cone.dim - 1
-    w = [cone.w.sym[i * cone.size:(i + 1) * cone.size] for i in range(m)]
-    wv = xv[cone.w.index].reshape(m, cone.size)
-    eqs, flagged = [], []
+    pieces, flagged = [], []
     for j in range(cone.size):
-        rn, un = r[j, 0], u[j, 0]
-        rT, uT = r[j, 1:].T, u[j, 1:].T
-        ut = float(np.linalg.norm(U[j, 1:]))
-        rt = float(np.linalg.norm(R[j, 1:]))
-        g = cone.gamma.sym[j]
-        wj = ca.vertcat(*[w[i][j] for i in range(m)])
+        ut, rt = float(np.linalg.norm(U[j, 1:])), float(np.linalg.norm(R[j, 1:]))
         if R[j, 0] <= scale:  # separated (grazing when u_n is zero too: on the separated piece)
             if U[j, 0] <= scale:
                 flagged.append(f"{cone.name}[{j}] grazing")
-            eqs += [r[j, k] for k in range(cone.dim)]
+            piece = 0
         elif ut <= scale and mu[j] > 0:  # sticking (stick/slip boundary: on the sticking piece)
             if rt >= mu[j] * R[j, 0] - scale:
                 flagged.append(f"{cone.name}[{j}] stick/slip")
+            piece = 1
+        else:
+            piece = 2
+        aux = 0 if ut > scale else (1 if R[j, 0] > scale and mu[j] > 0 else 2)
+        pieces.append((piece, aux))
+    return tuple(pieces), flagged
+
+
+def _cone_equations(cone: Any, pieces: tuple[tuple[int, int], ...]) -> list[ca.SX]:
+    """The equations of the cone's contacts on ``pieces`` (:func:`_cone_pieces`; a held ``w`` is
+    written ``w = 0``: only the equations' Jacobians are used)."""
+    r, u = ca.horzcat(*cone.r), ca.horzcat(*cone.u)
+    m = cone.dim - 1
+    eqs: list[ca.SX] = []
+    for j, (piece, aux) in enumerate(pieces):
+        rn, un = r[j, 0], u[j, 0]
+        rT, uT = r[j, 1:].T, u[j, 1:].T
+        wj = ca.vertcat(*[cone.w.sym[i * cone.size + j] for i in range(m)])
+        if piece == 0:
+            eqs += [r[j, k] for k in range(cone.dim)]
+        elif piece == 1:
             eqs += [u[j, k] for k in range(cone.dim)]
-        else:  # sliding, or a frictionless contact in contact
-            nT = ca.norm_2(uT) if ut > scale else 1.0
-            eqs.append(un - cone.mu[j] * ca.norm_2(uT) if (cone.associated and ut > scale) else un)
-            slip = cone.mu[j] * rn * uT / nT if ut > scale else ca.DM.zeros(m, 1)
+        else:  # sliding (u_T != 0), or a frictionless contact in contact
+            moving = aux == 0
+            eqs.append(un - cone.mu[j] * ca.norm_2(uT) if (cone.associated and moving) else un)
+            slip = cone.mu[j] * rn * uT / ca.norm_2(uT) if moving else ca.DM.zeros(m, 1)
             eqs += [(rT + slip)[k] for k in range(m)]
-        # the auxiliary gamma_j and w_j
-        if ut > scale:
+        g = cone.gamma.sym[j]
+        if aux == 0:
             eqs.append(g - ca.norm_2(uT))
             eqs += [(wj + uT / ca.norm_2(uT))[k] for k in range(m)]
         else:
             eqs.append(g)
-            if R[j, 0] > scale and mu[j] > 0:
-                eqs += [(rT - cone.mu[j] * rn * wj)[k] for k in range(m)]
-            else:  # w does not enter the physics here: held at its value
-                eqs += [wj[k] - float(wv[k, j]) for k in range(m)]
-    return eqs, flagged
+            eqs += [(rT - cone.mu[j] * rn * wj)[k] for k in range(m)] if aux == 1 else [wj[k] for k in range(m)]
+    return eqs
 
 
 def program_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None, *, side: str = "a",
@@ -120,7 +134,8 @@ def program_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None,
     """The sensitivity ``dx/dp`` of the solution ``x`` of the complementarity Program ``prog``
     (no objective; equality rows, pairs, cones) at parameters ``p`` (default: their values), by
     implicit differentiation of the square system of the module docstring. ``side``: the side
-    (``"a"`` or ``"b"``) held at zero in a degenerate pair."""
+    (``"a"`` or ``"b"``) held at zero in a degenerate pair. The Jacobian functions of each set of
+    pieces are built once per Program and kept (a rollout meets few sets)."""
     if side not in ("a", "b"):
         raise InputError("side", f"must be 'a' or 'b', got {side!r}")
     if prog.has_objective:
@@ -130,46 +145,28 @@ def program_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None,
     if xv.shape != (prog.n_x,) or not np.isfinite(xv).all():
         raise InputError("x", f"must be {prog.n_x} finite numbers, got shape {xv.shape}")
     pv = prog.p0 if p is None else np.asarray(p, dtype=float).ravel()
-    cone_rows: set[int] = set()
-    cone_pairs: set[int] = set()
-    for cone in prog.cones:
-        for c in (cone.friction, cone.direction):
-            cone_rows.update(range(c.index.start, c.index.stop))
-        for c in (cone.normal, cone.disk):
-            cone_pairs.update(range(c.index.start, c.index.stop))
-    eqs: list[ca.SX] = []
-    for c in prog.constraints:
-        for i in range(c.size):
-            row = c.index.start + i
-            if row in cone_rows:
-                continue
-            if c.lb[i] != c.ub[i]:
-                raise InputError("prog", f"row {c.name}[{i}] is an inequality ({c.lb[i]} <= g <= {c.ub[i]}); "
-                                 "a step's sensitivity handles equality rows and pairs")
-            eqs.append(c.expr[i] - c.lb[i])
+    cache = prog.__dict__.setdefault("_sensitivity_functions", {})
+    cone_pairs = cache.get("cone_pairs")
+    if cone_pairs is None:
+        cone_pairs = cache["cone_pairs"] = np.zeros(prog.n_comp, dtype=bool)
+        for cone in prog.cones:
+            for c in (cone.normal, cone.disk):
+                cone_pairs[c.index] = True
     ev = prog.evaluate(xv, pv)
     a, b = ev["a"], ev["b"]
     scale = tol * max(1.0, float(np.abs(a).max(initial=0.0)), float(np.abs(b).max(initial=0.0)))
-    degenerate: list[str] = []
-    for comp in prog.complementarities:
-        for i in range(comp.size):
-            k = comp.index.start + i
-            if k in cone_pairs:
-                continue
-            both = a[k] <= scale and b[k] <= scale
-            if both:
-                degenerate.append(f"{comp.name}[{i}]")
-            take_a = (side == "a") if both else a[k] <= b[k]
-            eqs.append(comp.a[i] if take_a else comp.b[i])
+    both = (a <= scale) & (b <= scale) & ~cone_pairs
+    take_a = np.where(both, side == "a", a <= b)
+    degenerate = [f"{c.name}[{i}]" for c in prog.complementarities for i in range(c.size) if both[c.index.start + i]]
+    cone_pieces = []
     for cone in prog.cones:
-        ce, flagged = _cone_equations(prog, cone, xv, pv, tol)
-        eqs += ce
+        pieces, flagged = _cone_pieces(prog, cone, xv, pv, tol, cache)
+        cone_pieces.append(pieces)
         degenerate += flagged
-    F = ca.vertcat(*eqs)
-    if F.shape[0] != prog.n_x:
-        raise InputError("prog", f"its pieces give {F.shape[0]} equations for {prog.n_x} variables: not a square "
-                         "complementarity system (a variable bound that is no pair side, or a missing row)")
-    jac = ca.Function("F_jac", [prog.x, prog.p], [ca.jacobian(F, prog.x), ca.jacobian(F, prog.p)])
+    key = (take_a[~cone_pairs].tobytes(), tuple(cone_pieces))
+    jac = cache.get(key)
+    if jac is None:
+        jac = cache[key] = _jacobian_function(prog, take_a, cone_pairs, cone_pieces)
     Fx, Fp = (np.asarray(ca.DM(v), dtype=float) for v in jac(xv, pv))
 
     def apply_B(d: dict[str, np.ndarray]) -> np.ndarray:
@@ -180,6 +177,36 @@ def program_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None,
 
     core = ImplicitSensitivity(Fx, apply_B, apply_BT, np.arange(len(degenerate)), side)
     return ProgramSensitivity(xv, degenerate, core, Fp)
+
+
+def _jacobian_function(prog: Program, take_a: np.ndarray, cone_pairs: np.ndarray,
+                       cone_pieces: list[tuple[tuple[int, int], ...]]) -> ca.Function:
+    """``(x, p) -> (F_x, F_p)`` of the square system on the given pieces (module docstring)."""
+    cone_rows = np.zeros(prog.n_g, dtype=bool)
+    for cone in prog.cones:
+        for c in (cone.friction, cone.direction):
+            cone_rows[c.index] = True
+    eqs: list[ca.SX] = []
+    for c in prog.constraints:
+        for i in range(c.size):
+            if cone_rows[c.index.start + i]:
+                continue
+            if c.lb[i] != c.ub[i]:
+                raise InputError("prog", f"row {c.name}[{i}] is an inequality ({c.lb[i]} <= g <= {c.ub[i]}); "
+                                 "a step's sensitivity handles equality rows and pairs")
+            eqs.append(c.expr[i] - c.lb[i])
+    for comp in prog.complementarities:
+        for i in range(comp.size):
+            k = comp.index.start + i
+            if not cone_pairs[k]:
+                eqs.append(comp.a[i] if take_a[k] else comp.b[i])
+    for cone, pieces in zip(prog.cones, cone_pieces):
+        eqs += _cone_equations(cone, pieces)
+    F = ca.vertcat(*eqs)
+    if F.shape[0] != prog.n_x:
+        raise InputError("prog", f"its pieces give {F.shape[0]} equations for {prog.n_x} variables: not a square "
+                         "complementarity system (a variable bound that is no pair side, or a missing row)")
+    return ca.Function("F_jac", [prog.x, prog.p], [ca.jacobian(F, prog.x), ca.jacobian(F, prog.p)])
 
 
 @dataclass
@@ -259,24 +286,23 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
     qv = s._vec("q", q, s.n_q)
     vv = s._vec("v", v, s.n_v)
     uv = s._vec("u", u, s.n_u)
-    fns = _SystemFunctions.of(s)
     idx = np.flatnonzero(outcome.active)
-    prog = Program("step_sensitivity")
-    pq = prog.add_parameters("state/q", s.n_q, qv)
-    pvv = prog.add_parameters("state/v", s.n_v, vv)
-    pu = prog.add_parameters("state/u", s.n_u, uv) if s.n_u else None
-    n_state = prog.n_p
     values = model_parameter_values(form, s, qv, list(wrt))
-    theta = {name: prog.add_parameters(f"param/{name}", s.n_c, val) for name, val in values.items()}
+    key = (s, float(h), idx.tobytes(), tuple(values))  # a system hashes by identity
+    cache = form.__dict__.setdefault("_sensitivity_programs", {})
+    hit = cache.get(key)
+    if hit is None:
+        hit = cache[key] = _step_program(form, s, float(h), idx, values)
+    prog, params, blk, free_flight, qdot_jac = hit
+    for P, val in zip(params, (qv, vv, uv, *values.values())):
+        if P is not None:
+            P.value = val
+    n_state = s.n_q + s.n_v + s.n_u
     n_p = prog.n_p
-    if idx.size == 0:  # free flight: v+ = v + h M^-1 f
-        M, f = fns.data(pq.sym, pvv.sym, ca.SX(0, 1) if pu is None else pu.sym)[:2]
-        v_next_sym = pvv.sym + h * ca.solve(M, f)
-        dv_dp = np.asarray(ca.Function("dv", [prog.p], [ca.jacobian(v_next_sym, prog.p)])(prog.p0), dtype=float)
+    if free_flight is not None:  # no contact: v+ = v + h M^-1 f
+        dv_dp = np.asarray(free_flight(prog.p0), dtype=float)
         v_next, degenerate, singular = outcome.v, [], False
     else:
-        blk = form.add_step(prog, Step(s, h, pq.sym, pvv.sym, ca.SX(0, 1) if pu is None else pu.sym, "step", idx,
-                                       params={name: P.sym for name, P in theta.items()} or None))
         x = np.asarray(outcome.result.x, dtype=float).ravel()
         if x.size != prog.n_x:
             raise InputError("outcome", f"its result has {x.size} variables but the step's program {prog.n_x}: "
@@ -285,15 +311,39 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
         dv_dp = sens.dx_dp()[blk.v_next.index]
         v_next, degenerate, singular = x[blk.v_next.index], sens.degenerate, sens.core.singular
     # q+ = q + h qdot(q, v+): dq+/dp = [I 0 0] + h (dqdot/dq [I 0 0] + dqdot/dv+ dv+/dp)
-    qs, vs = ca.SX.sym("q", s.n_q), ca.SX.sym("v", s.n_v)
-    qd = fns.qdot(qs, vs)
-    jq, jv = (np.asarray(m, dtype=float) for m in
-              ca.Function("qdot_jac", [qs, vs], [ca.jacobian(qd, qs), ca.jacobian(qd, vs)])(qv, v_next))
+    jq, jv = (np.asarray(m, dtype=float) for m in qdot_jac(qv, v_next))
     eye_q = np.zeros((s.n_q, n_p))
     eye_q[:, :s.n_q] = np.eye(s.n_q)
     dq_dp = eye_q + h * (jq @ eye_q + jv @ dv_dp)
     nq, nv = s.n_q, s.n_v
-    cols = {name: slice(n_state + i * s.n_c, n_state + (i + 1) * s.n_c) for i, name in enumerate(theta)}
+    cols = {name: slice(n_state + i * s.n_c, n_state + (i + 1) * s.n_c) for i, name in enumerate(values)}
     return StepJacobian(dq_dp[:, :nq], dq_dp[:, nq:nq + nv], dq_dp[:, nq + nv:n_state], dv_dp[:, :nq],
                         dv_dp[:, nq:nq + nv], dv_dp[:, nq + nv:n_state], degenerate, singular,
                         {k: dq_dp[:, c] for k, c in cols.items()}, {k: dv_dp[:, c] for k, c in cols.items()})
+
+
+def _step_program(form: Formulation, s: ContactSystem, h: float, idx: np.ndarray, values: dict[str, np.ndarray]
+                  ) -> tuple[Program, list[Any], Any, ca.Function | None, ca.Function]:
+    """The step Program of the contacts ``idx`` with the state ``(q, v, u)`` and the model
+    parameters ``values`` as parameters (built once per contact set, kept on the formulation), its
+    parameter handles, its block (None in free flight), the free-flight ``dv+/dp`` function (None
+    with contacts) and ``(q, v) -> (dqdot/dq, dqdot/dv)``."""
+    fns = _SystemFunctions.of(s)
+    prog = Program("step_sensitivity")
+    pq = prog.add_parameters("state/q", s.n_q, 0.0)
+    pv = prog.add_parameters("state/v", s.n_v, 0.0)
+    pu = prog.add_parameters("state/u", s.n_u, 0.0) if s.n_u else None
+    theta = [prog.add_parameters(f"param/{name}", s.n_c, val) for name, val in values.items()]
+    u_sym = ca.SX(0, 1) if pu is None else pu.sym
+    blk, free_flight = None, None
+    if idx.size == 0:
+        M, f = fns.data(pq.sym, pv.sym, u_sym)[:2]
+        v_next = pv.sym + h * ca.solve(M, f)
+        free_flight = ca.Function("dv", [prog.p], [ca.jacobian(v_next, prog.p)])
+    else:
+        params = {name: P.sym for name, P in zip(values, theta)} or None
+        blk = form.add_step(prog, Step(s, h, pq.sym, pv.sym, u_sym, "step", idx, params=params))
+    qs, vs = ca.SX.sym("q", s.n_q), ca.SX.sym("v", s.n_v)
+    qd = fns.qdot(qs, vs)
+    qdot_jac = ca.Function("qdot_jac", [qs, vs], [ca.jacobian(qd, qs), ca.jacobian(qd, vs)])
+    return prog, [pq, pv, pu, *theta], blk, free_flight, qdot_jac

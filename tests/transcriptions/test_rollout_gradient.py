@@ -186,3 +186,33 @@ def test_rollout_gradient_by_friction_coefficient() -> None:
     assert abs(g - fd) <= 1e-5 * max(1.0, abs(fd))
     dq, _ = R.jvp(dparams={"mu": np.ones(4)})  # box_2d: 4 corner contacts, one mu
     assert abs(dq[-1, 0] - g) <= 1e-10 * max(1.0, abs(g))
+
+
+def test_identification_recovers_friction_and_stiffness() -> None:
+    """A box thrown tilted onto the ground (compliant contact: mu = 0.4, K = 2000 N/m), observed
+    without noise for 30 steps of 10 ms: Gauss-Newton (scipy's least_squares) on (mu, log K) with
+    the rollout's forward products as the residual Jacobian recovers both to 1e-6 relative from
+    (0.8, 500)."""
+    from scipy.optimize import least_squares
+
+    N, gains = 30, {"damping": 20.0, "tangential_damping": 50.0}
+    q0, v0, U = np.array([0.0, 0.12, 0.1]), np.array([1.5, -0.5, 0.0]), np.zeros((N, 3))
+
+    def sim(mu: float, K: float) -> TimeStepping:
+        return TimeStepping(box_2d(width=0.4, height=0.2, mu=mu), 0.01, "compliant", tol=1e-12, stiffness=K, **gains)
+
+    observed = sim(0.4, 2000.0).simulate(q0, v0, U, n_steps=N).q
+    memo = {}
+
+    def residual(theta: np.ndarray) -> np.ndarray:
+        memo["R"] = differentiable_rollout(sim(theta[0], float(np.exp(theta[1]))), q0, v0, U, wrt=("mu", "stiffness"))
+        return (memo["R"].q - observed).ravel()
+
+    def jacobian(theta: np.ndarray) -> np.ndarray:
+        dq_mu, _ = memo["R"].jvp(dparams={"mu": np.ones(4)})
+        dq_K, _ = memo["R"].jvp(dparams={"stiffness": np.ones(4)})
+        return np.column_stack([dq_mu.ravel(), dq_K.ravel() * np.exp(theta[1])])
+
+    res = least_squares(residual, x0=[0.8, np.log(500.0)], jac=jacobian, method="trf", xtol=1e-12, ftol=1e-12,
+                        bounds=([0.01, np.log(50.0)], [2.0, np.log(1e5)]))
+    assert abs(res.x[0] - 0.4) <= 4e-7 and abs(np.exp(res.x[1]) - 2000.0) <= 2e-3

@@ -488,6 +488,19 @@ class ContactImplicitTO:
         return {"step_residual": worst_res, "replay_error": worst_err, "nonunique_steps": nonunique,
                 "seeded_replay_error": worst_seeded}
 
+    def sensitivity(self, traj: TOResult, tol: float = 1e-7) -> Any:
+        """The parametric sensitivity of the solved trajectory ``traj`` from the KKT system of its
+        active set (:func:`~contactmp.solvers.kkt_sensitivity.kkt_sensitivity`): ``dx_drows`` of the
+        rows ``initial_q``, ``initial_v``, ``final_q``, ``final_v`` (``self.program[name].index``)
+        moves the plan with its initial state or goal, ``dx_dp`` with the Program's parameters; the
+        multipliers give the cost's derivatives (``dJ/db = -lambda`` of the row's bound). Read the
+        trajectory's change from a column ``dx`` with ``self.program.value(handle, dx)``."""
+        from contactmp.solvers.kkt_sensitivity import kkt_sensitivity
+
+        if traj.result is None:
+            raise InputError("traj", "has no result to differentiate")
+        return kkt_sensitivity(self.program, traj.result.x, tol=tol)
+
     def trajectory(self, result: Result) -> TOResult:
         """The :class:`TOResult` of one :class:`~contactmp.result.Result` of this transcription's
         program (for example from :func:`~contactmp.solvers.nlp.solve_program` called directly):

@@ -216,3 +216,35 @@ def test_identification_recovers_friction_and_stiffness() -> None:
     res = least_squares(residual, x0=[0.8, np.log(500.0)], jac=jacobian, method="trf", xtol=1e-12, ftol=1e-12,
                         bounds=([0.01, np.log(50.0)], [2.0, np.log(1e5)]))
     assert abs(res.x[0] - 0.4) <= 4e-7 and abs(np.exp(res.x[1]) - 2000.0) <= 2e-3
+
+
+def test_trajectory_optimization_sensitivity_to_the_goal() -> None:
+    """The box push (pyramid, quick, Scholtes): the KKT sensitivity of the optimal pushes to the goal
+    x_N = 1 matches central differences of re-solved tasks with x_N = 1 +/- 1e-4 (to 1e-3 relative:
+    the re-solves are accurate to about IPOPT's 1e-8, so the difference quotient to ~1e-4), and
+    dJ/dx_N = -lambda of the goal row to 1e-5 relative."""
+    from contactmp.case_studies import _cito
+
+    opts = dict(_cito.TASKS["box"].options)
+
+    def solve(goal: float) -> object:
+        to = _cito.TASKS["box"].build("pyramid", True)
+        row = to.program["final_q"]
+        lb = row.lb.copy()
+        lb[0] = goal
+        row.lb, row.ub = lb, lb.copy()
+        traj = to.solve(strategy="scholtes", **opts)
+        assert traj.status is Status.SOLVED
+        return to, traj
+
+    to, traj = solve(1.0)
+    S = to.sensitivity(traj)
+    assert S.stationarity <= 1e-6
+    row = to.program["final_q"].index.start
+    dx = S.dx_drows([row])[:, 0]
+    du = np.array([to.program.value(h, dx) for h in to.u])[:, 0]
+    (_, plus), (_, minus) = solve(1.0 + 1e-4), solve(1.0 - 1e-4)
+    fd = (plus.u[:, 0] - minus.u[:, 0]) / 2e-4
+    assert np.max(np.abs(du - fd)) <= 1e-3 * np.max(np.abs(fd))
+    dJ = (plus.objective - minus.objective) / 2e-4
+    assert abs(-S.multipliers[S.active.index(f"row g[{row}]")] - dJ) <= 1e-5 * abs(dJ)

@@ -10,7 +10,9 @@ problem whose solution is flagged degenerate is counted and replaced):
   definite but not symmetric), ``n`` log-uniform in 2..170, ``q ~ N(0, I)``;
 * fc3d problems with ``W = A A^T / m + 0.3 I`` (``m = 3 nc``), ``nc`` in 1..12, ``mu`` in [0.1, 1],
   ``q ~ N(0, I)``; and the shared Siconos problems whose ``W`` is positive definite (unique solution)
-  and whose solution is non-degenerate.
+  and whose solution is non-degenerate;
+* compliant (Drumwright) steps of a box on the ground (:func:`random_compliant_step`): the step
+  Jacobian ``d(q, v)+ / d(q, v, u)`` of :func:`~contactmp.formulations.step_sensitivity.step_jacobian`.
 
 The reference Jacobian is the central finite difference of re-solved problems, step ``h = 1e-6``
 (times ``max(1, |q|_inf)``), the solves polished to 1e-12 (LCP: Lemke, exact pivots; fc3d: Newton
@@ -133,6 +135,45 @@ def fc3d_accuracy(W: np.ndarray, q: np.ndarray, mu: np.ndarray, rng: np.random.G
             "err_vjp": max(_vjp_error(Jq, g["q"], v), _vjp_error(Jmu, g["mu"], v))}
 
 
+def random_compliant_step(rng: np.random.Generator) -> tuple[Any, ...]:
+    """A compliant (Drumwright, cone) step of a 0.4 x 0.2 m box_2d near the ground: gains
+    ``K`` in [1e3, 1e5] N/m, ``B`` in [5, 100] N s/m, ``Bt`` in [10, 1000] N s/m, ``mu`` in
+    [0.2, 1]; the box's center 0-2 mm below its resting height, tilted up to 0.05 rad, moving
+    with ``v ~ N(0, 0.5)``, pushed by ``u ~ N(0, 5)`` N (horizontal, vertical, torque / 10)."""
+    from contactmp.models.systems import box_2d
+    from contactmp.transcriptions.time_stepping import TimeStepping
+
+    gains = {"stiffness": 10 ** rng.uniform(3, 5), "damping": rng.uniform(5, 100),
+             "tangential_damping": 10 ** rng.uniform(1, 3)}
+    s = box_2d(width=0.4, height=0.2, mu=rng.uniform(0.2, 1.0))
+    ts = TimeStepping(s, 0.01, "compliant", tol=1e-13, **gains)
+    q = np.array([0.0, 0.1 - rng.uniform(0, 2e-3), rng.uniform(-0.05, 0.05)])
+    return ts, q, rng.normal(0, 0.5, 3), rng.normal(0, 5, 3) * np.array([1, 1, 0.1])
+
+
+def step_accuracy(ts: Any, q: np.ndarray, v: np.ndarray, u: np.ndarray, rng: np.random.Generator) -> dict[str, Any] | None:
+    """The record of one time step: its Jacobian d(q, v)+/d(q, v, u) against central differences."""
+    from contactmp.formulations.step_sensitivity import step_jacobian
+
+    out = ts.step(q, v, u)
+    if out.result.status is not Status.SOLVED:
+        return None
+    J = step_jacobian(ts.formulation, ts.system, ts.h, q, v, u, out)
+    if J.flagged:
+        return {"degenerate": True}
+    nq, nv = q.size, v.size
+
+    def nxt(x: np.ndarray) -> np.ndarray | None:
+        o = ts.step(x[:nq], x[nq:nq + nv], x[nq + nv:])
+        return np.concatenate([o.q, o.v]) if o.result.status is Status.SOLVED else None
+
+    fd = _fd(nxt, np.concatenate([q, v, u]), H)
+    if fd is None:
+        return None
+    full = np.hstack([J.state(), J.input()])
+    return {"degenerate": False, "n": full.shape[1], "modes": out.result.extras.get("modes"), "err_step": _rel(full, fd)}
+
+
 def spread(xs: list[float]) -> dict[str, Any]:
     """Median, 90th percentile, max and the count within TARGET."""
     a = np.asarray(xs, dtype=float)
@@ -146,7 +187,8 @@ def accuracy(count: int, seed: int) -> dict[str, Any]:
     """The accuracy part of the module docstring."""
     rng = np.random.default_rng(seed)
     out: dict[str, Any] = {}
-    for kind, draw, check in (("lcp", random_lcp, lcp_accuracy), ("fc3d", random_fc3d, fc3d_accuracy)):
+    for kind, draw, check in (("lcp", random_lcp, lcp_accuracy), ("fc3d", random_fc3d, fc3d_accuracy),
+                              ("compliant step", random_compliant_step, step_accuracy)):
         recs, degenerate, failed, t0 = [], 0, 0, time.perf_counter()
         while len(recs) < count:
             rec = check(*draw(rng), rng)
@@ -235,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     header = common.run_header("sensitivity", [sys.executable] + sys.argv, args.seed)
     acc = accuracy(args.count, args.seed)
     rows = []
-    for kind in ("lcp", "fc3d"):
+    for kind in ("lcp", "fc3d", "compliant step"):
         a = acc[kind]
         for key in [k for k in a if k.startswith("err_")]:
             d = a[key]

@@ -128,6 +128,7 @@ class FC3DSensitivity:
     core: ImplicitSensitivity = field(repr=False)
     _G: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 3, 3)))  # dF/du blocks G_j
     _E: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 3)))     # dF/dmu blocks E_j
+    _act: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, dtype=int))  # rows of contacts in contact
 
     @property
     def flagged(self) -> bool:
@@ -143,11 +144,13 @@ class FC3DSensitivity:
         rhs = np.einsum("jab,jb->ja", self._G, x.reshape(nc, 3))
         if dmu is not None:
             rhs += self._E * _vec("dmu", dmu, nc)[:, None]
-        return -self.core._solve(rhs.ravel())
+        dr = np.zeros(m)
+        dr[self._act] = -self.core._solve(rhs.ravel()[self._act])
+        return dr
 
     def vjp(self, r_bar: ArrayLike) -> dict[str, np.ndarray]:
         """``{"q": q_bar, "W": W_bar, "mu": mu_bar}``, the products ``dr/d(.)^T r_bar``."""
-        return self.core.vjp(_vec("r_bar", r_bar, self.r.size))
+        return self.core.vjp(_vec("r_bar", r_bar, self.r.size)[self._act])
 
     def dr_dq(self) -> np.ndarray:
         """The Jacobian ``dr/dq`` (3 nc x 3 nc)."""
@@ -155,14 +158,18 @@ class FC3DSensitivity:
         G = np.zeros((m, m))
         for j in range(nc):
             G[3 * j:3 * j + 3, 3 * j:3 * j + 3] = self._G[j]
-        return self.core.jacobian(G)
+        J = np.zeros((m, m))
+        J[self._act] = self.core.jacobian(G[self._act])
+        return J
 
     def dr_dmu(self) -> np.ndarray:
         """The Jacobian ``dr/dmu`` (3 nc x nc)."""
         nc = self.modes.size
         E = np.zeros((3 * nc, nc))
         E[np.arange(3 * nc), np.repeat(np.arange(nc), 3)] = self._E.ravel()
-        return self.core.jacobian(E)
+        J = np.zeros((3 * nc, nc))
+        J[self._act] = self.core.jacobian(E[self._act])
+        return J
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON-ready summary: ``dr_dq``, ``dr_dmu``, the modes and the flags."""
@@ -181,16 +188,21 @@ def fc3d_sensitivity(W: ArrayLike, q: ArrayLike, mu: ArrayLike, r: ArrayLike | R
     u = Wv @ rv + qv
     modes = _modes_kernel(rv, u, muv, float(tol))
     A, Gb, Eb = _linearize(Wv, rv, u, muv, modes)
+    # a separated (or grazing) contact's rows read dr_j = 0: only the contacts in contact are solved for
+    act = np.flatnonzero(np.repeat((modes != 0) & (modes != 3), 3))
 
     def apply_B(d: dict[str, np.ndarray]) -> np.ndarray:
         x = (d["W"] @ rv + d["q"]).reshape(nc, 3)
-        return (np.einsum("jab,jb->ja", Gb, x) + Eb * d["mu"][:, None]).ravel()
+        return (np.einsum("jab,jb->ja", Gb, x) + Eb * d["mu"][:, None]).ravel()[act]
 
     def apply_BT(lam: np.ndarray) -> dict[str, np.ndarray]:
-        l3 = lam.reshape(nc, 3)
+        full = np.zeros(m)
+        full[act] = lam
+        l3 = full.reshape(nc, 3)
         gq = np.einsum("jba,jb->ja", Gb, l3).ravel()
         return {"q": gq, "W": np.outer(gq, rv), "mu": (Eb * l3).sum(axis=1)}
 
     degenerate = np.flatnonzero((modes == 3) | (modes == 4))
-    core = ImplicitSensitivity(A, apply_B, apply_BT, degenerate, "separated at grazing, sticking at stick/slip")
-    return FC3DSensitivity(rv, u, modes, degenerate, core, Gb, Eb)
+    core = ImplicitSensitivity(A[np.ix_(act, act)], apply_B, apply_BT, degenerate,
+                               "separated at grazing, sticking at stick/slip")
+    return FC3DSensitivity(rv, u, modes, degenerate, core, Gb, Eb, act)

@@ -38,9 +38,12 @@ first relaxed NLP takes 300-750 IPOPT iterations and its active-set polish 75-20
 takes 180-200 iterations even when started at its own answer without multipliers, 23 with them.
 
 Solo12 3D walk (``--system solo12``: the cito-quadruped study's task and options, elastic l1 with
-:func:`warm_changes`' ``rho0 = rho_max``, shifts 1-3, on the loaded 2-core machine): warm re-solves
-16, 12, 13 IPOPT iterations and 1.75, 1.16, 1.14 s against cold 1,195, 581, 1,467 and 158, 60,
-172 s; ratios 90, 51, 151 (median 90); every solve verified.
+:func:`warm_changes`' ``rho0 = rho_max / rho_factor``, every solve verified at complementarity
+1e-6, shifts 1-3, on the loaded 2-core machine): warm re-solves 33, 25, 45 IPOPT iterations and
+2.4, 2.6, 6.0 s against cold 486, 539, 2,614 and 61, 143, 312 s; ratios 25, 55, 52 (median 52);
+every solve verified. (With ``rho0 = rho_max``: 16, 12, 13 iterations against 1,195, 581, 1,467,
+ratios 90, 51, 151, before the study's options changed; with those options the third warm
+re-solve ended at complementarity 2.8e-8, short of the library's 1e-8.)
 
 Warm starts here are primal only: :func:`~contactmp.solvers.nlp.solve_program` takes no starting
 multipliers and its :class:`~contactmp.result.Result` returns none (``warm_start_duals`` only

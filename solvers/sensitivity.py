@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 import numba
 import numpy as np
+from scipy.linalg import lstsq
 from scipy.linalg.lapack import dgetrf, dgetrs
 from numpy.typing import ArrayLike
 
@@ -60,7 +61,6 @@ class ImplicitSensitivity:
     side: str
     singular: bool = False
     _lu: Any = field(default=None, repr=False)
-    _pinv: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         n = self.A.shape[0]
@@ -72,9 +72,8 @@ class ImplicitSensitivity:
         d = np.abs(lu.diagonal())
         if info == 0 and d.min() > 1e-13 * max(1.0, float(d.max())):
             self._lu = (lu, piv)
-        else:  # a solution that is not locally unique: the minimum-norm derivative
-            self.singular = True
-            self._pinv = np.linalg.pinv(self.A, rcond=1e-12)
+        else:  # a solution that is not locally unique: the minimum-norm derivative (each solve
+            self.singular = True  # by a complete orthogonal factorization, LAPACK gelsy: ~2 LUs)
 
     @property
     def flagged(self) -> bool:
@@ -86,7 +85,7 @@ class ImplicitSensitivity:
             return rhs.copy()
         if self._lu is not None:
             return dgetrs(self._lu[0], self._lu[1], rhs, trans=trans)[0]
-        return (self._pinv.T if trans else self._pinv) @ rhs
+        return lstsq(self.A.T if trans else self.A, rhs, cond=1e-12, lapack_driver="gelsy", check_finite=False)[0]
 
     def jvp(self, **dtheta: ArrayLike) -> np.ndarray:
         """``dx = -A^{-1} B dtheta`` for the data directions given by name (the others zero)."""

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import casadi as ca
 import numpy as np
@@ -118,6 +118,10 @@ class ContactImplicitTO:
         is still a time-stepping step, the rows only exclude trajectories that penetrate. The
         formulations' option ``gap="position"`` replaces the contact side by ``phi(q_{k+1}) / h``
         instead of adding a row beside it (no nearly parallel rows; IPOPT handles it better).
+    model_parameters : names of model parameters (``"mu"``; the compliant gains) held as Program
+        parameters ``param/<name>`` with one value per contact (the system's or formulation's
+        values), read by every step: a solution can then be differentiated by them
+        (:meth:`sensitivity`, ``dx_dp``) and they can be changed without a rebuild.
     **options : the formulation's options (with a name): ``stiffness``, ``damping``,
         ``tangential_damping``, ``friction``, ``associated`` for ``"compliant"``; ``vertices``,
         ``stiffness``, ``relax``, ``radius`` for ``"nmdp"`` / ``"mdp"``; ...
@@ -130,10 +134,18 @@ class ContactImplicitTO:
 
     def __init__(self, system: ContactSystem, N: int, h: float, formulation: str | Formulation = "pyramid",
                  facets: int | None = None, *, stages: bool = True, lift_sides: bool = False,
-                 gap_rows: bool = False, **options: Any) -> None:
+                 gap_rows: bool = False, model_parameters: Sequence[str] = (), **options: Any) -> None:
         if not isinstance(N, (int, np.integer)) or isinstance(N, bool) or N < 1:
             raise InputError("N", f"must be an integer >= 1, got {N!r}")
         self.formulation = for_system(formulation, system, h, facets, **options)
+        from contactmp.formulations.step_sensitivity import model_parameter_values
+
+        #: model parameters held as Program parameters ``param/<name>`` (one value per contact, at
+        #: the system's or formulation's values): every step reads them, so a solution can be
+        #: differentiated by them (:meth:`sensitivity`, ``dx_dp``) and they can be changed without
+        #: a rebuild (``self.program["param/mu"].value = ...``)
+        self.model_parameters = model_parameter_values(self.formulation, system, np.asarray(system.q_nominal, float),
+                                                       list(model_parameters))
         self.system, self.N, self.h = system, int(N), float(h)
         self.program = Program("contact_implicit_to")
         self.q: list[Variables] = []
@@ -158,22 +170,26 @@ class ContactImplicitTO:
         self._qdot_jac = ca.Function("qdot_jac", [s.q], [ca.jacobian(s.qdot, s.v)])  # qdot is linear in v
         self._phi = ca.Function("phi", [s.q], [s.phi])  # the gap rows' phi(q_{k+1})
         prog.lift_sides = self._lift_sides  # the knots' pairs only: cleared again after the knots
+        self._params = {name: prog.add_parameters(f"param/{name}", s.n_c, val).sym
+                        for name, val in self.model_parameters.items()}
+        shared = np.arange(prog.n_p)  # the model parameters: every knot's first parameters
         self.q.append(prog.add_variables("q0", s.n_q, init=s.q_nominal, block="state0"))
         self.v.append(prog.add_variables("v0", s.n_v, block="state0"))
         x_index, p_index, g_index = [], [], []
         for k in range(self.N):
             start = (prog.n_x, prog.n_p, prog.n_g)
-            self._add_knot(prog, k, self.q[k], self.v[k], self.u, self.steps, self.q, self.v)
+            self._add_knot(prog, k, self.q[k], self.v[k], self.u, self.steps, self.q, self.v, self._params)
             local = np.r_[self.q[k].index.start:self.q[k].index.stop, self.v[k].index.start:self.v[k].index.stop,
                           start[0]:prog.n_x]
-            x_index.append(local), p_index.append(np.arange(start[1], prog.n_p))
+            x_index.append(local), p_index.append(np.r_[shared, np.arange(start[1], prog.n_p)])
             g_index.append(np.arange(start[2], prog.n_g))
         prog.lift_sides = False
         if self._declare_stages:
             self._declare_knot_stages(x_index, p_index, g_index)
 
     def _add_knot(self, prog: Program, k: int, qk: Variables, vk: Variables, inputs: list[Variables],
-                  steps: list[StepBlock], qs: list[Variables], vs: list[Variables]) -> None:
+                  steps: list[StepBlock], qs: list[Variables], vs: list[Variables],
+                  params: dict[str, ca.SX] | None = None) -> None:
         """Step ``k`` from ``(q_k, v_k)``: the input ``u_k``, the formulation's block (its
         ``v_{k+1}``), ``q_{k+1}`` and the kinematics row ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})``
         (or the formulation's own, backward Euler), appended to ``inputs``, ``steps``, ``qs``, ``vs``."""
@@ -182,7 +198,8 @@ class ContactImplicitTO:
         inputs.append(uk)
         implicit = self.formulation.backward_euler
         q_next = prog.add_variables(f"q{k + 1}", s.n_q, init=s.q_nominal, block=f"state{k + 1}") if implicit else None
-        step = Step(s, hs, qk.sym, vk.sym, uk.sym, f"step{k}", q_next=None if q_next is None else q_next.sym)
+        step = Step(s, hs, qk.sym, vk.sym, uk.sym, f"step{k}", q_next=None if q_next is None else q_next.sym,
+                    params=params or None)
         blk = self.formulation.add_step(prog, step)
         steps.append(blk)
         vs.append(blk.v_next)
@@ -202,9 +219,10 @@ class ContactImplicitTO:
         s = self.system
         tmpl = Program("knot")
         tmpl.lift_sides = self._lift_sides
+        params = {name: tmpl.add_parameters(f"param/{name}", s.n_c, val).sym for name, val in self.model_parameters.items()}
         qs = [tmpl.add_variables("q0", s.n_q)]
         vs = [tmpl.add_variables("v0", s.n_v)]
-        self._add_knot(tmpl, 0, qs[0], vs[0], [], [], qs, vs)
+        self._add_knot(tmpl, 0, qs[0], vs[0], [], [], qs, vs, params)
         sizes = {(len(a), len(b), len(c)) for a, b, c in zip(x_index, p_index, g_index)}
         if sizes != {(tmpl.n_x, tmpl.n_p, tmpl.n_g)}:
             return  # knots of different sizes (a user formulation that varies with k): no template

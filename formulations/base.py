@@ -312,6 +312,9 @@ class Formulation:
     parametric: ClassVar[bool] = False
     #: how many contact sets the parametric cache keeps (least recently used dropped first)
     PARAMETRIC_CACHE_SIZE: ClassVar[int] = 32
+    #: the model parameters :meth:`add_step` reads from :attr:`Step.params` (``"mu"``, the compliant
+    #: gains): only these can be held as Program parameters and differentiated by
+    model_parameters: ClassVar[tuple[str, ...]] = ()
 
     @dataclass(frozen=True)
     class Options:

@@ -24,6 +24,7 @@ with ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})`` the step's Jacobian follows by the
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -81,12 +82,12 @@ def _cone_pieces(prog: Program, cone: Any, xv: np.ndarray, pv: np.ndarray, tol: 
     R = np.asarray(Rm, dtype=float).reshape(cone.size, cone.dim)
     U = np.asarray(Um, dtype=float).reshape(cone.size, cone.dim)
     mu = np.asarray(mum, dtype=float).ravel()
-    scale = tol * max(1.0, float(np.abs(R).max(initial=0.0)), float(np.abs(U).max(initial=0.0)))
+    scale = tol * max(float(np.abs(R).max(initial=0.0)), float(np.abs(U).max(initial=0.0)), 1e-300)
     pieces, flagged = [], []
     for j in range(cone.size):
         ut, rt = float(np.linalg.norm(U[j, 1:])), float(np.linalg.norm(R[j, 1:]))
-        if R[j, 0] <= scale:  # separated (grazing when u_n is zero too: on the separated piece)
-            if U[j, 0] <= scale:
+        if R[j, 0] <= scale:  # separated (grazing when the normal pair's other side is zero too)
+            if U[j, 0] - (mu[j] * ut if cone.associated else 0.0) <= scale:
                 flagged.append(f"{cone.name}[{j}] grazing")
             piece = 0
         elif ut <= scale and mu[j] > 0:  # sticking (stick/slip boundary: on the sticking piece)
@@ -145,7 +146,7 @@ def program_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None,
     if xv.shape != (prog.n_x,) or not np.isfinite(xv).all():
         raise InputError("x", f"must be {prog.n_x} finite numbers, got shape {xv.shape}")
     pv = prog.p0 if p is None else np.asarray(p, dtype=float).ravel()
-    cache = prog.__dict__.setdefault("_sensitivity_functions", {})
+    cache = prog._cache.setdefault("sensitivity_functions", {})  # Program clears _cache when it changes
     cone_pairs = cache.get("cone_pairs")
     if cone_pairs is None:
         cone_pairs = cache["cone_pairs"] = np.zeros(prog.n_comp, dtype=bool)
@@ -154,7 +155,7 @@ def program_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None,
                 cone_pairs[c.index] = True
     ev = prog.evaluate(xv, pv)
     a, b = ev["a"], ev["b"]
-    scale = tol * max(1.0, float(np.abs(a).max(initial=0.0)), float(np.abs(b).max(initial=0.0)))
+    scale = tol * max(float(np.abs(a).max(initial=0.0)), float(np.abs(b).max(initial=0.0)), 1e-300)
     both = (a <= scale) & (b <= scale) & ~cone_pairs
     take_a = np.where(both, side == "a", a <= b)
     degenerate = [f"{c.name}[{i}]" for c in prog.complementarities for i in range(c.size) if both[c.index.start + i]]
@@ -252,21 +253,26 @@ class StepJacobian:
 MODEL_PARAMETERS = ("mu", "stiffness", "damping", "tangential_damping")
 
 
-def model_parameter_values(form: Formulation, system: ContactSystem, q: np.ndarray, names: Sequence[str]
-                           ) -> dict[str, np.ndarray]:
+def model_parameter_values(form: Formulation, system: ContactSystem, q: np.ndarray, names: Sequence[str],
+                           field: str = "wrt") -> dict[str, np.ndarray]:
     """The values (one per contact) of the model parameters ``names`` in a step from ``q``: the
-    system's ``mu``, the compliant formulation's gains. InputError naming ``wrt`` otherwise."""
+    system's ``mu``, the compliant formulation's constant gains; each must be one the formulation
+    reads (:attr:`Formulation.model_parameters`). InputError naming ``field`` otherwise."""
     out = {}
     for name in names:
         if name not in MODEL_PARAMETERS:
-            raise InputError("wrt", f"unknown model parameter {name!r}; one of {', '.join(MODEL_PARAMETERS)}")
+            raise InputError(field, f"unknown model parameter {name!r}; one of {', '.join(MODEL_PARAMETERS)}")
+        if name not in form.model_parameters:
+            raise InputError(field, f"formulation {form.name!r} does not read the model parameter {name!r} from "
+                             f"Step.params (it reads: {', '.join(form.model_parameters) or 'none'})")
         if name == "mu":
             out[name] = np.asarray(system.mu, dtype=float).copy()
-        elif hasattr(form, "gains") and not getattr(form, "callable_gains", True):
+        elif getattr(form, "callable_gains", True):
+            raise InputError(field, f"{form.name}'s {name} depends on the configuration (a callable gain): "
+                             "no constant to differentiate by")
+        else:
             K, B, Bt = form.gains(system, system.eval_phi(q), q)
             out[name] = dict(zip(("stiffness", "damping", "tangential_damping"), (K, B, Bt)))[name]
-        else:
-            raise InputError("wrt", f"{form.name} has no constant model parameter {name!r}")
     return out
 
 
@@ -274,7 +280,9 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
                   u: ArrayLike, outcome: StepOutcome, *, wrt: Sequence[str] = (), side: str = "a",
                   tol: float = DEGENERATE_TOL) -> StepJacobian:
     """The Jacobian of the time step from ``(q, v, u)`` whose solution is ``outcome`` (what
-    :meth:`TimeStepping.step` returned for it, with the same ``formulation``, system and ``h``), for
+    :meth:`TimeStepping.step` returned for it, with the same ``formulation``, system and ``h``;
+    before TimeStepping's renormalization of a 3D body's quaternion, which
+    :func:`~contactmp.transcriptions.rollout_gradient.differentiable_rollout` chains on), for
     a formulation whose step is a complementarity Program (pyramid, cone, compliant, ...): the step's
     Program is built with the state as parameters, differentiated at ``outcome``'s solution
     (:func:`program_sensitivity`), and chained through ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})``. A
@@ -289,10 +297,13 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
     idx = np.flatnonzero(outcome.active)
     values = model_parameter_values(form, s, qv, list(wrt))
     key = (s, float(h), idx.tobytes(), tuple(values))  # a system hashes by identity
-    cache = form.__dict__.setdefault("_sensitivity_programs", {})
+    cache = form.__dict__.setdefault("_sensitivity_programs", OrderedDict())
     hit = cache.get(key)
     if hit is None:
         hit = cache[key] = _step_program(form, s, float(h), idx, values)
+        while len(cache) > form.PARAMETRIC_CACHE_SIZE:  # least recently used contact sets dropped
+            cache.popitem(last=False)
+    cache.move_to_end(key)
     prog, params, blk, free_flight, qdot_jac = hit
     for P, val in zip(params, (qv, vv, uv, *values.values())):
         if P is not None:

@@ -201,6 +201,7 @@ class Compliant(Formulation):
     """
 
     name = "compliant"
+    model_parameters = ("mu", "stiffness", "damping", "tangential_damping")
     solver = {"lcp": ("lemke", "newton"), "cone": "ipopt"}  # pyramid: an LCP; cone: the cone-QP backend
 
     @dataclass(frozen=True)

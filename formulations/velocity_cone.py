@@ -215,6 +215,7 @@ class Cone(Formulation):
     v+)) / h``; see :mod:`contactmp.formulations.velocity_pyramid`)."""
 
     name = "cone"
+    model_parameters = ("mu",)
     parametric = True
 
     @dataclass(frozen=True)

@@ -215,6 +215,7 @@ class Pyramid(Formulation):
     the gap at the step's end, ``phi(q + h qdot(q, v+)) / h``, see the module docstring)."""
 
     name = "pyramid"
+    model_parameters = ("mu",)
     parametric = True
 
     @dataclass(frozen=True)

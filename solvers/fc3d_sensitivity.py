@@ -42,7 +42,7 @@ MODES = ("separated", "sticking", "sliding", "grazing", "stick_slip")
 
 @numba.njit(cache=True)
 def _modes_kernel(r: np.ndarray, u: np.ndarray, mu: np.ndarray, tol: float) -> np.ndarray:  # pragma: no cover
-    big = 1.0
+    big = 1e-300
     for i in range(r.shape[0]):
         big = max(big, abs(r[i]), abs(u[i]))
     s = tol * big
@@ -64,7 +64,7 @@ def _modes_kernel(r: np.ndarray, u: np.ndarray, mu: np.ndarray, tol: float) -> n
 
 def contact_modes(r: np.ndarray, u: np.ndarray, mu: np.ndarray, tol: float = DEGENERATE_TOL) -> np.ndarray:
     """The mode code (index into :data:`MODES`) of each contact of the fc3d pair ``(r, u)``: sides
-    at most ``tol * max(1, ||r||_inf, ||u||_inf)`` count as zero."""
+    at most ``tol * max(||r||_inf, ||u||_inf)`` count as zero."""
     return _modes_kernel(np.ascontiguousarray(r, dtype=float), np.ascontiguousarray(u, dtype=float),
                          np.ascontiguousarray(mu, dtype=float), float(tol))
 
@@ -184,6 +184,9 @@ def fc3d_sensitivity(W: ArrayLike, q: ArrayLike, mu: ArrayLike, r: ArrayLike | R
     ``(W, q, mu)`` on its contact modes (module docstring; modes by :func:`contact_modes`)."""
     Wv, qv, muv = validate_fc3d(W, q, mu)
     m, nc = qv.size, muv.size
+    if isinstance(r, Result) and not r.success:
+        raise InputError("r", f"the result is {r.status.value}, not a verified solution (pass r itself to "
+                         "differentiate at an unverified point)")
     rv = _vec("r", r.x if isinstance(r, Result) else r, m)
     u = Wv @ rv + qv
     modes = _modes_kernel(rv, u, muv, float(tol))

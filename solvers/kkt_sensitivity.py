@@ -47,6 +47,7 @@ class KKTSensitivity:
     active: list[str]                #: what each active constraint is (``"bound x[i]"``, ``"row g[j]"``, ``"pair a[k]"``)
     stationarity: float              #: ``||grad f + A^T lambda||_inf / max(1, ||grad f||_inf)``
     biactive: list[int]              #: the pairs with both sides zero (both held at zero)
+    open_pairs: list[int]            #: pairs with neither side zero (x is not complementary there)
     singular: bool
     _K: Any = field(repr=False, default=None)
     _lu: Any = field(repr=False, default=None)
@@ -57,9 +58,10 @@ class KKTSensitivity:
 
     @property
     def flagged(self) -> bool:
-        """True when a pair is biactive, the KKT matrix is singular or ``x`` is no KKT point of its
-        active-set NLP (stationarity residual above 1e-6)."""
-        return bool(self.biactive) or self.singular or self.stationarity > 1e-6
+        """True when a pair is biactive or not complementary, the KKT matrix is singular or ``x`` is
+        no KKT point of its active-set NLP (stationarity residual above 1e-6). The multipliers'
+        signs are not checked (a weakly active bound or row is not detected)."""
+        return bool(self.biactive) or bool(self.open_pairs) or self.singular or self.stationarity > 1e-6
 
     def _solve(self, rhs: np.ndarray) -> np.ndarray:
         if self._lu is not None:
@@ -134,11 +136,13 @@ def kkt_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None, *, 
                 active.append(f"row g[{j}]")
                 break
     a, b = ev["a"], ev["b"]
-    biactive = []
+    biactive, open_pairs = [], []
     for k in range(prog.n_comp):
         za, zb = a[k] <= tol, b[k] <= tol
         if za and zb:
             biactive.append(k)
+        elif not (za or zb):
+            open_pairs.append(k)  # neither side zero: x is not complementary there
         if za:
             cons.append(prog.comp_a[k])
             active.append(f"pair a[{k}]")
@@ -167,7 +171,7 @@ def kkt_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None, *, 
             lu, singular = None, True
     except RuntimeError:  # exactly singular
         singular = True
-    return KKTSensitivity(xv, lam, active, stat, biactive, singular, K, lu,
+    return KKTSensitivity(xv, lam, active, stat, biactive, open_pairs, singular, K, lu,
                           np.asarray(ca.DM(Hxp), dtype=float), np.asarray(ca.DM(cp), dtype=float), bound_rows, row_rows)
 
 

@@ -39,7 +39,7 @@ from contactmp.validate import validate_lcp
 __all__ = ["ImplicitSensitivity", "LCPSensitivity", "lcp_sensitivity", "lcp_pieces", "DEGENERATE_TOL"]
 
 #: a pair counts as degenerate when both of its sides are at most this, relative to
-#: ``max(1, ||z||_inf, ||w||_inf)`` (about 1e4 times the residual of a solution solved to 1e-12,
+#: ``max(||z||_inf, ||w||_inf)`` (about 1e4 times the residual of a solution solved to 1e-12,
 #: far below any side that is meant to be positive in a well-scaled problem)
 DEGENERATE_TOL = 1e-8
 
@@ -88,7 +88,8 @@ class ImplicitSensitivity:
         return lstsq(self.A.T if trans else self.A, rhs, cond=1e-12, lapack_driver="gelsy", check_finite=False)[0]
 
     def jvp(self, **dtheta: ArrayLike) -> np.ndarray:
-        """``dx = -A^{-1} B dtheta`` for the data directions given by name (the others zero)."""
+        """``dx = -A^{-1} B dtheta`` for the data directions given by name (every block of the
+        problem, zeros where it does not change: the wrappers' ``jvp`` fill them in)."""
         return -self._solve(self.apply_B({k: np.asarray(v, dtype=float) for k, v in dtheta.items()}))
 
     def jacobian(self, B: np.ndarray) -> np.ndarray:
@@ -154,7 +155,7 @@ class LCPSensitivity:
 @numba.njit(cache=True)
 def _piece_codes(z: np.ndarray, w: np.ndarray, tol: float) -> np.ndarray:  # pragma: no cover - compiled
     """Per index 0 (``w_i`` is the zero side), 1 (``z_i`` is) or 2 (both are at most the scale)."""
-    big = 1.0
+    big = 1e-300
     for i in range(z.shape[0]):
         big = max(big, abs(z[i]), abs(w[i]))
     scale = tol * big
@@ -171,7 +172,8 @@ def _piece_codes(z: np.ndarray, w: np.ndarray, tol: float) -> np.ndarray:  # pra
 
 def lcp_pieces(z: np.ndarray, w: np.ndarray, tol: float = DEGENERATE_TOL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(alpha, gamma, beta)``: the indices with ``w_i`` zero and ``z_i`` positive, with ``z_i``
-    zero and ``w_i`` positive, and with both zero (at most ``tol * max(1, ||z||, ||w||)``)."""
+    zero and ``w_i`` positive, and with both zero (at most ``tol * max(||z||_inf, ||w||_inf)``: the
+    rule does not depend on the data's units)."""
     code = _piece_codes(z, w, float(tol))
     return np.flatnonzero(code == 0), np.flatnonzero(code == 1), np.flatnonzero(code == 2)
 
@@ -190,6 +192,9 @@ def lcp_sensitivity(M: ArrayLike, q: ArrayLike, z: ArrayLike | Result, *, side: 
     if side not in ("inactive", "active"):
         raise InputError("side", f"must be 'inactive' or 'active', got {side!r}")
     Mv, qv = validate_lcp(M, q)
+    if isinstance(z, Result) and not z.success:
+        raise InputError("z", f"the result is {z.status.value}, not a verified solution (pass z itself to "
+                         "differentiate at an unverified point)")
     zv = z.x if isinstance(z, Result) else z
     n = qv.size
     zv = _vec("z", zv, n)

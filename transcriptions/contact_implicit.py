@@ -145,7 +145,7 @@ class ContactImplicitTO:
         #: differentiated by them (:meth:`sensitivity`, ``dx_dp``) and they can be changed without
         #: a rebuild (``self.program["param/mu"].value = ...``)
         self.model_parameters = model_parameter_values(self.formulation, system, np.asarray(system.q_nominal, float),
-                                                       list(model_parameters))
+                                                       list(model_parameters), field="model_parameters")
         self.system, self.N, self.h = system, int(N), float(h)
         self.program = Program("contact_implicit_to")
         self.q: list[Variables] = []

@@ -33,8 +33,8 @@ __all__ = ["Rollout", "differentiable_rollout"]
 @dataclass
 class Rollout:
     """A simulated trajectory ``q`` (N+1, n_q), ``v`` (N+1, n_v) under ``u`` (N, n_u), with the
-    Jacobian of each step (``jacobians``: :class:`StepJacobian`, the quaternion renormalization of a
-    3D body included), the solve status of each step (``statuses``) and the model parameters it is
+    Jacobian of each step (``jacobians``: :class:`StepJacobian`, before TimeStepping's quaternion
+    renormalization of a 3D body; the products :meth:`jvp` and :meth:`vjp` include it), the solve status of each step (``statuses``) and the model parameters it is
     differentiated by (``wrt``, each with one value per contact)."""
 
     q: np.ndarray

@@ -163,3 +163,25 @@ def test_contact_modes_of_a_sliding_contact() -> None:
     r = _fc3d(W, q, mu)
     np.testing.assert_allclose(r, [1.0, -0.5, 0.0], atol=1e-12)
     assert MODES[contact_modes(r, W @ r + q, mu)[0]] == "sliding"
+
+
+def test_degeneracy_rule_does_not_depend_on_units() -> None:
+    """M = I, q = (-1, 1) * 1e-9: z = (1e-9, 0) is not degenerate and dz1/dq1 = -1, as at unit
+    scale (the tolerance is relative to |z|, |w|, not floored at 1)."""
+    S = lcp_sensitivity(np.eye(2), np.array([-1e-9, 1e-9]), np.array([1e-9, 0.0]))
+    assert not S.flagged
+    np.testing.assert_array_equal(S.dz_dq(), [[-1.0, 0.0], [0.0, 0.0]])
+
+
+def test_a_result_that_is_not_solved_is_refused() -> None:
+    """A Result whose status is not solved names the field; the bare array is taken as given."""
+    M, q = np.array([[0.0, 1.0], [-1.0, 0.0]]), np.array([-1.0, -1.0])  # w_2 = -z_1 - 1: no solution
+    r = solve_lcp(M, q, "lemke")
+    assert r.status is not Status.SOLVED
+    with pytest.raises(InputError, match="z.*not a verified solution"):
+        lcp_sensitivity(M, q, r)
+    W = np.eye(3)
+    bad = solve_fc3d(W, np.array([-1.0, 0.0, 0.0]), np.array([0.5]), "nsgs", max_iter=1, tol=1e-300)
+    if bad.status is not Status.SOLVED:
+        with pytest.raises(InputError, match="r.*not a verified solution"):
+            fc3d_sensitivity(W, np.array([-1.0, 0.0, 0.0]), np.array([0.5]), bad)

@@ -301,3 +301,33 @@ def test_model_parameter_changes_without_rebuild_in_both_derivative_paths() -> N
         assert traj.status is Status.SOLVED
         costs.append(traj.objective)
     assert abs(costs[0] - costs[1]) <= 1e-6 * costs[0] and abs(costs[0] - 27.42785) <= 1e-4
+
+
+def test_model_parameters_a_formulation_does_not_read_are_refused() -> None:
+    """The polytope formulations read mu from the system, not from Step.params: asking to hold it
+    as a parameter is an InputError naming the field (not a parameter that silently does nothing)."""
+    from contactmp.transcriptions.contact_implicit import ContactImplicitTO
+
+    with pytest.raises(InputError, match="model_parameters.*'mdp' does not read"):
+        ContactImplicitTO(point_mass_2d(), 5, 0.05, "mdp", stiffness=1e4, model_parameters=("mu",))
+    with pytest.raises(InputError, match="model_parameters.*'cone' does not read.*stiffness"):
+        ContactImplicitTO(point_mass_2d(), 5, 0.05, "cone", model_parameters=("stiffness",))
+
+
+def test_associated_cone_grazing_is_flagged() -> None:
+    """A compliant (associated) cone contact with r = 0 and u_n = mu |u_T| > 0: the normal pair's
+    sides p_n and u_n - mu gamma are both zero, a grazing point, flagged as the Coulomb one is."""
+    from contactmp.formulations.step_sensitivity import program_sensitivity
+    from contactmp.program import Program
+
+    for associated, u_n in ((True, 0.5), (False, 0.0)):
+        prog = Program("cone")
+        r = prog.add_variables("r", 3, lb=[0.0, -np.inf, -np.inf])
+        uv = prog.add_parameters("u", 3, [u_n, 1.0, 0.0])
+        c = prog.add_cone_complementarity((r.sym[0:1], r.sym[1:2], r.sym[2:3]),
+                                          (uv.sym[0:1], uv.sym[1:2], uv.sym[2:3]), [0.5], associated=associated)
+        x = np.zeros(prog.n_x)
+        x[c.w.index] = [-1.0, 0.0]
+        x[c.gamma.index] = 1.0
+        S = program_sensitivity(prog, x)
+        assert S.flagged and any("grazing" in d for d in S.degenerate), (associated, S.degenerate)

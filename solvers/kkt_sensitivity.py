@@ -34,6 +34,7 @@ from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError
 from contactmp.program import Program
+from contactmp.solvers.b_stationarity import _csr
 
 __all__ = ["KKTSensitivity", "kkt_sensitivity"]
 
@@ -176,7 +177,5 @@ def kkt_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None, *, 
 
 
 def _csc(M: Any) -> sp.csc_matrix:
-    """A CasADi DM as a SciPy CSC matrix (its sparsity kept)."""
-    D = ca.DM(M)
-    rows, cols = D.sparsity().get_triplet()
-    return sp.csc_matrix((np.asarray(D.nonzeros(), dtype=float), (rows, cols)), shape=D.shape)
+    """A CasADi DM (its sparsity kept) as a SciPy CSC matrix."""
+    return _csr(ca.DM(M)).tocsc()

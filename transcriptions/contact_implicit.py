@@ -468,14 +468,22 @@ class ContactImplicitTO:
           (``TimeStepping.step(..., start=...)``, as a simulator warm-started by the plan would:
           the solver still verifies its answer to ``tol`` on the step's own problem); equal to
           ``replay_error`` when no step differed or the step's solver takes no start (the LCP
-          and cone solvers of linear-gap steps: :attr:`Formulation.position_gap` is false).
+          and cone solvers of linear-gap steps: :attr:`Formulation.position_gap` is false);
+        * ``seeded_misses``: the steps still more than 1e-6 away when seeded although the plan's
+          values solve them, and ``seeded_misses_not_isolated`` those of them where the plan's
+          solution is not an isolated one to first order: the linearization of the step's
+          conditions on its pieces is singular, or a pair or contact is degenerate
+          (:func:`~contactmp.formulations.step_sensitivity.program_sensitivity`); there a solver
+          may return a neighbouring solution of the same step.
         """
         from contactmp.transcriptions.time_stepping import TimeStepping
 
         s = self.system
         ts = TimeStepping(s, self.h, self.formulation, active_gap=math.inf, tol=tol)
         x_to = traj.result.x if traj.result is not None else None
-        worst_res, worst_err, worst_seeded, nonunique = 0.0, 0.0, 0.0, []
+        from contactmp.formulations.step_sensitivity import program_sensitivity
+
+        worst_res, worst_err, worst_seeded, nonunique, misses, explained = 0.0, 0.0, 0.0, [], [], []
 
         def error(out: Any, k: int) -> float:
             return (math.inf if not out.success else
@@ -502,9 +510,17 @@ class ContactImplicitTO:
                 seeded = error(ts.step(traj.q[k], traj.v[k], traj.u[k], start=start), k)
             if err > 1e-6 and step_res <= 1e-6:
                 nonunique.append(k)
+            if seeded > 1e-6 and start is not None and step_res <= 1e-6:
+                misses.append(k)
+                try:
+                    sens = program_sensitivity(prog, x)
+                    if sens.core.singular or sens.degenerate:
+                        explained.append(k)
+                except InputError:  # a step Program outside the sensitivity's reach (an objective, ...)
+                    pass
             worst_res, worst_err, worst_seeded = max(worst_res, step_res), max(worst_err, err), max(worst_seeded, seeded)
         return {"step_residual": worst_res, "replay_error": worst_err, "nonunique_steps": nonunique,
-                "seeded_replay_error": worst_seeded}
+                "seeded_replay_error": worst_seeded, "seeded_misses": misses, "seeded_misses_not_isolated": explained}
 
     def sensitivity(self, traj: TOResult, tol: float = 1e-7) -> Any:
         """The parametric sensitivity of the solved trajectory ``traj`` from the KKT system of its

@@ -113,6 +113,7 @@ def test_seeded_replay_reports_the_simulators_answer_from_the_plan() -> None:
     rep = to.replay(r)
     assert rep["step_residual"] <= 1e-6 and rep["replay_error"] <= 1e-6
     assert rep["seeded_replay_error"] == rep["replay_error"] and rep["nonunique_steps"] == []
+    assert rep["seeded_misses"] == [] and rep["seeded_misses_not_isolated"] == []
 
 
 def test_only_a_position_gap_step_takes_a_start() -> None:

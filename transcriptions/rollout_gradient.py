@@ -113,8 +113,9 @@ def differentiable_rollout(ts: TimeStepping, q0: ArrayLike, v0: ArrayLike, u: Ar
     """Simulate ``len(u)`` steps of ``ts`` from ``(q0, v0)`` under the inputs ``u`` (N, n_u) and
     differentiate each step (module docstring), also with respect to the model parameters ``wrt``
     (:data:`~contactmp.formulations.step_sensitivity.MODEL_PARAMETERS`: ``mu``, the compliant
-    gains). A step that is not solved ends nothing silently: its status is kept in ``statuses`` and
-    its Jacobian is that of the returned point."""
+    gains). A step that is not solved is not hidden: its status is kept in ``statuses`` and its
+    Jacobian is that of the returned point (a returned point that is not finite has none: InputError
+    naming ``x``)."""
     s = ts.system
     q = s._vec("q0", q0, s.n_q)
     v = s._vec("v0", v0, s.n_v)

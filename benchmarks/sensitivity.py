@@ -12,11 +12,15 @@ problem whose solution is flagged degenerate is counted and replaced):
   ``q ~ N(0, I)``; and the shared Siconos problems whose ``W`` is positive definite (unique solution)
   and whose solution is non-degenerate;
 * compliant (Drumwright) steps of a box on the ground (:func:`random_compliant_step`): the step
-  Jacobian ``d(q, v)+ / d(q, v, u)`` of :func:`~contactmp.formulations.step_sensitivity.step_jacobian`.
+  Jacobian ``d(q, v)+ / d(q, v, u)`` of :func:`~contactmp.formulations.step_sensitivity.step_jacobian`;
+* NMDP and linearized-MDP steps of the hopper standing under stable PD (:func:`random_polytope_step`):
+  ``d(q, v)+ / d(q, v, u)`` and ``d(q, v)+ / dmu``, the references' substeps polished by Newton's
+  method on their KKT pieces (:func:`polished_next_state`).
 
 The reference Jacobian is the central finite difference of re-solved problems, step ``h = 1e-6``
 (times ``max(1, |q|_inf)``), the solves polished to 1e-12 (LCP: Lemke, exact pivots; fc3d: Newton
-at 1e-13). Reported: the distribution of ``max|J - J_fd| / max(1, max|J_fd|)`` for ``dz/dq``
+at 1e-13; compliant: its QP at 1e-13; polytope steps: Newton on the KKT pieces to 1e-9 in force
+units, about 1e-14 relative). Reported: the distribution of ``max|J - J_fd| / max(1, max|J_fd|)`` for ``dz/dq``
 (``dr/dq`` and ``dr/dmu``), the share within 1e-5, and the VJP error ``|J^T v - vjp(v)|_inf``
 relative to ``|J^T v|_inf``.
 
@@ -174,6 +178,77 @@ def step_accuracy(ts: Any, q: np.ndarray, v: np.ndarray, u: np.ndarray, rng: np.
     return {"degenerate": False, "n": full.shape[1], "modes": out.result.extras.get("modes"), "err_step": _rel(full, fd)}
 
 
+def random_polytope_step(rng: np.random.Generator, name: str) -> tuple[Any, ...]:
+    """A step of the planar hopper on the ground with the wrench-polytope formulation ``name``
+    (``"nmdp"``: projected gradient method, one substep; ``"mdp"``: the linearized QP): polytope
+    stiffness ``k`` in [1e5, 1e7] N/m^2, stable PD gains ``Kp`` in [100, 2000], ``Kd`` in [1, 20]
+    holding the pose, ``mu`` in [0.3, 1]; the foot 0-3 mm deep, the leg tilted up to 0.1 rad,
+    ``v ~ N(0, s)`` with ``s`` one of 0.01, 0.1, 0.3 (sticking, sliding and lifting feet), ``u ~ N(0, (20 N, 2 N m))``. Returns ``(ts, q, v, u, build)`` with
+    ``build(mu)`` the same time stepper for another friction coefficient."""
+    from contactmp.models.systems import hopper_2d
+    from contactmp.transcriptions.time_stepping import TimeStepping
+
+    opts = {"stiffness": 10 ** rng.uniform(5, 7), "kp": rng.uniform(100, 2000, 2), "kd": rng.uniform(1, 20, 2)}
+    if name == "nmdp":
+        opts.update(method="pgm", adaptive=False)
+    mu = rng.uniform(0.3, 1.0)
+
+    def build(mu_: float) -> Any:
+        return TimeStepping(hopper_2d(mu=mu_), 0.01, name, **opts)
+
+    ts = build(mu)
+    alpha = rng.uniform(-0.1, 0.1)
+    q = ts.system.q_nominal + np.array([0.0, -rng.uniform(0, 3e-3), 0.0, alpha, 0.0])
+    v = rng.normal(0, rng.choice([0.01, 0.1, 0.3]), 5)
+    return ts, q, v, rng.normal(0, 1, 2) * np.array([20.0, 2.0]), build
+
+
+def polished_next_state(ts: Any, q: np.ndarray, v: np.ndarray, u: np.ndarray) -> np.ndarray | None:
+    """``(q, v)_{k+1}`` of a polytope step, each substep's answer polished by Newton's method on its
+    KKT pieces (:func:`~contactmp.formulations.polytope_sensitivity.polish_substep`) to rounding;
+    None when the step is not solved or the polish fails."""
+    from contactmp.formulations.polytope_sensitivity import polish_substep
+
+    out = ts.step(q, v, u)
+    if out.result.status is not Status.SOLVED:
+        return None
+    for det in out.result.extras["substep_details"]:
+        got = polish_substep(ts.formulation, ts.system, np.asarray(det["p"], dtype=float), det["q"], det["qd"], det["w"])
+        if got is None:
+            return None
+        state = np.concatenate(got[:2])
+    return state
+
+
+def polytope_step_accuracy(ts: Any, q: np.ndarray, v: np.ndarray, u: np.ndarray, build: Callable[[float], Any],
+                           rng: np.random.Generator) -> dict[str, Any] | None:
+    """The record of one polytope step: ``d(q, v)+ / d(q, v, u)`` and ``d(q, v)+ / dmu`` against
+    central differences of polished steps (:func:`polished_next_state`)."""
+    from contactmp.formulations.step_sensitivity import step_jacobian
+
+    out = ts.step(q, v, u)
+    if out.result.status is not Status.SOLVED:
+        return None
+    J = step_jacobian(ts.formulation, ts.system, ts.h, q, v, u, out, wrt=("mu",))
+    if J.flagged:
+        return {"degenerate": True}
+    nq, nv = q.size, v.size
+
+    def nxt(x: np.ndarray) -> np.ndarray | None:
+        return polished_next_state(ts, x[:nq], x[nq:nq + nv], x[nq + nv:])
+
+    fd = _fd(nxt, np.concatenate([q, v, u]), H)
+    mu = float(ts.system.mu[0])
+    fd_mu = _fd(lambda m: polished_next_state(build(float(m[0])), q, v, u), np.array([mu]), H)
+    if fd is None or fd_mu is None:
+        return None
+    w = out.result.extras["w"]
+    # planar polytope (two vertices n +- mu t): both weights positive -> the force is inside the cone
+    mode = "separated" if not np.any(w > 1e-12) else ("sticking" if np.sum(w > 1e-12) > 1 else "sliding")
+    return {"degenerate": False, "n": nq + nv + u.size, "mode": mode,
+            "err_step": _rel(np.hstack([J.state(), J.input()]), fd), "err_mu": _rel(J.param("mu"), fd_mu)}
+
+
 def spread(xs: list[float]) -> dict[str, Any]:
     """Median, 90th percentile, max and the count within TARGET."""
     a = np.asarray(xs, dtype=float)
@@ -188,7 +263,9 @@ def accuracy(count: int, seed: int) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     out: dict[str, Any] = {}
     for kind, draw, check in (("lcp", random_lcp, lcp_accuracy), ("fc3d", random_fc3d, fc3d_accuracy),
-                              ("compliant step", random_compliant_step, step_accuracy)):
+                              ("compliant step", random_compliant_step, step_accuracy),
+                              ("nmdp step", lambda r: random_polytope_step(r, "nmdp"), polytope_step_accuracy),
+                              ("mdp step", lambda r: random_polytope_step(r, "mdp"), polytope_step_accuracy)):
         recs, degenerate, failed, t0 = [], 0, 0, time.perf_counter()
         while len(recs) < count:
             rec = check(*draw(rng), rng)
@@ -277,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     header = common.run_header("sensitivity", [sys.executable] + sys.argv, args.seed)
     acc = accuracy(args.count, args.seed)
     rows = []
-    for kind in ("lcp", "fc3d", "compliant step"):
+    for kind in ("lcp", "fc3d", "compliant step", "nmdp step", "mdp step"):
         a = acc[kind]
         for key in [k for k in a if k.startswith("err_")]:
             d = a[key]

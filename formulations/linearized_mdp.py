@@ -28,8 +28,9 @@ it is exactly the NMDP step. The QP is solved by qpOASES (an exact active-set me
 ``||w - Proj_C(w - (Q w + c) / L)||_inf`` (``C`` the product of capped simplices,
 ``L = max |Q_ij|``), which needs no multipliers.
 
-:func:`add_linearized_mdp_step` writes the same step (``tau = B u``, no PD) as a Program block in
-LCP form for contact-implicit trajectory optimization.
+:func:`add_linearized_mdp_step` writes the same step (with or without the PD torque) as a Program
+block in LCP form: for contact-implicit trajectory optimization (``tau = B u``) and for the step's
+sensitivity (:mod:`contactmp.formulations.polytope_sensitivity`).
 """
 from __future__ import annotations
 
@@ -44,8 +45,9 @@ from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, OptionError, check_number
 from contactmp.formulations.base import Step, register
-from contactmp.formulations.nmdp import (PolytopeFormulation, PolytopeOptions, PolytopeStep, _block_inputs, _set_polytope, _step_data,
-                                        polytope_columns, polytope_forces)
+from contactmp.formulations.nmdp import (OBJECTIVES, PolytopeFormulation, PolytopeOptions, PolytopeStep, _block_inputs,
+                                        _mu_column, _set_polytope, _step_data, polytope_columns, polytope_forces)
+from contactmp.validate import float_vector
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, Constraint, Program, Variables
 from contactmp.result import Result, Status
@@ -72,6 +74,12 @@ class LinearizedMDP:
         q, v = system.q, system.v
         W, mags = polytope_columns(system, q, self.coeffs, self.stiffness, self.relax, self.radius)
         self._data = ca.Function("lmdp_data", [q, v], [system.M, system.h, W, mags])
+
+    def parameters(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
+                   qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> np.ndarray:
+        """The step data ``p = (q_n, qd_n, h, q_d, qd_d, tau_0)`` after validation (as
+        :meth:`NMDP.parameters`)."""
+        return np.concatenate([np.atleast_1d(x) for x in _step_data(self, q_n, qd_n, h, q_d, qd_d, tau_0)])
 
     def qp(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
            qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> dict[str, np.ndarray]:
@@ -170,43 +178,80 @@ class LinearizedMDPBlock:
     q_next: ca.SX  #: q0 + h v_next
     groups: list[np.ndarray]
     coefficients: np.ndarray
+    y: Variables | None = None  #: ``A^-1 M qd+`` (objective "kinetic" with a stable PD), else None
+    metric: Constraint | None = None  #: ``A y - M qd+ = 0`` when ``y`` is used
 
 
 def add_linearized_mdp_step(prog: Program, system: ContactSystem, q0: Any, v0: Any, u: Any, h: float,
                             *, vertices: int | None = None, stiffness: ArrayLike = 0.0,
-                            relax: ArrayLike = 0.0, radius: ArrayLike = 0.0,
+                            relax: ArrayLike = 0.0, radius: ArrayLike = 0.0, kp: ArrayLike = 0.0,
+                            kd: ArrayLike = 0.0, q_d: Any = None, qd_d: Any = None, pd: str = "stable",
+                            objective: str = "effective", mu: Any = None,
                             prefix: str = "lmdp") -> LinearizedMDPBlock:
-    """Add one linearized-MDP step (``tau = B u``, everything frozen at ``q0``) as the KKT system of
-    ``min 1/2 v+^T M v+`` over ``(v+, w)``; the multiplier of the dynamics is ``-v+`` and drops out:
+    """Add one linearized-MDP step (everything frozen at ``q0``; ``tau_e = B u`` without PD gains,
+    else the PD torque of :class:`LinearizedMDP` with feedforward ``u``, ``pd`` and ``objective``
+    as there) as the KKT system of its QP over ``(v+, w)``; the multiplier of the dynamics drops out:
 
-        M (v+ - v0) = h (B u - h_b(q0, v0)) + h W(q0) w                 (dynamics)
-        0 <= w      _|_  W(q0)^T v+ + E sigma  >= 0                     (maximal dissipation)
-        0 <= sigma  _|_  1 - E^T w             >= 0                     (polytope)
+        A v+ = M v0 + h (B tau_e - h_b(q0, v0)) + h W(q0) w            (dynamics)
+        0 <= w      _|_  W(q0)^T y + E sigma  >= 0                      (maximal dissipation)
+        0 <= sigma  _|_  1 - E^T w            >= 0                      (polytope)
 
-    ``W^T v+`` is the power of each vertex direction; ``sigma`` is the largest power a contact can
-    still dissipate. With numeric ``q0, v0, u`` the block is an LCP (``Program.to_lcp``).
+    with ``A = M`` (no gains, or ``pd="explicit"``) or ``M + h B diag(h Kp + Kd) B^T``, and
+    ``y = A^-1 N v+`` for the objective's metric ``N`` (``y = v+`` when ``N = A``; else a variable
+    with the row ``A y - M v+ = 0``). ``W^T y`` is the power of each vertex direction; ``sigma`` is
+    the largest power a contact can still dissipate. ``q_d`` (default ``S q0``), ``qd_d`` (default
+    0) and ``mu`` (default the system's) may be SX. With numeric ``q0, v0, u`` the block is an LCP
+    (``Program.to_lcp``).
     """
+    n_u = system.n_u
     B, hh, coeffs, k_, r_, rad, args = _block_inputs(prog, system, h, vertices, stiffness, relax, radius,
-                                                     q0=q0, v0=v0, u=u)
+                                                     q0=q0, v0=v0, u=u,
+                                                     q_d=np.zeros(n_u) if q_d is None else q_d,
+                                                     qd_d=np.zeros(n_u) if qd_d is None else qd_d)
+    if pd not in PD_MODES:
+        raise InputError("pd", f"must be one of {PD_MODES}, got {pd!r}")
+    if objective not in OBJECTIVES:
+        raise InputError("objective", f"must be one of {', '.join(map(repr, OBJECTIVES))}, got {objective!r}")
+    S = B.T
+    if q_d is None:
+        args["q_d"] = ca.mtimes(S, args["q0"])
+    kp_, kd_ = float_vector(kp, n_u, "kp", nonnegative=True), float_vector(kd, n_u, "kd", nonnegative=True)
+    mus = ca.SX.sym("mu", system.n_c)
     V, n, n_c = coeffs.shape[0], system.n_v, system.n_c
-    W, _ = polytope_columns(system, system.q, coeffs, k_, r_, rad)
-    data = ca.Function("lmdp_block_data", [system.q, system.v], [system.M, system.h, W])
-    M, hb, Wq = data(args["q0"], args["v0"])
+    W, _ = polytope_columns(system, system.q, coeffs, k_, r_, rad, mu=mus)
+    data = ca.Function("lmdp_block_data", [system.q, system.v, mus], [system.M, system.h, W])
+    M, hb, Wq = data(args["q0"], args["v0"], _mu_column(system, mu))
+    q0e, v0e = args["q0"], args["v0"]
+    gains = bool(np.any(kp_ > 0) or np.any(kd_ > 0))
+    tau_e = args["u"]
+    A = M
+    if gains:
+        tau_e = -kp_ * (ca.mtimes(S, q0e) - args["q_d"]) + kd_ * args["qd_d"] + args["u"]
+        if pd == "stable":
+            A = M + hh * ca.mtimes(ca.mtimes(B, ca.diag(hh * kp_ + kd_)), S)
+        else:
+            tau_e = tau_e - kd_ * ca.mtimes(S, v0e)
     n_w = n_c * V
     E = np.kron(np.eye(n_c), np.ones((V, 1)))
     blk = prefix
     v_next = prog.add_variables(f"{prefix}/v_next", n, block=blk)
     w = prog.add_variables(f"{prefix}/w", n_w, lb=0.0, block=blk)
     sigma = prog.add_variables(f"{prefix}/sigma", n_c, lb=0.0, block=blk)
-    dyn = prog.add_constraint(ca.mtimes(M, v_next.sym - args["v0"]) - hh * (ca.mtimes(B, args["u"]) - hb)
+    dyn = prog.add_constraint(ca.mtimes(A, v_next.sym) - ca.mtimes(M, v0e) - hh * (ca.mtimes(B, tau_e) - hb)
                               - hh * ca.mtimes(Wq, w.sym), 0.0, 0.0, name=f"{prefix}/dynamics", block=blk)
-    dis = prog.add_complementarity(w.sym, ca.mtimes(Wq.T, v_next.sym) + ca.mtimes(E, sigma.sym),
+    y_var, metric, y = None, None, v_next.sym
+    if gains and pd == "stable" and objective == "kinetic":
+        y_var = prog.add_variables(f"{prefix}/y", n, block=blk)
+        metric = prog.add_constraint(ca.mtimes(A, y_var.sym) - ca.mtimes(M, v_next.sym), 0.0, 0.0,
+                                     name=f"{prefix}/metric", block=blk)
+        y = y_var.sym
+    dis = prog.add_complementarity(w.sym, ca.mtimes(Wq.T, y) + ca.mtimes(E, sigma.sym),
                                    name=f"{prefix}/dissipation", block=blk)
     smp = prog.add_complementarity(sigma.sym, 1.0 - ca.mtimes(E.T, w.sym), name=f"{prefix}/simplex",
                                    block=blk)
     groups = [np.arange(i * V, (i + 1) * V) for i in range(n_c)]
-    return LinearizedMDPBlock(v_next, w, sigma, dyn, dis, smp, args["q0"] + hh * v_next.sym, groups,
-                              coeffs)
+    return LinearizedMDPBlock(v_next, w, sigma, dyn, dis, smp, q0e + hh * v_next.sym, groups,
+                              coeffs, y_var, metric)
 
 
 @register
@@ -248,13 +293,15 @@ class MDPFormulation(PolytopeFormulation):
     def add_step(self, prog: Program, step: Step) -> PolytopeStep:
         """The KKT/LCP conditions of the linearized MDP at ``q_k`` (:func:`add_linearized_mdp_step`)."""
         kkt = add_linearized_mdp_step(prog, step.system, step.q, step.v, step.u, step.h, prefix=step.prefix,
-                                      **self._kkt_options(step.system))
+                                      mu=step.param("mu", None), **self._kkt_options(step.system))
         return self._block(prog, step, kkt, kkt.v_next, step.q)
 
     def _substep(self, system: ContactSystem, method: str, q: np.ndarray, qd: np.ndarray, t: float, hh: float,
                  w0: np.ndarray, targets: Any, tau_0: np.ndarray) -> dict[str, Any]:
         """One linearized-MDP QP of length ``hh`` from ``(q, qd)``."""
         q_d, qd_d = targets(t + hh)
-        r = self.problem(system).step(q, qd, hh, q_d, qd_d, tau_0)
+        prob = self.problem(system)
+        r = prob.step(q, qd, hh, q_d, qd_d, tau_0)
         return {"status": r.status, "q": r.x, "qd": r.extras["qd_next"], "w": r.extras["w"],
-                "forces": r.extras["forces"], "outer": r.iterations, "proj": 0, "message": r.message}
+                "forces": r.extras["forces"], "outer": r.iterations, "proj": 0, "message": r.message,
+                "p": prob.parameters(q, qd, hh, q_d, qd_d, tau_0), "hold": q_d is None}

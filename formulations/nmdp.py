@@ -173,7 +173,7 @@ def _block_inputs(prog: Program, system: ContactSystem, h: float, vertices: int 
     rad = float_vector(radius, n_c, "radius")
     args = {}
     for nm, x in exprs.items():
-        m = system.n_u if nm == "u" else system.n_v
+        m = system.n_u if nm in ("u", "q_d", "qd_d") else system.n_v
         e = x if isinstance(x, ca.SX) else ca.SX(np.asarray(x, dtype=float).reshape(-1, 1))
         if e.shape != (m, 1):
             raise InputError(nm, f"must have shape ({m}, 1), got {e.shape}")
@@ -181,14 +181,25 @@ def _block_inputs(prog: Program, system: ContactSystem, h: float, vertices: int 
     return B, hh, coeffs, k_, r_, rad, args
 
 
+def _mu_column(system: ContactSystem, mu: Any) -> ca.SX:
+    """The friction coefficients of a polytope block: ``mu`` (an SX column of ``n_c`` entries, or
+    numbers) or, when None, the system's."""
+    if isinstance(mu, ca.SX):
+        if mu.shape != (system.n_c, 1):
+            raise InputError("mu", f"must have shape ({system.n_c}, 1), got {mu.shape}")
+        return mu
+    return ca.SX(ca.DM(float_vector(system.mu if mu is None else mu, system.n_c, "mu", nonnegative=True)))
+
+
 def polytope_columns(system: ContactSystem, theta: ca.SX, coeffs: np.ndarray, stiffness: np.ndarray,
-                     relax: np.ndarray, radius: np.ndarray, magnitudes: ca.SX | None = None
-                     ) -> tuple[ca.SX, ca.SX]:
+                     relax: np.ndarray, radius: np.ndarray, magnitudes: ca.SX | None = None,
+                     mu: Any = None) -> tuple[ca.SX, ca.SX]:
     """``(W, s)``: the ``n x (n_c V)`` matrix whose column ``(i, j)`` (contact-major) is the
     generalized force ``s_i(theta) (Jn_i + mu_i c_j Jt_i + mu_i s_j Jo_i)^T`` of vertex j of contact
     i, i.e. ``sum_i J_i^T B_i w_i = W w``, and the magnitudes ``s(theta)`` (``n_c``). With
     ``magnitudes`` given, those symbols replace ``s(theta)`` in ``W`` (the vertices frozen, the
-    Jacobians still functions of theta: what the zeroth-order derivative needs)."""
+    Jacobians still functions of theta: what the zeroth-order derivative needs). ``mu`` (an SX
+    column or numbers, one per contact) replaces the system's friction coefficients."""
     sub = ca.Function("nmdp_kin", [system.q], [system.phi, system.Jn, system.Jt, system.Jo])
     phi, Jn, Jt, Jo = sub(theta)
     cols, mags = [], []
@@ -197,9 +208,9 @@ def polytope_columns(system: ContactSystem, theta: ca.SX, coeffs: np.ndarray, st
         mags.append(s_i)
         if magnitudes is not None:
             s_i = magnitudes[i]
-        mu = float(system.mu[i])
+        mu_i = float(system.mu[i]) if mu is None else mu[i]
         for c, sn in coeffs:
-            cols.append(s_i * (Jn[i, :] + mu * c * Jt[i, :] + mu * sn * Jo[i, :]).T)
+            cols.append(s_i * (Jn[i, :] + mu_i * c * Jt[i, :] + mu_i * sn * Jo[i, :]).T)
     n = system.n_v
     W = ca.horzcat(*cols) if cols else ca.SX(n, 0)
     return W, (ca.vertcat(*mags) if mags else ca.SX(0, 1))
@@ -338,8 +349,7 @@ class NMDP:
                    qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> np.ndarray:
         """The parameter vector ``p = (q_n, qd_n, h, q_d, qd_d, tau_0)`` after validation.
         Defaults: ``q_d = S q_n`` (hold the current pose), ``qd_d = 0``, ``tau_0 = 0``."""
-        qn, qdn, hh, qd, qdd, t0 = _step_data(self, q_n, qd_n, h, q_d, qd_d, tau_0)
-        return np.concatenate([qn, qdn, [hh], qd, qdd, t0])
+        return np.concatenate([np.atleast_1d(x) for x in _step_data(self, q_n, qd_n, h, q_d, qd_d, tau_0)])
 
     def functions(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
                   qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> NMDPFunctions:
@@ -477,41 +487,65 @@ def polytope_forces(system: ContactSystem, coefficients: np.ndarray, magnitudes:
 
 def add_nmdp_step(prog: Program, system: ContactSystem, q0: Any, v0: Any, q1: Any, u: Any, h: float,
                   *, vertices: int | None = None, stiffness: ArrayLike = 0.0, relax: ArrayLike = 0.0,
-                  radius: ArrayLike = 0.0, prefix: str = "nmdp") -> NMDPBlock:
-    """Add one NMDP step ``(q0, v0) -> q1`` under the input ``u`` (``tau = B u``, no PD) as the
-    first-order optimality (KKT) conditions of ``min K(q1) s.t. G(q1, w) = 0, w >= 0,
-    1^T w_i <= 1`` (block ``prefix``). With ``L = K + nu^T G - lam_w^T w - lam_s^T (1 - E^T w)``:
+                  radius: ArrayLike = 0.0, kp: ArrayLike = 0.0, kd: ArrayLike = 0.0, q_d: Any = None,
+                  qd_d: Any = None, objective: str = "effective", mu: Any = None,
+                  prefix: str = "nmdp") -> NMDPBlock:
+    """Add one NMDP step ``(q0, v0) -> q1`` under the input ``u`` (``tau = B u``; with PD gains the
+    stable PD torque ``tau = -Kp (S q1 - q_d) - Kd (S qd+ - qd_d) + u`` of :class:`NMDP`, and its
+    ``objective``) as the first-order optimality (KKT) conditions of ``min K(q1) s.t. G(q1, w) = 0,
+    w >= 0, 1^T w_i <= 1`` (block ``prefix``). With ``L = K + nu^T G - lam_w^T w - lam_s^T (1 - E^T w)``:
 
         G(q1, w) = 0                                            (dynamics, n rows)
         grad K(q1) + (dG/dq1)^T nu = 0                          (stationarity in q1)
         -W(q1)^T nu - lam_w + E lam_s = 0                       (stationarity in w; G_w = -W)
         0 <= w _|_ lam_w >= 0,   0 <= 1 - E^T w _|_ lam_s >= 0  (complementarity pairs)
 
-    ``q0, v0, q1, u`` are CasADi expressions (normally the symbols of existing program variables)
-    or numbers; ``h > 0`` a number. The polytope options are those of :class:`NMDP`.
+    ``q0, v0, q1, u, q_d, qd_d`` are CasADi expressions (normally the symbols of existing program
+    variables or parameters) or numbers (``q_d`` default ``S q0``, ``qd_d`` default 0); ``h > 0`` a
+    number; ``mu`` (SX or numbers, one per contact) replaces the system's friction coefficients.
+    The polytope options are those of :class:`NMDP`.
     """
+    n_u = system.n_u
     B, hh, coeffs, k_, r_, rad, args = _block_inputs(prog, system, h, vertices, stiffness, relax, radius,
-                                                     q0=q0, v0=v0, q1=q1, u=u)
-    V, n, n_c, n_u = coeffs.shape[0], system.n_v, system.n_c, system.n_u
+                                                     q0=q0, v0=v0, q1=q1, u=u,
+                                                     q_d=np.zeros(n_u) if q_d is None else q_d,
+                                                     qd_d=np.zeros(n_u) if qd_d is None else qd_d)
+    if q_d is None:
+        args["q_d"] = ca.mtimes(B.T, args["q0"])
+    kp_, kd_ = float_vector(kp, n_u, "kp", nonnegative=True), float_vector(kd, n_u, "kd", nonnegative=True)
+    if objective not in OBJECTIVES:
+        raise InputError("objective", f"must be one of {', '.join(map(repr, OBJECTIVES))}, got {objective!r}")
+    mu_ = _mu_column(system, mu)
+    V, n, n_c = coeffs.shape[0], system.n_v, system.n_c
     n_w = n_c * V
     # the conditions in internal symbols, then substituted by a Function call
     th, a0, b0, uu = ca.SX.sym("theta", n), ca.SX.sym("q0", n), ca.SX.sym("v0", n), ca.SX.sym("u", n_u)
+    qds, qdds, mus = ca.SX.sym("q_d", n_u), ca.SX.sym("qd_d", n_u), ca.SX.sym("mu", n_c)
     ws, nus, lws, lss = (ca.SX.sym(s_, m) for s_, m in (("w", n_w), ("nu", n), ("lw", n_w), ("ls", n_c)))
-    W, _ = polytope_columns(system, th, coeffs, k_, r_, rad)
-    G_free, K, qd = step_expressions(system, th, a0, b0, hh, ca.mtimes(B, uu), W)
+    W, _ = polytope_columns(system, th, coeffs, k_, r_, rad, mu=mus)
+    qd_sym = (th - a0) / hh
+    S = B.T
+    tau = uu
+    pd = bool(np.any(kp_ > 0) or np.any(kd_ > 0))
+    if pd:
+        tau = -kp_ * (ca.mtimes(S, th) - qds) - kd_ * (ca.mtimes(S, qd_sym) - qdds) + uu
+    G_free, K, qd = step_expressions(system, th, a0, b0, hh, ca.mtimes(B, tau), W)
+    if pd and objective == "effective":  # + 1/2 h (S qd+)^T diag(h Kp + Kd) (S qd+), as in NMDP
+        Sqd = ca.mtimes(S, qd)
+        K = K + 0.5 * hh * ca.dot(Sqd, (hh * kp_ + kd_) * Sqd)
     G = G_free - ca.mtimes(W, ws)
     E = np.kron(np.eye(n_c), np.ones((V, 1)))
     st_q = ca.gradient(K, th) + ca.mtimes(ca.jacobian(G, th).T, nus)
     st_w = -ca.mtimes(W.T, nus) - lws + ca.mtimes(E, lss)
-    F = ca.Function("nmdp_kkt", [th, a0, b0, uu, ws, nus, lws, lss], [G, st_q, st_w, K, qd])
+    F = ca.Function("nmdp_kkt", [th, a0, b0, uu, qds, qdds, mus, ws, nus, lws, lss], [G, st_q, st_w, K, qd])
 
     blk = prefix
     w = prog.add_variables(f"{prefix}/w", n_w, lb=0.0, block=blk)
     nu = prog.add_variables(f"{prefix}/nu", n, block=blk)
     lam_w = prog.add_variables(f"{prefix}/lam_w", n_w, lb=0.0, block=blk)
     lam_s = prog.add_variables(f"{prefix}/lam_s", n_c, lb=0.0, block=blk)
-    Ge, sq, sw, Ke, qde = F(args["q1"], args["q0"], args["v0"], args["u"], w.sym, nu.sym, lam_w.sym,
-                            lam_s.sym)
+    Ge, sq, sw, Ke, qde = F(args["q1"], args["q0"], args["v0"], args["u"], args["q_d"], args["qd_d"], mu_,
+                            w.sym, nu.sym, lam_w.sym, lam_s.sym)
     dyn = prog.add_constraint(Ge, 0.0, 0.0, name=f"{prefix}/dynamics", block=blk)
     stq = prog.add_constraint(sq, 0.0, 0.0, name=f"{prefix}/stationarity_q", block=blk)
     stw = prog.add_constraint(sw, 0.0, 0.0, name=f"{prefix}/stationarity_w", block=blk)
@@ -575,6 +609,9 @@ class PolytopeFormulation(Formulation):
     warm-starts the next (clipped to the polytopes)."""
 
     problem_class: Any = None
+    model_parameters = ("mu",)
+    #: a step is differentiated substep by substep (:mod:`contactmp.formulations.polytope_sensitivity`)
+    substeps_differentiable = True
 
     def problem(self, system: ContactSystem) -> Any:
         """The formulation's problem object for ``system`` (built once per system)."""
@@ -627,6 +664,9 @@ class PolytopeFormulation(Formulation):
         substeps' forces; ``result.extras`` holds ``substeps``, ``h_smallest``, ``projections``
         (PGM's Newton projections), ``forces`` [N] and ``w``."""
         s, h = step.system, step.h
+        if step.params:
+            raise InputError("params", f"{self.name}'s time step takes its model parameters from its problem object "
+                             f"(mu of the system, the polytope options); got params {sorted(step.params)}")
         method = self._method(solver)
         prob = self.problem(s)
         w0 = np.zeros(prob.n_w)
@@ -637,12 +677,12 @@ class PolytopeFormulation(Formulation):
         q, qd, t = np.asarray(step.q, dtype=float), np.asarray(step.v, dtype=float), float(step.t)
         tau = np.asarray(step.u, dtype=float)
         t0 = time.perf_counter()
-        acc = {"outer": 0, "proj": 0, "impulse": np.zeros((s.n_c, 3))}
+        acc = {"outer": 0, "proj": 0, "impulse": np.zeros((s.n_c, 3)), "details": []}
         substeps, h_smallest, status, msg = [h], h, Status.SOLVED, ""
         if not getattr(self.options, "adaptive", False):
             r = self._substep(s, method, q, qd, t, h, w0, targets, tau)
             qq, vv, ww, status, msg = r["q"], r["qd"], r["w"], r["status"], r["message"]
-            acc.update(outer=r["outer"], proj=r["proj"], impulse=h * r["forces"])
+            acc.update(outer=r["outer"], proj=r["proj"], impulse=h * r["forces"], details=[_detail(r)])
         else:
             from contactmp.solvers.nmdp_pgm import adaptive_step
 
@@ -655,6 +695,7 @@ class PolytopeFormulation(Formulation):
                 if r["status"] is not Status.SOLVED:
                     return state, False
                 acc["impulse"] = acc["impulse"] + hh * r["forces"]
+                acc["details"].append(_detail(r))
                 return (r["q"], r["qd"], ts + hh, r["w"]), True
 
             ad = adaptive_step(step_fn, h, (q, qd, t, w0), h_min=self.options.h_min)
@@ -667,15 +708,23 @@ class PolytopeFormulation(Formulation):
                 acc["proj"] += r["proj"]
                 qq, vv, ww = r["q"], r["qd"], r["w"]
                 acc["impulse"] = acc["impulse"] + rest * r["forces"]
+                acc["details"].append(_detail(r))
                 status = Status.NUMERICAL_ERROR
                 msg = f"adaptive step gave up ({ad.message}); last substep unverified: {r['message']}"
         ww = np.asarray(ww, dtype=float)
         res = Result(status, ww, f"{self.name}/{method}", math.nan, tol, int(acc["outer"]),
                      time.perf_counter() - t0, msg,
                      {"substeps": substeps, "h_smallest": h_smallest, "projections": int(acc["proj"]),
-                      "forces": acc["impulse"] / h, "w": ww})
+                      "forces": acc["impulse"] / h, "w": ww, "substep_details": acc["details"]})
         return StepOutcome(np.asarray(qq, dtype=float), np.asarray(vv, dtype=float), acc["impulse"],
                            np.ones(s.n_c, dtype=bool), res)
+
+
+def _detail(r: dict[str, Any]) -> dict[str, Any]:
+    """What a substep's sensitivity needs (:mod:`contactmp.formulations.polytope_sensitivity`): its
+    step data ``p = (q_n, qd_n, h, q_d, qd_d, tau_0)``, whether the PD targets held the pose
+    (``q_d = S q_n``), and its answer ``q``, ``qd``, ``w``."""
+    return {"p": r["p"], "hold": r["hold"], "q": r["q"], "qd": r["qd"], "w": r["w"]}
 
 
 def _feasible(w: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
@@ -700,12 +749,16 @@ class NMDPFormulation(PolytopeFormulation):
     """Pan and Hauser's nonconvex maximal-dissipation step (backward Euler in ``q_{k+1}``, wrench
     polytopes; :class:`NMDP`). In trajectory optimization its KKT conditions (:func:`add_nmdp_step`);
     in time stepping one NMDP per frame by ``method`` (``"pgm"``, ``"zopgm"``, ``"ipopt"``,
-    ``"ipopt-cyipopt"``), halved adaptively (``adaptive``, down to ``h_min``).
+    ``"ipopt-cyipopt"``), halved adaptively (``adaptive``, down to ``h_min``); ``polish``: refine each
+    solved substep by Newton's method on its KKT conditions on the pieces the solver identified
+    (:func:`~contactmp.formulations.polytope_sensitivity.polish_substep`; PGM's answers on the
+    standing hopper are 1e-9 - 1e-7 m/s from the polished ones, which are exact to rounding: what
+    finite differences of a rollout need; kept only when the refined point passes the step's check).
 
     Options: ``vertices``, ``stiffness`` [N/m^2], ``relax`` [N], ``radius`` [m] (the polytope
     ``s_i = k min(phi - r, 0)^2 + relax``), ``kp``, ``kd`` (stable PD), ``objective``
     (``"effective"`` or ``"kinetic"``), ``method``, ``adaptive``, ``h_min`` [s],
-    ``solver_options`` (keyword options of ``pgm`` or :meth:`NMDP.solve_ipopt`)."""
+    ``solver_options`` (keyword options of ``pgm`` or :meth:`NMDP.solve_ipopt`), ``polish``."""
 
     name = "nmdp"
     backward_euler = True
@@ -719,6 +772,7 @@ class NMDPFormulation(PolytopeFormulation):
         adaptive: bool = True
         h_min: float = 1e-5
         solver_options: dict | None = None
+        polish: bool = False
 
         def __post_init__(self) -> None:
             if self.method not in NMDP_METHODS:
@@ -728,6 +782,8 @@ class NMDPFormulation(PolytopeFormulation):
             check_number("h_min", self.h_min, positive=True)
             if self.solver_options is not None and not isinstance(self.solver_options, dict):
                 raise InputError("solver_options", "must be a dict of keyword options")
+            if not isinstance(self.polish, bool):
+                raise InputError("polish", f"must be True or False, got {self.polish!r}")
 
     def check_system(self, system: ContactSystem, h: float) -> None:
         """The system must fit :class:`NMDP`; ``h_min <= h``."""
@@ -748,8 +804,26 @@ class NMDPFormulation(PolytopeFormulation):
         s = step.system
         v_next = prog.add_variables(f"{step.prefix}/v_next", s.n_v, block=step.prefix)
         kkt = add_nmdp_step(prog, s, step.q, step.v, step.q_next, step.u, step.h, prefix=step.prefix,
-                            **self._kkt_options(s))
+                            mu=step.param("mu", None), **self._kkt_options(s))
         return self._block(prog, step, kkt, v_next, step.q_next)
+
+    def _polished(self, system: ContactSystem, p: np.ndarray, theta: np.ndarray, w: np.ndarray, fns: NMDPFunctions
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """``(theta, w)`` refined by Newton's method on the step's KKT pieces (option ``polish``), kept
+        only when that converges and the refined point passes the step's own check (``||G||_inf`` at
+        most the larger of the solver's and its tolerance ``tol``, default 1e-8; ``w`` feasible to
+        1e-12); else the solver's answer."""
+        from contactmp.formulations.polytope_sensitivity import polish_substep
+
+        got = polish_substep(self, system, p, theta, fns.qd_next(theta), w)
+        if got is None:
+            return theta, w
+        th2, w2 = got[0], got[2]
+        c = self.problem(system)
+        res, _ = c.check(p, theta, w)
+        res2, viol2 = c.check(p, th2, w2)
+        tol = float((self.options.solver_options or {}).get("tol", 1e-8))
+        return (th2, w2) if res2 <= max(res, tol) and viol2 <= 1e-12 else (theta, w)
 
     def _substep(self, system: ContactSystem, method: str, q: np.ndarray, qd: np.ndarray, t: float, hh: float,
                  w0: np.ndarray, targets: Any, tau_0: np.ndarray) -> dict[str, Any]:
@@ -758,16 +832,24 @@ class NMDPFormulation(PolytopeFormulation):
         prob, opts = self.problem(system), dict(self.options.solver_options or {})
         q_d, qd_d = targets(t + hh)
         theta0 = q + hh * qd
+        data = {"p": prob.parameters(q, qd, hh, q_d, qd_d, tau_0), "hold": q_d is None}
         if kind == "ipopt":
             r = prob.solve_ipopt(q, qd, hh, q_d, qd_d, tau_0, backend=option, theta0=theta0, w0=w0, **opts)
+            if self.options.polish and r.status is Status.SOLVED:
+                fns = prob.functions(q, qd, hh, q_d, qd_d, tau_0)
+                theta, w = self._polished(system, data["p"], r.x, r.extras["w"], fns)
+                return {"status": r.status, "q": theta, "qd": fns.qd_next(theta), "w": w, "forces": fns.forces(theta, w),
+                        "outer": r.iterations, "proj": 0, "message": r.message, **data}
             return {"status": r.status, "q": r.x, "qd": r.extras["qd_next"], "w": r.extras["w"],
-                    "forces": r.extras["forces"], "outer": r.iterations, "proj": 0, "message": r.message}
+                    "forces": r.extras["forces"], "outer": r.iterations, "proj": 0, "message": r.message, **data}
         from contactmp.solvers.nmdp_pgm import pgm
 
         fns = prob.functions(q, qd, hh, q_d, qd_d, tau_0)
         r = pgm(fns, theta0, w0, zeroth_order=option, **opts)
         theta, w = r.x, r.extras["w"]
+        if self.options.polish and r.status is Status.SOLVED:
+            theta, w = self._polished(system, data["p"], theta, w, fns)
         finite = bool(np.all(np.isfinite(theta)) and np.all(np.isfinite(w)))
         forces = fns.forces(theta, w) if finite else np.full((system.n_c, 3), np.nan)
         return {"status": r.status, "q": theta, "qd": fns.qd_next(theta), "w": w, "forces": forces,
-                "outer": r.iterations, "proj": r.extras["projections"], "message": r.message}
+                "outer": r.iterations, "proj": r.extras["projections"], "message": r.message, **data}

@@ -20,10 +20,15 @@ step's solution ``x*`` satisfies on its identified pieces a square system ``F(x,
   from ``r_T = mu r_n w``, or held where it is free).
 
 Then ``dx/dp = -F_x^{-1} F_p`` (:class:`~contactmp.solvers.sensitivity.ImplicitSensitivity`), and
-with ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})`` the step's Jacobian follows by the chain rule.
+with ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})`` the step's Jacobian follows by the chain rule. The
+wrench-polytope steps (NMDP, linearized MDP), whose time step is a program of their own with
+substeps, go through :mod:`contactmp.formulations.polytope_sensitivity` (the same
+:func:`program_sensitivity` on their KKT blocks). :func:`polish` refines an approximate solution
+by Newton's method on its pieces (finite-difference references).
 """
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -32,13 +37,13 @@ import casadi as ca
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactmp.errors import InputError
+from contactmp.errors import InputError, check_number
 from contactmp.formulations.base import Formulation, Step, StepOutcome, _SystemFunctions, for_system
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Program
 from contactmp.solvers.sensitivity import DEGENERATE_TOL, ImplicitSensitivity
 
-__all__ = ["ProgramSensitivity", "program_sensitivity", "StepJacobian", "step_jacobian", "MODEL_PARAMETERS"]
+__all__ = ["ProgramSensitivity", "program_sensitivity", "smoothed_solution", "polish", "StepJacobian", "step_jacobian", "MODEL_PARAMETERS"]
 
 
 @dataclass
@@ -49,6 +54,7 @@ class ProgramSensitivity:
     degenerate: list[str]   #: the degenerate pairs and cone contacts, ``"name[i]"``
     core: ImplicitSensitivity = field(repr=False)
     _Fp: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 0)))
+    smoothing: float = 0.0  #: the central-path parameter kappa of a smoothed derivative (0: exact)
 
     @property
     def flagged(self) -> bool:
@@ -57,15 +63,17 @@ class ProgramSensitivity:
 
     def dx_dp(self) -> np.ndarray:
         """The Jacobian ``dx/dp`` (``n_x`` x ``n_p``, the parameters in the Program's order)."""
-        return self.core.jacobian(self._Fp)
+        return self.core.jacobian(self._Fp)[:self.x.size]
 
     def jvp(self, dp: ArrayLike) -> np.ndarray:
         """``dx`` for the parameter change ``dp``."""
-        return -self.core._solve(self._Fp @ np.asarray(dp, dtype=float))
+        return -self.core._solve(self._Fp @ np.asarray(dp, dtype=float))[:self.x.size]
 
     def vjp(self, x_bar: ArrayLike) -> np.ndarray:
         """``p_bar = dx/dp^T x_bar``."""
-        return -self._Fp.T @ self.core._solve(np.asarray(x_bar, dtype=float), trans=1)
+        xb = np.zeros(self._Fp.shape[0])
+        xb[:self.x.size] = np.asarray(x_bar, dtype=float)
+        return -self._Fp.T @ self.core._solve(xb, trans=1)
 
 
 def _cone_pieces(prog: Program, cone: Any, xv: np.ndarray, pv: np.ndarray, tol: float, cache: dict
@@ -131,12 +139,21 @@ def _cone_equations(cone: Any, pieces: tuple[tuple[int, int], ...]) -> list[ca.S
 
 
 def program_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None, *, side: str = "a",
-                        tol: float = DEGENERATE_TOL) -> ProgramSensitivity:
+                        tol: float = DEGENERATE_TOL, smoothing: float = 0.0) -> ProgramSensitivity:
     """The sensitivity ``dx/dp`` of the solution ``x`` of the complementarity Program ``prog``
     (no objective; equality rows, pairs, cones) at parameters ``p`` (default: their values), by
     implicit differentiation of the square system of the module docstring. ``side``: the side
     (``"a"`` or ``"b"``) held at zero in a degenerate pair. The Jacobian functions of each set of
-    pieces are built once per Program and kept (a rollout meets few sets)."""
+    pieces are built once per Program and kept (a rollout meets few sets).
+
+    ``smoothing = kappa > 0``: instead, the derivative of the smoothed problem (Dojo's relaxed
+    gradient, Howell et al. 2022): every pair ``0 <= a _|_ b >= 0`` (the cones' normal and disk pairs
+    included, their rows kept) relaxed to ``a b = kappa, a, b > 0``, the relaxed solution ``x_kappa``
+    found by an interior Newton method started from ``x`` (:func:`smoothed_solution`), and
+    ``dx_kappa / dp`` returned: defined everywhere (no piece, no flag), it sees a contact that is
+    about to open or close, and it tends to the exact derivative on a piece as ``kappa -> 0``.
+    ``kappa`` is in the units of the pairs' products (an impulse times a velocity for a velocity-level
+    step). If the relaxed solve does not converge the result is flagged (``degenerate`` says so)."""
     if side not in ("a", "b"):
         raise InputError("side", f"must be 'a' or 'b', got {side!r}")
     if prog.has_objective:
@@ -146,6 +163,31 @@ def program_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None,
     if xv.shape != (prog.n_x,) or not np.isfinite(xv).all():
         raise InputError("x", f"must be {prog.n_x} finite numbers, got shape {xv.shape}")
     pv = prog.p0 if p is None else np.asarray(p, dtype=float).ravel()
+    kappa = check_number("smoothing", smoothing, nonnegative=True)
+    if kappa > 0:
+        z, res, fn = smoothed_solution(prog, xv, pv, kappa)
+        _, Fz, Fp = (np.asarray(ca.DM(v), dtype=float) for v in fn(z, pv, kappa))
+        flags = [] if res <= SMOOTHED_TOL else [f"smoothed solve did not converge (||F||_inf = {res:.2g})"]
+        core = ImplicitSensitivity(Fz, lambda d: Fp @ d["p"], lambda lam: {"p": Fp.T @ lam}, np.arange(len(flags)), side)
+        return ProgramSensitivity(z[:prog.n_x], flags, core, Fp, kappa)
+    jac, degenerate = _piece_function(prog, xv, pv, side, tol)
+    _, Fx, Fp = (np.asarray(ca.DM(v), dtype=float) for v in jac(xv, pv))
+
+    def apply_B(d: dict[str, np.ndarray]) -> np.ndarray:
+        return Fp @ d["p"]
+
+    def apply_BT(lam: np.ndarray) -> dict[str, np.ndarray]:
+        return {"p": Fp.T @ lam}
+
+    core = ImplicitSensitivity(Fx, apply_B, apply_BT, np.arange(len(degenerate)), side)
+    return ProgramSensitivity(xv, degenerate, core, Fp)
+
+
+def _piece_function(prog: Program, xv: np.ndarray, pv: np.ndarray, side: str, tol: float
+                    ) -> tuple[ca.Function, list[str]]:
+    """The pieces of ``prog``'s complementarity system at ``(x, p)`` (module docstring): the
+    function ``(x, p) -> (F, F_x, F_p)`` of their square system (built once per set of pieces and
+    kept on the Program) and the flagged pairs and cone contacts."""
     cache = prog._cache.setdefault("sensitivity_functions", {})  # Program clears _cache when it changes
     cone_pairs = cache.get("cone_pairs")
     if cone_pairs is None:
@@ -168,21 +210,104 @@ def program_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None,
     jac = cache.get(key)
     if jac is None:
         jac = cache[key] = _jacobian_function(prog, take_a, cone_pairs, cone_pieces)
-    Fx, Fp = (np.asarray(ca.DM(v), dtype=float) for v in jac(xv, pv))
+    return jac, degenerate
 
-    def apply_B(d: dict[str, np.ndarray]) -> np.ndarray:
-        return Fp @ d["p"]
 
-    def apply_BT(lam: np.ndarray) -> dict[str, np.ndarray]:
-        return {"p": Fp.T @ lam}
+#: the residual ``||F_kappa||_inf`` at which the smoothed solve stops (relative to the start's scale)
+SMOOTHED_TOL = 1e-10
 
-    core = ImplicitSensitivity(Fx, apply_B, apply_BT, np.arange(len(degenerate)), side)
-    return ProgramSensitivity(xv, degenerate, core, Fp)
+
+def _smoothed_function(prog: Program) -> ca.Function:
+    """``(z, p, kappa) -> (F, F_z, F_p)`` of the relaxed system in ``z = (x, s, t)``: the equality
+    rows, ``s - a(x) = 0``, ``t - b(x) = 0``, ``s t - kappa = 0`` (built once per Program)."""
+    cache = prog._cache.setdefault("sensitivity_functions", {})
+    fn = cache.get("smoothed")
+    if fn is None:
+        rows = []
+        for c in prog.constraints:
+            for i in range(c.size):
+                if c.lb[i] != c.ub[i]:
+                    raise InputError("prog", f"row {c.name}[{i}] is an inequality ({c.lb[i]} <= g <= {c.ub[i]}); "
+                                     "a step's sensitivity handles equality rows and pairs")
+                rows.append(c.expr[i] - c.lb[i])
+        a = ca.vertcat(*[c.a for c in prog.complementarities]) if prog.complementarities else ca.SX(0, 1)
+        b = ca.vertcat(*[c.b for c in prog.complementarities]) if prog.complementarities else ca.SX(0, 1)
+        m = a.shape[0]
+        s_, t_, kappa = ca.SX.sym("s", m), ca.SX.sym("t", m), ca.SX.sym("kappa")
+        z = ca.vertcat(prog.x, s_, t_)
+        F = ca.vertcat(*rows, s_ - a, t_ - b, s_ * t_ - kappa)
+        if F.shape[0] != z.shape[0]:
+            raise InputError("prog", f"{prog.n_g} rows and {m} pairs for {prog.n_x} variables: not a square "
+                             "complementarity system")
+        fn = cache["smoothed"] = ca.Function("F_smoothed", [z, prog.p, kappa], [F, ca.jacobian(F, z), ca.jacobian(F, prog.p)])
+    return fn
+
+
+def smoothed_solution(prog: Program, x: np.ndarray, p: np.ndarray, kappa: float, *, max_iter: int = 60
+                      ) -> tuple[np.ndarray, float, ca.Function]:
+    """The solution ``z = (x, s, t)`` of the relaxed system ``F_kappa(z, p) = 0`` (equality rows,
+    ``s = a(x)``, ``t = b(x)``, ``s t = kappa``, ``s, t > 0``) near the complementarity solution
+    ``x``: Newton's method from ``x`` with ``s = a+ + kappa / (b+ + sqrt(kappa))`` and symmetrically
+    for ``t`` (``a+ = max(a, 0)``; so ``s t ~ kappa``), steps cut to keep 1% of the distance to
+    ``s, t = 0`` and halved until ``||F||`` decreases. Returns ``(z, ||F||_inf, the function)``."""
+    fn = _smoothed_function(prog)
+    ev = prog.evaluate(x, p)
+    ap, bp = np.maximum(ev["a"], 0.0), np.maximum(ev["b"], 0.0)
+    r = math.sqrt(kappa)
+    z = np.concatenate([x, ap + kappa / (bp + r), bp + kappa / (ap + r)])
+    n, m = x.size, ap.size
+
+    def resid(zz: np.ndarray) -> np.ndarray:
+        return np.asarray(ca.DM(fn(zz, p, kappa)[0]), dtype=float).ravel()
+
+    F = resid(z)
+    scale = max(1.0, float(np.abs(F[:n]).max(initial=0.0)), float(np.abs(z).max(initial=0.0)))
+    for _ in range(max_iter):
+        res = float(np.abs(F).max(initial=0.0))
+        if res <= SMOOTHED_TOL * scale:
+            break
+        Fz = np.asarray(ca.DM(fn(z, p, kappa)[1]), dtype=float)
+        dz = -np.linalg.lstsq(Fz, F, rcond=None)[0]
+        st, dst = z[n:], dz[n:]
+        neg = dst < 0
+        alpha = min(1.0, float(np.min(-0.99 * st[neg] / dst[neg], initial=1.0)))
+        F_new = F
+        while alpha > 1e-12:
+            F_new = resid(z + alpha * dz)
+            if np.linalg.norm(F_new) < np.linalg.norm(F):
+                break
+            alpha /= 2
+        z, F = z + alpha * dz, F_new
+    return z, float(np.abs(F).max(initial=0.0)) / scale, fn
+
+
+def polish(prog: Program, x: ArrayLike, p: ArrayLike | None = None, *, side: str = "a",
+           tol: float = DEGENERATE_TOL, max_iter: int = 10) -> tuple[np.ndarray, float, float]:
+    """Newton's method on the square system of the pieces of ``x`` (module docstring; the pieces
+    re-identified at every iterate), from an approximate solution ``x`` of the complementarity
+    Program ``prog`` to one accurate to rounding: what a finite-difference reference of a
+    sensitivity needs. Returns ``(x, ||F||_inf, pair_violation)``, the last the largest negative
+    part of a pair's sides (nonzero: the pieces were misidentified, ``x`` is no solution)."""
+    xv = np.asarray(x, dtype=float).ravel().copy()
+    pv = prog.p0 if p is None else np.asarray(p, dtype=float).ravel()
+    res = math.inf
+    for _ in range(max_iter):
+        jac, _ = _piece_function(prog, xv, pv, side, tol)
+        F, Fx, _ = (np.asarray(ca.DM(v), dtype=float) for v in jac(xv, pv))
+        F = F.ravel()
+        res = float(np.abs(F).max(initial=0.0))
+        if res <= 4 * np.finfo(float).eps * max(1.0, float(np.abs(xv).max(initial=0.0))):
+            break
+        xv = xv - np.linalg.lstsq(Fx, F, rcond=None)[0]
+    F = np.asarray(ca.DM(_piece_function(prog, xv, pv, side, tol)[0](xv, pv)[0]), dtype=float).ravel()
+    ev = prog.evaluate(xv, pv)
+    viol = max(0.0, -float(np.min(ev["a"], initial=0.0)), -float(np.min(ev["b"], initial=0.0)))
+    return xv, float(np.abs(F).max(initial=0.0)), viol
 
 
 def _jacobian_function(prog: Program, take_a: np.ndarray, cone_pairs: np.ndarray,
                        cone_pieces: list[tuple[tuple[int, int], ...]]) -> ca.Function:
-    """``(x, p) -> (F_x, F_p)`` of the square system on the given pieces (module docstring)."""
+    """``(x, p) -> (F, F_x, F_p)`` of the square system on the given pieces (module docstring)."""
     cone_rows = np.zeros(prog.n_g, dtype=bool)
     for cone in prog.cones:
         for c in (cone.friction, cone.direction):
@@ -207,7 +332,7 @@ def _jacobian_function(prog: Program, take_a: np.ndarray, cone_pairs: np.ndarray
     if F.shape[0] != prog.n_x:
         raise InputError("prog", f"its pieces give {F.shape[0]} equations for {prog.n_x} variables: not a square "
                          "complementarity system (a variable bound that is no pair side, or a missing row)")
-    return ca.Function("F_jac", [prog.x, prog.p], [ca.jacobian(F, prog.x), ca.jacobian(F, prog.p)])
+    return ca.Function("F_jac", [prog.x, prog.p], [F, ca.jacobian(F, prog.x), ca.jacobian(F, prog.p)])
 
 
 @dataclass
@@ -278,7 +403,7 @@ def model_parameter_values(form: Formulation, system: ContactSystem, q: np.ndarr
 
 def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: float, q: ArrayLike, v: ArrayLike,
                   u: ArrayLike, outcome: StepOutcome, *, wrt: Sequence[str] = (), side: str = "a",
-                  tol: float = DEGENERATE_TOL) -> StepJacobian:
+                  tol: float = DEGENERATE_TOL, smoothing: float = 0.0) -> StepJacobian:
     """The Jacobian of the time step from ``(q, v, u)`` whose solution is ``outcome`` (what
     :meth:`TimeStepping.step` returned for it, with the same ``formulation``, system and ``h``;
     before TimeStepping's renormalization of a 3D body's quaternion, which
@@ -288,14 +413,19 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
     (:func:`program_sensitivity`), and chained through ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})``. A
     free-flight step (no contact in it) is differentiated in closed form. ``wrt`` names model
     parameters (:data:`MODEL_PARAMETERS`) to differentiate by as well, at their values in the step.
+    ``smoothing = kappa > 0``: the derivative of the relaxed step (:func:`program_sensitivity`) over
+    the step's contacts (those within TimeStepping's ``active_gap``).
     """
     s = system
     form = for_system(formulation, s, h) if not isinstance(formulation, Formulation) else formulation
     qv = s._vec("q", q, s.n_q)
     vv = s._vec("v", v, s.n_v)
     uv = s._vec("u", u, s.n_u)
-    idx = np.flatnonzero(outcome.active)
     values = model_parameter_values(form, s, qv, list(wrt))
+    if getattr(form, "substeps_differentiable", False):  # the wrench-polytope steps (NMDP, linearized MDP)
+        from contactmp.formulations.polytope_sensitivity import polytope_step_jacobian
+        return polytope_step_jacobian(form, s, h, outcome, wrt=wrt, side=side, tol=tol, smoothing=smoothing)
+    idx = np.flatnonzero(outcome.active)
     key = (s, float(h), idx.tobytes(), tuple(values))  # a system hashes by identity
     cache = form.__dict__.setdefault("_sensitivity_programs", OrderedDict())
     hit = cache.get(key)
@@ -318,7 +448,7 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
         if x.size != prog.n_x:
             raise InputError("outcome", f"its result has {x.size} variables but the step's program {prog.n_x}: "
                              "not the outcome of this formulation's step")
-        sens = program_sensitivity(prog, x, side=side, tol=tol)
+        sens = program_sensitivity(prog, x, side=side, tol=tol, smoothing=smoothing)
         dv_dp = sens.dx_dp()[blk.v_next.index]
         v_next, degenerate, singular = x[blk.v_next.index], sens.degenerate, sens.core.singular
     # q+ = q + h qdot(q, v+): dq+/dp = [I 0 0] + h (dqdot/dq [I 0 0] + dqdot/dv+ dv+/dp)

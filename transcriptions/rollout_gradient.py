@@ -109,11 +109,16 @@ class Rollout:
 
 
 def differentiable_rollout(ts: TimeStepping, q0: ArrayLike, v0: ArrayLike, u: ArrayLike, *,
-                           wrt: Sequence[str] = (), side: str = "a", tol: float = 1e-8) -> Rollout:
+                           wrt: Sequence[str] = (), side: str = "a", tol: float = 1e-8,
+                           smoothing: float = 0.0) -> Rollout:
     """Simulate ``len(u)`` steps of ``ts`` from ``(q0, v0)`` under the inputs ``u`` (N, n_u) and
     differentiate each step (module docstring), also with respect to the model parameters ``wrt``
     (:data:`~contactmp.formulations.step_sensitivity.MODEL_PARAMETERS`: ``mu``, the compliant
-    gains). A step that is not solved is not hidden: its status is kept in ``statuses`` and its
+    gains). ``smoothing = kappa > 0``: every step's derivative is that of its relaxed problem
+    (pairs ``a b = kappa``; :func:`~contactmp.formulations.step_sensitivity.program_sensitivity`):
+    the trajectory is still the exact simulator's, its gradient that of a smoothed model, which
+    sees contacts about to open or close (a gradient for gradient-based control through contact
+    switches, as Dojo's). A step that is not solved is not hidden: its status is kept in ``statuses`` and its
     Jacobian is that of the returned point (a returned point that is not finite has none: InputError
     naming ``x``)."""
     s = ts.system
@@ -125,7 +130,7 @@ def differentiable_rollout(ts: TimeStepping, q0: ArrayLike, v0: ArrayLike, u: Ar
     qs, vs, jacs, statuses, As, Bs, Cs = [q], [v], [], [], [], [], []
     for k in range(U.shape[0]):
         out = ts.step(q, v, U[k])
-        J = step_jacobian(ts.formulation, s, ts.h, q, v, U[k], out, wrt=wrt, side=side, tol=tol)
+        J = step_jacobian(ts.formulation, s, ts.h, q, v, U[k], out, wrt=wrt, side=side, tol=tol, smoothing=smoothing)
         A, B, C = J.state(), J.input(), {name: J.param(name) for name in wrt}
         if ts._quat is not None:  # TimeStepping renormalizes the quaternion: chain d(x / |x|)
             R = _renormalization(q + ts.h * s.eval_qdot(q, out.v), ts._quat, s.n_q, s.n_v)

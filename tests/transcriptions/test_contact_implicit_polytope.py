@@ -71,3 +71,18 @@ def test_polytope_options_are_validated() -> None:
         ContactImplicitTO(point_mass_2d(), 3, 0.1, formulation="mdp", relax=-1.0)
     with pytest.raises(InputError, match="system"):   # quaternion coordinates: qdot != v
         ContactImplicitTO(box_3d(), 3, 0.1, formulation="nmdp", **POLY)
+
+
+@pytest.mark.parametrize("formulation", ["nmdp", "mdp"])
+def test_friction_as_a_parameter_gives_the_same_optimum(formulation: str) -> None:
+    """mu held as a Program parameter (model_parameters=("mu",), read by the polytope blocks from
+    Step.params) is the same program: the same optimum as with mu baked in."""
+    a = _push(formulation).solve(strategy="elastic_l1", homotopy_tol=1e-8)
+    to = ContactImplicitTO(point_mass_2d(), N, H, formulation=formulation, model_parameters=("mu",), **POLY)
+    to.set_initial_state([0.0, 0.0], [0.0, 0.0])
+    to.set_final_state([0.5, 0.0], q_indices=[0])
+    to.bound_inputs([-20.0, 0.0], [20.0, 0.0])
+    to.minimize_effort(1.0)
+    b = to.solve(strategy="elastic_l1", homotopy_tol=1e-8)
+    assert a.status is Status.SOLVED and b.status is Status.SOLVED
+    assert b.objective == pytest.approx(a.objective, rel=1e-8)

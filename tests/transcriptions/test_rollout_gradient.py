@@ -304,12 +304,15 @@ def test_model_parameter_changes_without_rebuild_in_both_derivative_paths() -> N
 
 
 def test_model_parameters_a_formulation_does_not_read_are_refused() -> None:
-    """The polytope formulations read mu from the system, not from Step.params: asking to hold it
-    as a parameter is an InputError naming the field (not a parameter that silently does nothing)."""
+    """A model parameter the formulation does not read from Step.params is an InputError naming the
+    field (not a parameter that silently does nothing); the polytope formulations read mu (their
+    KKT blocks take it as an SX), and a TO built with it holds it as a parameter of every knot."""
     from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 
     with pytest.raises(InputError, match="model_parameters.*'mdp' does not read"):
-        ContactImplicitTO(point_mass_2d(), 5, 0.05, "mdp", stiffness=1e4, model_parameters=("mu",))
+        ContactImplicitTO(point_mass_2d(), 5, 0.05, "mdp", stiffness=1e4, model_parameters=("stiffness",))
+    to = ContactImplicitTO(point_mass_2d(), 5, 0.05, "mdp", stiffness=1e4, model_parameters=("mu",))
+    assert to.model_parameters["mu"].tolist() == [0.5]
     with pytest.raises(InputError, match="model_parameters.*'cone' does not read.*stiffness"):
         ContactImplicitTO(point_mass_2d(), 5, 0.05, "cone", model_parameters=("stiffness",))
 

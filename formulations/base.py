@@ -36,6 +36,7 @@ from typing import Any, Callable, ClassVar, Mapping
 
 import casadi as ca
 import numpy as np
+from scipy.linalg import cho_solve
 
 from contactmp.errors import InputError, OptionError, check_spd, did_you_mean
 from contactmp.models.symbolic import ContactSystem
@@ -368,8 +369,16 @@ class Formulation:
             idx = idx[self.step_contacts(step, full)]
         active = np.zeros(nc, dtype=bool)
         imp = np.zeros((nc, 3))
+        try:
+            chol = check_spd(full.M)
+        except InputError as exc:  # the model left its valid range (the hopper's leg center of mass at
+            nan_v = np.full(step.system.n_v, np.nan)  # its hip, ...): a status, and the run stops
+            res = Result(Status.NUMERICAL_ERROR, nan_v, "step", math.nan, tol,
+                         message=f"{exc} at q = {np.asarray(step.q).tolist()}")
+            return StepOutcome(np.full(step.system.n_q, np.nan), nan_v, imp, active, res)
         if idx.size == 0:
-            v_next = step.v + np.linalg.solve(full.M, h * full.f)
+            with np.errstate(divide="ignore", invalid="ignore"):  # a zero pivot: a non-finite state, the run stops
+                v_next = step.v + cho_solve((chol, True), h * full.f, check_finite=False)
             res = Result(Status.SOLVED, v_next, "free_flight", 0.0, tol)
         else:
             prog, blk = self._step_program(step, idx, full)
@@ -394,6 +403,8 @@ class Formulation:
         dyn = full.M @ (v_next - step.v) - h * full.f - full.Jn.T @ imp[:, 0] - full.Jt.T @ imp[:, 1] \
             - full.Jo.T @ imp[:, 2]
         res.residuals["dynamics"] = float(np.max(np.abs(dyn), initial=0.0))
+        if not np.isfinite(v_next).all():  # a failed solve's answer: the state is not finite, the run stops
+            return StepOutcome(np.full(step.system.n_q, np.nan), v_next, imp, active, res)
         if position_gap:
             res.extras["gap_rate"] = np.asarray(_with_contacts(step, None).end_gap_rate(v_next), dtype=float).ravel()[active]
         else:

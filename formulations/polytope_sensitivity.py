@@ -173,7 +173,8 @@ def substep_jacobian(form: PolytopeFormulation, system: ContactSystem, detail: d
     sp = substep_program(form, s, h)
     sp.set_parameters(p, np.asarray(s.mu, dtype=float))
     x, dead = substep_point(sp, p, detail["q"], detail["qd"], detail["w"])
-    sens = program_sensitivity(sp.program, x, side=side, tol=tol, smoothing=smoothing)
+    out_rows = sp.q_next.index if sp.nmdp else sp.kkt.v_next.index
+    sens = program_sensitivity(sp.program, x, side=side, tol=tol, smoothing=smoothing, outputs=out_rows)
     D = sens.dx_dp()
     cols = {nm: sp.params[nm].index for nm in sp.params}
     if sp.nmdp:

@@ -55,6 +55,7 @@ class ProgramSensitivity:
     core: ImplicitSensitivity = field(repr=False)
     _Fp: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 0)))
     smoothing: float = 0.0  #: the central-path parameter kappa of a smoothed derivative (0: exact)
+    benign: list[str] = field(default_factory=list)  #: degenerate pairs whose pieces agree on the outputs (not flagged)
 
     @property
     def flagged(self) -> bool:
@@ -139,7 +140,8 @@ def _cone_equations(cone: Any, pieces: tuple[tuple[int, int], ...]) -> list[ca.S
 
 
 def program_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None, *, side: str = "a",
-                        tol: float = DEGENERATE_TOL, smoothing: float = 0.0) -> ProgramSensitivity:
+                        tol: float = DEGENERATE_TOL, smoothing: float = 0.0,
+                        outputs: Any = None) -> ProgramSensitivity:
     """The sensitivity ``dx/dp`` of the solution ``x`` of the complementarity Program ``prog``
     (no objective; equality rows, pairs, cones) at parameters ``p`` (default: their values), by
     implicit differentiation of the square system of the module docstring. ``side``: the side
@@ -153,7 +155,12 @@ def program_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None,
     ``dx_kappa / dp`` returned: defined everywhere (no piece, no flag), it sees a contact that is
     about to open or close, and it tends to the exact derivative on a piece as ``kappa -> 0``.
     ``kappa`` is in the units of the pairs' products (an impulse times a velocity for a velocity-level
-    step). If the relaxed solve does not converge the result is flagged (``degenerate`` says so)."""
+    step). If the relaxed solve does not converge the result is flagged (``degenerate`` says so).
+
+    ``outputs`` (an index or slice of ``x``, e.g. a step's ``v_{k+1}``): the flags are judged by
+    the derivative of those entries only (:func:`_judge_on_outputs`: a degenerate pair whose two
+    pieces give the same output derivative is listed in ``benign``, a singular system whose
+    null space misses the outputs is not singular for them)."""
     if side not in ("a", "b"):
         raise InputError("side", f"must be 'a' or 'b', got {side!r}")
     if prog.has_objective:
@@ -170,7 +177,7 @@ def program_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None,
         flags = [] if res <= SMOOTHED_TOL else [f"smoothed solve did not converge (||F||_inf = {res:.2g})"]
         core = ImplicitSensitivity(Fz, lambda d: Fp @ d["p"], lambda lam: {"p": Fp.T @ lam}, np.arange(len(flags)), side)
         return ProgramSensitivity(z[:prog.n_x], flags, core, Fp, kappa)
-    jac, degenerate = _piece_function(prog, xv, pv, side, tol)
+    jac, degenerate, pieces = _piece_function(prog, xv, pv, side, tol)
     _, Fx, Fp = (np.asarray(ca.DM(v), dtype=float) for v in jac(xv, pv))
 
     def apply_B(d: dict[str, np.ndarray]) -> np.ndarray:
@@ -180,14 +187,52 @@ def program_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None,
         return {"p": Fp.T @ lam}
 
     core = ImplicitSensitivity(Fx, apply_B, apply_BT, np.arange(len(degenerate)), side)
-    return ProgramSensitivity(xv, degenerate, core, Fp)
+    sens = ProgramSensitivity(xv, degenerate, core, Fp)
+    if outputs is not None and (degenerate or core.singular):
+        _judge_on_outputs(prog, xv, pv, sens, pieces, np.arange(prog.n_x)[outputs])
+    return sens
+
+
+def _judge_on_outputs(prog: Program, xv: np.ndarray, pv: np.ndarray, sens: ProgramSensitivity, pieces: tuple,
+                      rows: np.ndarray) -> None:
+    """Keep only the flags that matter for the derivative of the entries ``rows`` of ``x`` (a step's
+    ``v_{k+1}``): a degenerate pair whose other piece gives the same ``d x[rows] / dp`` (the pair
+    flipped alone, to 1e-9 relative) is moved to ``sens.benign`` -- the friction pairs of a pyramid
+    contact that carries nothing, whose slip multiplier is free; a singular ``F_x`` whose null space
+    does not reach ``rows`` (the multipliers are not unique, the outputs are: the minimum-norm
+    derivative is exact for them) is not reported as singular."""
+    take_a, cone_pairs, cone_pieces = pieces
+    D = sens.dx_dp()[rows]
+    size = max(1.0, float(np.abs(D).max(initial=0.0)))
+    names = {f"{c.name}[{i}]": c.index.start + i for c in prog.complementarities for i in range(c.size)}
+    cache = prog._cache.setdefault("sensitivity_functions", {})
+    for d in list(sens.degenerate):
+        k = names.get(d)
+        if k is None:  # a cone contact's flag
+            continue
+        flipped = take_a.copy()
+        flipped[k] = not flipped[k]
+        key = (flipped[~cone_pairs].tobytes(), tuple(cone_pieces))
+        if key not in cache:
+            cache[key] = _jacobian_function(prog, flipped, cone_pairs, cone_pieces)
+        _, Fx2, Fp2 = (np.asarray(ca.DM(v), dtype=float) for v in cache[key](xv, pv))
+        D2 = -np.linalg.lstsq(Fx2, Fp2, rcond=1e-13)[0][rows]
+        if float(np.abs(D2 - D).max(initial=0.0)) <= 1e-9 * size:
+            sens.degenerate.remove(d)
+            sens.benign.append(d)
+    if sens.core.singular:
+        _, sv, Vt = np.linalg.svd(sens.core.A)
+        null = Vt[sv <= 1e-12 * max(float(sv[0]), 1e-300)]
+        if float(np.abs(null[:, rows]).max(initial=0.0)) <= 1e-9:
+            sens.core.singular = False
 
 
 def _piece_function(prog: Program, xv: np.ndarray, pv: np.ndarray, side: str, tol: float
-                    ) -> tuple[ca.Function, list[str]]:
+                    ) -> tuple[ca.Function, list[str], tuple]:
     """The pieces of ``prog``'s complementarity system at ``(x, p)`` (module docstring): the
     function ``(x, p) -> (F, F_x, F_p)`` of their square system (built once per set of pieces and
-    kept on the Program) and the flagged pairs and cone contacts."""
+    kept on the Program), the flagged pairs and cone contacts, and the pieces
+    ``(take_a, cone_pairs, cone_pieces)``."""
     cache = prog._cache.setdefault("sensitivity_functions", {})  # Program clears _cache when it changes
     cone_pairs = cache.get("cone_pairs")
     if cone_pairs is None:
@@ -210,7 +255,7 @@ def _piece_function(prog: Program, xv: np.ndarray, pv: np.ndarray, side: str, to
     jac = cache.get(key)
     if jac is None:
         jac = cache[key] = _jacobian_function(prog, take_a, cone_pairs, cone_pieces)
-    return jac, degenerate
+    return jac, degenerate, (take_a, cone_pairs, cone_pieces)
 
 
 #: the residual ``||F_kappa||_inf`` at which the smoothed solve stops (relative to the start's scale)
@@ -292,7 +337,7 @@ def polish(prog: Program, x: ArrayLike, p: ArrayLike | None = None, *, side: str
     pv = prog.p0 if p is None else np.asarray(p, dtype=float).ravel()
     res = math.inf
     for _ in range(max_iter):
-        jac, _ = _piece_function(prog, xv, pv, side, tol)
+        jac = _piece_function(prog, xv, pv, side, tol)[0]
         F, Fx, _ = (np.asarray(ca.DM(v), dtype=float) for v in jac(xv, pv))
         F = F.ravel()
         res = float(np.abs(F).max(initial=0.0))
@@ -448,7 +493,7 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
         if x.size != prog.n_x:
             raise InputError("outcome", f"its result has {x.size} variables but the step's program {prog.n_x}: "
                              "not the outcome of this formulation's step")
-        sens = program_sensitivity(prog, x, side=side, tol=tol, smoothing=smoothing)
+        sens = program_sensitivity(prog, x, side=side, tol=tol, smoothing=smoothing, outputs=blk.v_next.index)
         dv_dp = sens.dx_dp()[blk.v_next.index]
         v_next, degenerate, singular = x[blk.v_next.index], sens.degenerate, sens.core.singular
     # q+ = q + h qdot(q, v+): dq+/dp = [I 0 0] + h (dqdot/dq [I 0 0] + dqdot/dv+ dv+/dp)

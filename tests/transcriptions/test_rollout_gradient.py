@@ -67,6 +67,32 @@ def test_free_flight_step_jacobian_is_closed_form() -> None:
     assert not J.flagged
 
 
+def test_separated_contact_pairs_are_benign() -> None:
+    """A point mass 5 cm above the ground (inside TimeStepping's active gap, so its contact is in the
+    pyramid step) moving sideways: the contact carries nothing, two friction pairs have both sides
+    zero and the slip multiplier is free (F_x singular), but v_{k+1} is unique and both pieces of
+    each pair give the same d v_{k+1}: the pairs are benign, the step is not flagged, and its
+    Jacobian is free flight's."""
+    from contactmp.formulations.step_sensitivity import _step_program, program_sensitivity
+
+    s = point_mass_2d(m=2.0)
+    ts = TimeStepping(s, 0.05, "pyramid", tol=1e-13)
+    q, v, u = np.array([0.0, 0.05]), np.array([0.3, 0.0]), np.array([0.5, 0.0])
+    out = ts.step(q, v, u)
+    assert out.active.all()
+    J = step_jacobian(ts.formulation, s, 0.05, q, v, u, out)
+    assert not J.flagged
+    np.testing.assert_allclose(J.dv_dv, np.eye(2), atol=1e-14)
+    np.testing.assert_allclose(J.dv_du, 0.025 * np.eye(2), atol=1e-14)
+    prog, params, *_ = _step_program(ts.formulation, s, 0.05, np.flatnonzero(out.active), {})
+    for P, val in zip(params, (q, v, u)):
+        P.value = val
+    S = program_sensitivity(prog, out.result.x)  # judged on all of x: the free slip multiplier is flagged
+    assert S.flagged
+    S = program_sensitivity(prog, out.result.x, outputs=slice(0, 2))  # judged on v_{k+1}
+    assert S.benign and not S.flagged
+
+
 @pytest.mark.parametrize("name", ["pyramid", "cone"])
 def test_box_rollout_gradient_matches_finite_differences(name: str) -> None:
     """50 steps of a box_2d pushed along the ground (sliding throughout, no mode switch):

@@ -112,6 +112,28 @@ def test_failed_step_is_recorded_and_can_stop() -> None:
     assert not tr.stopped and tr.n_steps == 3 and tr.n_failed == 3
 
 
+@pytest.mark.parametrize("z", [0.0, 1.0])  # in contact (a contact step) or in the air (free flight)
+def test_a_mass_matrix_that_is_not_positive_definite_is_a_status(z: float) -> None:
+    """A model whose M(q) = diag(1 - x, 1) loses positive definiteness at x >= 1 (a model left its
+    valid range, as a blown-up simulation does): the step reports numerical_error naming M instead
+    of raising, the state is not finite, and the simulation stops there."""
+    import casadi as ca
+
+    from contactmp.models.symbolic import ContactSystem
+
+    q, v, u = ca.SX.sym("q", 2), ca.SX.sym("v", 2), ca.SX.sym("u", 2)
+    s = ContactSystem(q=q, v=v, u=u, M=ca.diag(ca.vertcat(1 - q[0], 1)), h=ca.vertcat(0, 9.81), B=ca.SX.eye(2),
+                      phi=q[1], Jn=ca.horzcat(0, 1), Jt=ca.horzcat(1, 0), Jo=ca.SX.zeros(1, 2), mu=0.5,
+                      planar=True, q_nominal=[0.0, 0.0], name="bad_mass")
+    ts = TimeStepping(s, 0.01, "pyramid")
+    out = ts.step([1.5, z], [0.0, 0.0], [0.0, 0.0])
+    assert out.result.status is Status.NUMERICAL_ERROR and out.result.message.startswith("M:")
+    assert not np.isfinite(out.q).any() and not np.isfinite(out.v).any()
+    tr = ts.simulate([1.5, z], [0.0, 0.0], None, 5)
+    assert tr.n_steps == 1 and "non-finite" in tr.stopped
+    assert ts.step([0.5, z], [0.0, 0.0], [0.0, 0.0]).result.status is Status.SOLVED
+
+
 def test_inputs_are_checked() -> None:
     pm = point_mass_2d()
     with pytest.raises(InputError, match="h"):

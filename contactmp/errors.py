@@ -72,6 +72,23 @@ def check_number(field: str, value: object, *, positive: bool = False, nonnegati
 SPD_SYMMETRY_RTOL = 1e-10
 
 
+def check_step(h: object, field: str = "h") -> object:
+    """A step length: a positive finite number (returned as float), or a CasADi SX/MX scalar -- a
+    symbolic step, which a step's sensitivity by ``h`` builds (checked where it is evaluated).
+    :class:`InputError` naming ``field`` otherwise."""
+    import math
+
+    import casadi as ca
+
+    if isinstance(h, (ca.SX, ca.MX)):
+        if h.numel() != 1:
+            raise InputError(field, f"a symbolic step must be a scalar, got shape {h.shape}")
+        return h
+    if not (isinstance(h, (int, float)) and not isinstance(h, bool) and math.isfinite(h) and h > 0):
+        raise InputError(field, f"must be a positive finite step, got {h!r}")
+    return float(h)
+
+
 def check_spd(M: Any, field: str = "M", what: str = "mass matrix") -> Any:  # -> ndarray | None
     """Check that the numeric matrix ``M`` is finite, symmetric (relative to its largest entry, see
     :data:`SPD_SYMMETRY_RTOL`) and positive definite; return its Cholesky factor ``L`` of

@@ -59,7 +59,7 @@ import casadi as ca
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactmp.errors import InputError, OptionError, check_number
+from contactmp.errors import InputError, OptionError, check_number, check_step
 from contactmp.formulations.base import Formulation, Step, StepBlock, StepOutcome, register
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, Constraint, Program, Variables
@@ -163,7 +163,7 @@ def _block_inputs(prog: Program, system: ContactSystem, h: float, vertices: int 
     if not isinstance(prog, Program):
         raise InputError("prog", f"must be a contactmp Program, got {type(prog).__name__}")
     B = selection_matrix(system)
-    hh = check_number("h", h, positive=True)
+    hh = check_step(h)
     if vertices is None:
         vertices = 2 if system.planar else 4
     coeffs = vertex_coefficients(vertices, system.planar)
@@ -520,31 +520,31 @@ def add_nmdp_step(prog: Program, system: ContactSystem, q0: Any, v0: Any, q1: An
     n_w = n_c * V
     # the conditions in internal symbols, then substituted by a Function call
     th, a0, b0, uu = ca.SX.sym("theta", n), ca.SX.sym("q0", n), ca.SX.sym("v0", n), ca.SX.sym("u", n_u)
-    qds, qdds, mus = ca.SX.sym("q_d", n_u), ca.SX.sym("qd_d", n_u), ca.SX.sym("mu", n_c)
+    qds, qdds, mus, hs = ca.SX.sym("q_d", n_u), ca.SX.sym("qd_d", n_u), ca.SX.sym("mu", n_c), ca.SX.sym("h")
     ws, nus, lws, lss = (ca.SX.sym(s_, m) for s_, m in (("w", n_w), ("nu", n), ("lw", n_w), ("ls", n_c)))
     W, _ = polytope_columns(system, th, coeffs, k_, r_, rad, mu=mus)
-    qd_sym = (th - a0) / hh
+    qd_sym = (th - a0) / hs
     S = B.T
     tau = uu
     pd = bool(np.any(kp_ > 0) or np.any(kd_ > 0))
     if pd:
         tau = -kp_ * (ca.mtimes(S, th) - qds) - kd_ * (ca.mtimes(S, qd_sym) - qdds) + uu
-    G_free, K, qd = step_expressions(system, th, a0, b0, hh, ca.mtimes(B, tau), W)
+    G_free, K, qd = step_expressions(system, th, a0, b0, hs, ca.mtimes(B, tau), W)
     if pd and objective == "effective":  # + 1/2 h (S qd+)^T diag(h Kp + Kd) (S qd+), as in NMDP
         Sqd = ca.mtimes(S, qd)
-        K = K + 0.5 * hh * ca.dot(Sqd, (hh * kp_ + kd_) * Sqd)
+        K = K + 0.5 * hs * ca.dot(Sqd, (hs * kp_ + kd_) * Sqd)
     G = G_free - ca.mtimes(W, ws)
     E = np.kron(np.eye(n_c), np.ones((V, 1)))
     st_q = ca.gradient(K, th) + ca.mtimes(ca.jacobian(G, th).T, nus)
     st_w = -ca.mtimes(W.T, nus) - lws + ca.mtimes(E, lss)
-    F = ca.Function("nmdp_kkt", [th, a0, b0, uu, qds, qdds, mus, ws, nus, lws, lss], [G, st_q, st_w, K, qd])
+    F = ca.Function("nmdp_kkt", [th, a0, b0, uu, qds, qdds, mus, hs, ws, nus, lws, lss], [G, st_q, st_w, K, qd])
 
     blk = prefix
     w = prog.add_variables(f"{prefix}/w", n_w, lb=0.0, block=blk)
     nu = prog.add_variables(f"{prefix}/nu", n, block=blk)
     lam_w = prog.add_variables(f"{prefix}/lam_w", n_w, lb=0.0, block=blk)
     lam_s = prog.add_variables(f"{prefix}/lam_s", n_c, lb=0.0, block=blk)
-    Ge, sq, sw, Ke, qde = F(args["q1"], args["q0"], args["v0"], args["u"], args["q_d"], args["qd_d"], mu_,
+    Ge, sq, sw, Ke, qde = F(args["q1"], args["q0"], args["v0"], args["u"], args["q_d"], args["qd_d"], mu_, hh,
                             w.sym, nu.sym, lam_w.sym, lam_s.sym)
     dyn = prog.add_constraint(Ge, 0.0, 0.0, name=f"{prefix}/dynamics", block=blk)
     stq = prog.add_constraint(sq, 0.0, 0.0, name=f"{prefix}/stationarity_q", block=blk)

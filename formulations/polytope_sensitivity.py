@@ -44,17 +44,17 @@ DEAD_CONTACT = 1e-12
 
 
 class SubstepProgram:
-    """The KKT Program of one polytope substep of length ``h`` (module docstring) and its handles:
-    ``params`` (``q``, ``v``, ``u``, ``q_d``, ``qd_d``, ``mu``), ``q_next`` (NMDP) or the block's
+    """The KKT Program of one polytope substep (module docstring) and its handles: ``params``
+    (``q``, ``v``, ``u``, ``q_d``, ``qd_d``, ``mu``, ``h``), ``q_next`` (NMDP) or the block's
     ``v_next`` (MDP), and ``kkt`` the block."""
 
-    def __init__(self, form: PolytopeFormulation, system: ContactSystem, h: float) -> None:
+    def __init__(self, form: PolytopeFormulation, system: ContactSystem) -> None:
         s, prob = system, form.problem(system)
         self.nmdp = isinstance(form, NMDPFormulation)
-        self.h, self.system, self.problem = float(h), s, prob
+        self.system, self.problem = s, prob
         prog = self.program = Program(f"{form.name}_substep")
-        names = ("q", "v", "u", "q_d", "qd_d", "mu")
-        sizes = (s.n_q, s.n_v, s.n_u, s.n_u, s.n_u, s.n_c)
+        names = ("q", "v", "u", "q_d", "qd_d", "mu", "h")
+        sizes = (s.n_q, s.n_v, s.n_u, s.n_u, s.n_u, s.n_c, 1)
         self.params = {nm: prog.add_parameters(f"step/{nm}", m, 0.0) for nm, m in zip(names, sizes)}
         P = {nm: v.sym for nm, v in self.params.items()}
         opts = dict(vertices=prob.vertices, stiffness=prob.stiffness, relax=prob.relax, radius=prob.radius,
@@ -62,29 +62,29 @@ class SubstepProgram:
                     prefix="step")
         if self.nmdp:
             self.q_next = prog.add_variables("step/q_next", s.n_q)
-            self.kkt = add_nmdp_step(prog, s, P["q"], P["v"], self.q_next.sym, P["u"], self.h, **opts)
+            self.kkt = add_nmdp_step(prog, s, P["q"], P["v"], self.q_next.sym, P["u"], P["h"], **opts)
         else:
             if not isinstance(form, MDPFormulation):
                 raise InputError("formulation", f"{form.name!r} is not a polytope formulation ('nmdp' or 'mdp')")
-            self.kkt = add_linearized_mdp_step(prog, s, P["q"], P["v"], P["u"], self.h, pd=prob.pd, **opts)
+            self.kkt = add_linearized_mdp_step(prog, s, P["q"], P["v"], P["u"], P["h"], pd=prob.pd, **opts)
 
     def set_parameters(self, p: np.ndarray, mu: np.ndarray) -> None:
         """Set the Program's parameters from the substep data ``p = (q_n, qd_n, h, q_d, qd_d, tau_0)``
         and the friction coefficients ``mu``."""
         n, m = self.system.n_v, self.system.n_u
         vals = {"q": p[:n], "v": p[n:2 * n], "q_d": p[2 * n + 1:2 * n + 1 + m],
-                "qd_d": p[2 * n + 1 + m:2 * n + 1 + 2 * m], "u": p[2 * n + 1 + 2 * m:], "mu": mu}
+                "qd_d": p[2 * n + 1 + m:2 * n + 1 + 2 * m], "u": p[2 * n + 1 + 2 * m:], "mu": mu, "h": p[2 * n]}
         for nm, val in vals.items():
             self.params[nm].value = val
 
 
-def substep_program(form: PolytopeFormulation, system: ContactSystem, h: float) -> SubstepProgram:
-    """The :class:`SubstepProgram` of ``form`` for ``system`` and substep length ``h``, built once
-    and kept on the formulation (least recently used dropped beyond its cache size)."""
+def substep_program(form: PolytopeFormulation, system: ContactSystem) -> SubstepProgram:
+    """The :class:`SubstepProgram` of ``form`` for ``system``, built once and kept on the
+    formulation (least recently used dropped beyond its cache size)."""
     cache = form.__dict__.setdefault("_substep_programs", OrderedDict())
-    key = (system, float(h))
+    key = system
     if key not in cache:
-        cache[key] = SubstepProgram(form, system, h)
+        cache[key] = SubstepProgram(form, system)
         while len(cache) > form.PARAMETRIC_CACHE_SIZE:
             cache.popitem(last=False)
     cache.move_to_end(key)
@@ -118,7 +118,8 @@ def substep_point(sp: SubstepProgram, p: np.ndarray, q_next: np.ndarray, qd_next
         g = (d["Q"] @ w + d["c"]) / float(p[2 * n])  # = W^T y
         x[kkt.v_next.index] = qd_next
         if kkt.y is not None:  # y = A^-1 M qd+
-            A = d["M"] + sp.h * prob.B @ np.diag(sp.h * prob.kp + prob.kd) @ prob.S
+            hh = float(p[2 * n])
+            A = d["M"] + hh * prob.B @ np.diag(hh * prob.kp + prob.kd) @ prob.S
             x[kkt.y.index] = np.linalg.solve(A, d["M"] @ qd_next)
     lam_s = np.zeros(s.n_c)
     for i, grp in enumerate(prob.groups):
@@ -141,7 +142,7 @@ def polish_substep(form: PolytopeFormulation, system: ContactSystem, p: np.ndarr
     Newton residual stays above ``tol`` or a pair's side turns negative (the pieces were not those
     of a solution)."""
     n = system.n_v
-    sp = substep_program(form, system, float(p[2 * n]))
+    sp = substep_program(form, system)
     sp.set_parameters(p, np.asarray(system.mu, dtype=float))
     x, _ = substep_point(sp, p, q_next, qd_next, w)
     x, res, viol = polish(sp.program, x)
@@ -161,30 +162,33 @@ def _targets(prob: Any, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 def substep_jacobian(form: PolytopeFormulation, system: ContactSystem, detail: dict[str, Any], *,
                      side: str = "a", tol: float = DEGENERATE_TOL, smoothing: float = 0.0
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], bool]:
-    """``(J_state, J_u, J_mu, degenerate, singular)`` of one substep (``detail``: an entry of
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str], bool]:
+    """``(J_state, J_u, J_mu, J_h, degenerate, singular)`` of one substep (``detail``: an entry of
     ``result.extras["substep_details"]``): ``d(q, qd)_{n+1}`` with respect to ``(q_n, qd_n)``
     (``2n x 2n``; through ``q_d = S q_n`` when the targets held the pose), ``tau_0 = u``
-    (``2n x n_u``) and ``mu`` (``2n x n_c``)."""
+    (``2n x n_u``), ``mu`` (``2n x n_c``) and the substep's length ``h`` (``2n``)."""
     s = system
     n, m = s.n_v, s.n_u
     p = np.asarray(detail["p"], dtype=float)
     h = float(p[2 * n])
-    sp = substep_program(form, s, h)
+    sp = substep_program(form, s)
     sp.set_parameters(p, np.asarray(s.mu, dtype=float))
     x, dead = substep_point(sp, p, detail["q"], detail["qd"], detail["w"])
     out_rows = sp.q_next.index if sp.nmdp else sp.kkt.v_next.index
     sens = program_sensitivity(sp.program, x, side=side, tol=tol, smoothing=smoothing, outputs=out_rows)
     D = sens.dx_dp()
     cols = {nm: sp.params[nm].index for nm in sp.params}
-    if sp.nmdp:
+    ih = cols["h"].start
+    if sp.nmdp:  # qd+ = (q+ - q_n) / h
         dq = D[sp.q_next.index]
         dv = dq / h
         dv[:, cols["q"]] -= np.eye(n) / h
-    else:
+        dv[:, ih] -= (np.asarray(detail["q"], dtype=float) - p[:n]) / h ** 2
+    else:  # q+ = q_n + h qd+
         dv = D[sp.kkt.v_next.index]
         dq = h * dv
         dq[:, cols["q"]] += np.eye(n)
+        dq[:, ih] += np.asarray(detail["qd"], dtype=float)
     X = np.vstack([dq, dv])
     J_state = np.hstack([X[:, cols["q"]], X[:, cols["v"]]])
     if detail["hold"]:  # q_d = S q_n
@@ -192,7 +196,7 @@ def substep_jacobian(form: PolytopeFormulation, system: ContactSystem, detail: d
     dead_names = {f"step/dissipation[{j}]" for i in np.flatnonzero(dead) for j in sp.problem.groups[i]}
     dead_names |= {f"step/simplex[{i}]" for i in np.flatnonzero(dead)}
     degenerate = [d for d in sens.degenerate if d not in dead_names]
-    return J_state, X[:, cols["u"]], X[:, cols["mu"]], degenerate, sens.core.singular
+    return J_state, X[:, cols["u"]], X[:, cols["mu"]], X[:, ih], degenerate, sens.core.singular
 
 
 def polytope_step_jacobian(form: Formulation, system: ContactSystem, h: float, outcome: StepOutcome, *,
@@ -211,17 +215,19 @@ def polytope_step_jacobian(form: Formulation, system: ContactSystem, h: float, o
         if name != "mu":
             raise InputError("wrt", f"a polytope step is differentiated by 'mu' only, got {name!r}")
     n, m, nc = system.n_v, system.n_u, system.n_c
-    X = np.hstack([np.eye(2 * n), np.zeros((2 * n, m + nc))])  # d(q, qd)_j / d(q_0, qd_0, u, mu)
+    X = np.hstack([np.eye(2 * n), np.zeros((2 * n, m + nc + 1))])  # d(q, qd)_j / d(q_0, qd_0, u, mu, h)
     degenerate, singular = [], False
     for j, det in enumerate(details):
-        Js, Ju, Jmu, deg, sing = substep_jacobian(form, system, det, side=side, tol=tol, smoothing=smoothing)
+        Js, Ju, Jmu, Jh, deg, sing = substep_jacobian(form, system, det, side=side, tol=tol, smoothing=smoothing)
         X = Js @ X
         X[:, 2 * n:2 * n + m] += Ju
-        X[:, 2 * n + m:] += Jmu
+        X[:, 2 * n + m:2 * n + m + nc] += Jmu
+        X[:, -1] += Jh * float(det["p"][2 * n]) / h  # substep j has the length h_j = (h_j / h) h
         degenerate += [f"substep {j}: {d}" for d in deg] if len(details) > 1 else deg
         singular = singular or sing
     dq, dv = X[:n], X[n:]
     sl = slice(2 * n + m, 2 * n + m + nc)
     return StepJacobian(dq[:, :n], dq[:, n:2 * n], dq[:, 2 * n:2 * n + m], dv[:, :n], dv[:, n:2 * n],
                         dv[:, 2 * n:2 * n + m], degenerate, singular,
-                        {"mu": dq[:, sl]} if "mu" in wrt else {}, {"mu": dv[:, sl]} if "mu" in wrt else {})
+                        {"mu": dq[:, sl]} if "mu" in wrt else {}, {"mu": dv[:, sl]} if "mu" in wrt else {},
+                        dq[:, -1].copy(), dv[:, -1].copy())

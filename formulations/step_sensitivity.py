@@ -386,7 +386,8 @@ class StepJacobian:
 
     ``dq_dq`` is ``dq_{k+1}/dq_k`` (``n_q x n_q``), and so on for ``v`` and ``u``; ``dq_dparams``
     and ``dv_dparams`` hold, by name, the derivatives with respect to the model parameters asked for
-    (``n_q x n_c`` and ``n_v x n_c``: one column per contact's value); ``degenerate``
+    (``n_q x n_c`` and ``n_v x n_c``: one column per contact's value), ``dq_dh`` and ``dv_dh`` by the
+    step length; ``degenerate``
     lists the flagged pairs and contacts (their piece is the documented one), ``singular`` says the
     step's solution is not locally unique (the minimum-norm derivative is given)."""
 
@@ -400,6 +401,8 @@ class StepJacobian:
     singular: bool
     dq_dparams: dict[str, np.ndarray] = field(default_factory=dict)
     dv_dparams: dict[str, np.ndarray] = field(default_factory=dict)
+    dq_dh: np.ndarray | None = None  #: ``dq_{k+1} / dh`` (``n_q``)
+    dv_dh: np.ndarray | None = None  #: ``dv_{k+1} / dh`` (``n_v``)
 
     @property
     def flagged(self) -> bool:
@@ -471,16 +474,16 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
         from contactmp.formulations.polytope_sensitivity import polytope_step_jacobian
         return polytope_step_jacobian(form, s, h, outcome, wrt=wrt, side=side, tol=tol, smoothing=smoothing)
     idx = np.flatnonzero(outcome.active)
-    key = (s, float(h), idx.tobytes(), tuple(values))  # a system hashes by identity
+    key = (s, idx.tobytes(), tuple(values))  # a system hashes by identity; h is a parameter
     cache = form.__dict__.setdefault("_sensitivity_programs", OrderedDict())
     hit = cache.get(key)
     if hit is None:
-        hit = cache[key] = _step_program(form, s, float(h), idx, values)
+        hit = cache[key] = _step_program(form, s, idx, values)
         while len(cache) > form.PARAMETRIC_CACHE_SIZE:  # least recently used contact sets dropped
             cache.popitem(last=False)
     cache.move_to_end(key)
     prog, params, blk, free_flight, qdot_jac = hit
-    for P, val in zip(params, (qv, vv, uv, *values.values())):
+    for P, val in zip(params, (qv, vv, uv, *values.values(), float(h))):
         if P is not None:
             P.value = val
     n_state = s.n_q + s.n_v + s.n_u
@@ -501,17 +504,19 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
     eye_q = np.zeros((s.n_q, n_p))
     eye_q[:, :s.n_q] = np.eye(s.n_q)
     dq_dp = eye_q + h * (jq @ eye_q + jv @ dv_dp)
+    dq_dp[:, -1] += s.eval_qdot(qv, v_next)  # the last parameter is h
     nq, nv = s.n_q, s.n_v
     cols = {name: slice(n_state + i * s.n_c, n_state + (i + 1) * s.n_c) for i, name in enumerate(values)}
     return StepJacobian(dq_dp[:, :nq], dq_dp[:, nq:nq + nv], dq_dp[:, nq + nv:n_state], dv_dp[:, :nq],
                         dv_dp[:, nq:nq + nv], dv_dp[:, nq + nv:n_state], degenerate, singular,
-                        {k: dq_dp[:, c] for k, c in cols.items()}, {k: dv_dp[:, c] for k, c in cols.items()})
+                        {k: dq_dp[:, c] for k, c in cols.items()}, {k: dv_dp[:, c] for k, c in cols.items()},
+                        dq_dp[:, -1].copy(), dv_dp[:, -1].copy())
 
 
-def _step_program(form: Formulation, s: ContactSystem, h: float, idx: np.ndarray, values: dict[str, np.ndarray]
+def _step_program(form: Formulation, s: ContactSystem, idx: np.ndarray, values: dict[str, np.ndarray]
                   ) -> tuple[Program, list[Any], Any, ca.Function | None, ca.Function]:
-    """The step Program of the contacts ``idx`` with the state ``(q, v, u)`` and the model
-    parameters ``values`` as parameters (built once per contact set, kept on the formulation), its
+    """The step Program of the contacts ``idx`` with the state ``(q, v, u)``, the model parameters
+    ``values`` and the step length ``h`` (last) as parameters (built once per contact set, kept on the formulation), its
     parameter handles, its block (None in free flight), the free-flight ``dv+/dp`` function (None
     with contacts) and ``(q, v) -> (dqdot/dq, dqdot/dv)``."""
     fns = _SystemFunctions.of(s)
@@ -520,16 +525,17 @@ def _step_program(form: Formulation, s: ContactSystem, h: float, idx: np.ndarray
     pv = prog.add_parameters("state/v", s.n_v, 0.0)
     pu = prog.add_parameters("state/u", s.n_u, 0.0) if s.n_u else None
     theta = [prog.add_parameters(f"param/{name}", s.n_c, val) for name, val in values.items()]
+    ph = prog.add_parameters("state/h", 1, 1.0)
     u_sym = ca.SX(0, 1) if pu is None else pu.sym
     blk, free_flight = None, None
     if idx.size == 0:
         M, f = fns.data(pq.sym, pv.sym, u_sym)[:2]
-        v_next = pv.sym + h * ca.solve(M, f)
+        v_next = pv.sym + ph.sym * ca.solve(M, f)
         free_flight = ca.Function("dv", [prog.p], [ca.jacobian(v_next, prog.p)])
     else:
         params = {name: P.sym for name, P in zip(values, theta)} or None
-        blk = form.add_step(prog, Step(s, h, pq.sym, pv.sym, u_sym, "step", idx, params=params))
+        blk = form.add_step(prog, Step(s, ph.sym, pq.sym, pv.sym, u_sym, "step", idx, params=params))
     qs, vs = ca.SX.sym("q", s.n_q), ca.SX.sym("v", s.n_v)
     qd = fns.qdot(qs, vs)
     qdot_jac = ca.Function("qdot_jac", [qs, vs], [ca.jacobian(qd, qs), ca.jacobian(qd, vs)])
-    return prog, [pq, pv, pu, *theta], blk, free_flight, qdot_jac
+    return prog, [pq, pv, pu, *theta, ph], blk, free_flight, qdot_jac

@@ -57,7 +57,7 @@ import casadi as ca
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactmp.errors import InputError, OptionError
+from contactmp.errors import InputError, OptionError, check_step
 from contactmp.formulations.base import Formulation, Step, StepData, register
 from contactmp.formulations.velocity_cone import VelocityConeStep, cone_block, disk_step_inputs
 from contactmp.formulations.velocity_pyramid import VelocityPyramidStep, dynamics_row, numeric_mu, pyramid_generators
@@ -96,7 +96,7 @@ def compliant_gains(stiffness: ArrayLike | None, damping: ArrayLike | None,
                 (("stiffness", stiffness), ("damping", damping), ("tangential_damping", tangential_damping)))
     if (Bt <= 0).any():
         raise InputError("tangential_damping", "must be > 0")
-    if (float(h) * K + B <= 0).any():
+    if not isinstance(check_step(h), (ca.SX, ca.MX)) and (float(h) * K + B <= 0).any():
         raise InputError("stiffness", "h * stiffness + damping must be > 0")
     return K, B, Bt
 

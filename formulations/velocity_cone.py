@@ -57,7 +57,7 @@ import casadi as ca
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactmp.errors import InputError
+from contactmp.errors import InputError, check_step
 from contactmp.formulations.base import Formulation, Step, StepBlock, register
 from contactmp.formulations.velocity_pyramid import (_matrix, _step_inputs, check_gap, dynamics_row, normal_rate,
                                                      normal_side, numeric_mu)
@@ -146,8 +146,7 @@ def disk_step_inputs(M: Any, f: Any, v: Any, Jn: Any, Jt: Any, Jo: Any, mu: Any,
     """Checked inputs of a velocity step with Coulomb's disk: ``(n_c, n_v, planar, M, f, v, Jn, Jt,
     Jo, phi, mu)`` (``mu`` as a CasADi DM when numeric; ``planar`` decided from ``Jo`` when None, as
     :func:`add_velocity_cone_step` documents). InputError naming the bad field."""
-    if not (isinstance(h, (int, float)) and not isinstance(h, bool) and h > 0 and np.isfinite(h)):
-        raise InputError("h", f"must be a positive finite step, got {h!r}")
+    check_step(h)
     if planar is not None and not isinstance(planar, (bool, np.bool_)):
         raise InputError("planar", f"must be True, False or None, got {planar!r}")
     Jn_ = Jn if isinstance(Jn, (ca.SX, ca.MX, ca.DM)) else np.atleast_2d(np.asarray(Jn, dtype=float))

@@ -31,7 +31,7 @@ from typing import Any, Callable
 import casadi as ca
 import numpy as np
 
-from contactmp.errors import InputError, check_spd
+from contactmp.errors import InputError, check_spd, check_step
 from contactmp.formulations.pyramid_lcp import facet_generators
 from contactmp.formulations.base import Formulation, Step, StepBlock, register
 from contactmp.models.symbolic import ContactSystem
@@ -155,8 +155,7 @@ def add_velocity_pyramid_step(prog: Program, *, M: Any, f: Any, v: Any, Jn: Any,
     ``phi / h + J_n v+ >= 0`` (Anitescu-Potra), otherwise ``J_n v+ >= 0``; ``gap_rate``, when
     given, maps ``v+`` (SX, n_v) to the side instead (n_c; e.g. :meth:`Step.end_gap_rate`).
     """
-    if not (isinstance(h, (int, float)) and h > 0 and np.isfinite(h)):
-        raise InputError("h", f"must be a positive finite step, got {h!r}")
+    h = check_step(h)
     Jn_ = Jn if isinstance(Jn, (ca.SX, ca.MX, ca.DM)) else np.atleast_2d(np.asarray(Jn, dtype=float))
     nc, nv = Jn_.shape
     Jn_ = _matrix(Jn_, (nc, nv), "Jn")

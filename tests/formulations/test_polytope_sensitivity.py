@@ -75,11 +75,15 @@ def test_step_jacobian_matches_finite_differences(name: str, case: str) -> None:
     assert _rel(np.hstack([J.state(), J.input()]), fd) <= 1e-6
     fd_mu = (_polished(_stepper(name, 0.8 + H), q, v, u) - _polished(_stepper(name, 0.8 - H), q, v, u)) / (2 * H)
     assert _rel(J.param("mu")[:, 0], fd_mu) <= 1e-6
+    dh = 1e-9  # the step length 0.01 s, relative 1e-7
+    fd_h = (_polished(_stepper(name, h=0.01 + dh), q, v, u) - _polished(_stepper(name, h=0.01 - dh), q, v, u)) / (2 * dh)
+    assert _rel(np.concatenate([J.dq_dh, J.dv_dh]), fd_h) <= 1e-6
 
 
 def test_adaptive_substeps_are_chained() -> None:
     """An NMDP frame of 0.1 s that the adaptive scheme splits into two substeps: its Jacobian is the
-    product of theirs and matches differences of whole (polished) frames."""
+    product of theirs and matches differences of whole (polished) frames, also by the frame's length
+    (each substep's length is half of it)."""
     ts = _stepper("nmdp", h=0.1, adaptive=True, polish=True)
     s = ts.system
     q, v, u = s.q_nominal + np.array([0.0, 0.01, 0.0, 0.0, 0.0]), np.array([0.5, -1.0, 0.0, 0.0, 0.0]), np.zeros(2)
@@ -88,6 +92,14 @@ def test_adaptive_substeps_are_chained() -> None:
     J = step_jacobian(ts.formulation, s, ts.h, q, v, u, out)
     fd = _fd(lambda x: (lambda o: np.concatenate([o.q, o.v]))(ts.step(x[:5], x[5:], u)), np.concatenate([q, v]))
     assert _rel(J.state(), fd) <= 1e-6
+    dh = 1e-8  # both substeps are halves of h
+
+    def frame(hh: float) -> np.ndarray:
+        o = _stepper("nmdp", h=hh, adaptive=True, polish=True).step(q, v, u)
+        assert o.result.extras["substeps"] == [hh / 2, hh / 2]
+        return np.concatenate([o.q, o.v])
+
+    assert _rel(np.concatenate([J.dq_dh, J.dv_dh]), (frame(0.1 + dh) - frame(0.1 - dh)) / (2 * dh)) <= 1e-6
 
 
 @pytest.mark.parametrize("name", ["nmdp", "mdp"])

@@ -53,6 +53,27 @@ def test_step_jacobian_matches_finite_differences(name: str, options: dict) -> N
     assert _rel(np.hstack([J.state(), J.input()]), fd) <= 1e-7
 
 
+@pytest.mark.parametrize("name, options", [
+    ("pyramid", {}), ("cone", {}), ("cone", {"gap": "position"}),
+    ("compliant", {"stiffness": 1e4, "damping": 50.0, "tangential_damping": 20.0}),
+])
+def test_step_jacobian_by_the_step_length(name: str, options: dict) -> None:
+    """d(q, v)+ / dh (h a parameter of the step's Program) against central differences of steps of
+    TimeSteppings with h +/- 1e-9 (relative 1e-7 of h = 0.01)."""
+    s = box_2d(width=0.4, height=0.2, mu=0.5)
+    q, v, u = np.array([0.0, 0.1, 0.0]), np.array([0.5, -0.1, 0.0]), np.array([1.0, 0.0, 0.0])
+
+    def nxt(h: float) -> np.ndarray:
+        o = TimeStepping(s, h, name, tol=1e-13, **options).step(q, v, u)
+        return np.concatenate([o.q, o.v])
+
+    ts = TimeStepping(s, 0.01, name, tol=1e-13, **options)
+    J = step_jacobian(ts.formulation, s, 0.01, q, v, u, ts.step(q, v, u))
+    dh = 1e-9
+    fd = (nxt(0.01 + dh) - nxt(0.01 - dh)) / (2 * dh)
+    assert _rel(np.concatenate([J.dq_dh, J.dv_dh]), fd) <= 1e-6
+
+
 def test_free_flight_step_jacobian_is_closed_form() -> None:
     """A point mass 1 m above the ground: v+ = v + h (u/m - g e_z), q+ = q + h v+, so
     dq+/dq = I, dq+/dv = h I, dv+/dv = I, dv+/du = h/m I (B = I), dq+/du = h^2/m I."""
@@ -64,6 +85,9 @@ def test_free_flight_step_jacobian_is_closed_form() -> None:
     np.testing.assert_allclose(J.dq_dv, 0.05 * np.eye(2), atol=1e-14)
     np.testing.assert_allclose(J.dv_du, 0.025 * np.eye(2), atol=1e-14)
     np.testing.assert_allclose(J.dq_du, 0.00125 * np.eye(2), atol=1e-14)
+    # dv+/dh = u/m - g e_z; dq+/dh = v+ + h dv+/dh
+    np.testing.assert_allclose(J.dv_dh, [0.25, -9.81], atol=1e-12)
+    np.testing.assert_allclose(J.dq_dh, ts.step(q, v, u).v + 0.05 * np.array([0.25, -9.81]), atol=1e-12)
     assert not J.flagged
 
 
@@ -84,8 +108,8 @@ def test_separated_contact_pairs_are_benign() -> None:
     assert not J.flagged
     np.testing.assert_allclose(J.dv_dv, np.eye(2), atol=1e-14)
     np.testing.assert_allclose(J.dv_du, 0.025 * np.eye(2), atol=1e-14)
-    prog, params, *_ = _step_program(ts.formulation, s, 0.05, np.flatnonzero(out.active), {})
-    for P, val in zip(params, (q, v, u)):
+    prog, params, *_ = _step_program(ts.formulation, s, np.flatnonzero(out.active), {})
+    for P, val in zip(params, (q, v, u, 0.05)):  # the state, then h
         P.value = val
     S = program_sensitivity(prog, out.result.x)  # judged on all of x: the free slip multiplier is flagged
     assert S.flagged

@@ -27,8 +27,9 @@ relative to ``|J^T v|_inf``.
 **Cost.** On the problems of ``benchmarks/lcp_vs_siconos.py`` (the shared LCPs and Trinkle's
 pyramid LCPs of sizes 50, 100, 170) and of ``benchmarks/fc3d_vs_siconos.py`` (the shared fc3d
 problems): the median time of the forward solve (the default ``solve_lcp`` / ``solve_fc3d`` call)
-and of one sensitivity, ``lcp_sensitivity(...)`` (or ``fc3d_sensitivity``) followed by one JVP,
-and by one VJP (the factorization is part of the sensitivity's time); ratio sensitivity / forward
+and of one sensitivity, ``lcp_sensitivity(...)`` (or ``fc3d_sensitivity``) followed by one JVP
+along ``q``, and by one VJP (fc3d: its ``q`` block, as the JVP is along ``q``; the dense
+``W_bar = q_bar r^T`` costs one more outer product) (the factorization is part of the sensitivity's time); ratio sensitivity / forward
 (the issue's target: <= 2 for n >= 50). Output: ``DIR/sensitivity.json`` (default
 ``benchmarks/out``).
 """
@@ -327,7 +328,7 @@ def cost(repeats: int, seed: int, quick: bool) -> list[dict[str, Any]]:
         v = rng.normal(size=q.size)
         t_fwd = _time(lambda: solve_fc3d(W, q, mu), repeats)
         t_jvp = _time(lambda: fc3d_sensitivity(W, q, mu, res).jvp(dq=v), repeats)
-        t_vjp = _time(lambda: fc3d_sensitivity(W, q, mu, res).vjp(v), repeats)
+        t_vjp = _time(lambda: fc3d_sensitivity(W, q, mu, res).vjp(v, wrt=("q",)), repeats)
         S = fc3d_sensitivity(W, q, mu, res)
         rows.append({"kind": "fc3d", "problem": f.stem, "n": q.size, "forward_s": t_fwd, "jvp_s": t_jvp,
                      "vjp_s": t_vjp, "flagged": S.flagged, "singular": S.core.singular})

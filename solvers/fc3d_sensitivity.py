@@ -148,9 +148,20 @@ class FC3DSensitivity:
         dr[self._act] = -self.core._solve(rhs.ravel()[self._act])
         return dr
 
-    def vjp(self, r_bar: ArrayLike) -> dict[str, np.ndarray]:
-        """``{"q": q_bar, "W": W_bar, "mu": mu_bar}``, the products ``dr/d(.)^T r_bar``."""
-        return self.core.vjp(_vec("r_bar", r_bar, self.r.size)[self._act])
+    def vjp(self, r_bar: ArrayLike, wrt: tuple[str, ...] = ("q", "W", "mu")) -> dict[str, np.ndarray]:
+        """``{"q": q_bar, "W": W_bar, "mu": mu_bar}``, the products ``dr/d(.)^T r_bar``, for the
+        blocks named in ``wrt`` (``W_bar = q_bar r^T`` is a dense ``3 nc x 3 nc`` matrix: leave it out
+        when only ``q_bar`` or ``mu_bar`` is needed)."""
+        unknown = set(wrt) - {"q", "W", "mu"}
+        if unknown:
+            raise InputError("wrt", f"unknown data blocks {sorted(unknown)}; choose from 'q', 'W', 'mu'")
+        m, nc = self.r.size, self.modes.size
+        full = np.zeros(m)
+        full[self._act] = -self.core._solve(_vec("r_bar", r_bar, m)[self._act], trans=1)
+        l3 = full.reshape(nc, 3)
+        gq = np.einsum("jba,jb->ja", self._G, l3).ravel()
+        out = {"q": gq, "W": np.outer(gq, self.r) if "W" in wrt else None, "mu": (self._E * l3).sum(axis=1)}
+        return {k: out[k] for k in wrt}
 
     def dr_dq(self) -> np.ndarray:
         """The Jacobian ``dr/dq`` (3 nc x 3 nc)."""

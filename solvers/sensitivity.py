@@ -28,8 +28,7 @@ from typing import Any, Callable
 
 import numba
 import numpy as np
-from scipy.linalg import lstsq
-from scipy.linalg.lapack import dgetrf, dgetrs
+from scipy.linalg.lapack import dgelsy, dgelsy_lwork, dgetrf, dgetrs
 from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError
@@ -42,6 +41,20 @@ __all__ = ["ImplicitSensitivity", "LCPSensitivity", "lcp_sensitivity", "lcp_piec
 #: ``max(||z||_inf, ||w||_inf)`` (about 1e4 times the residual of a solution solved to 1e-12,
 #: far below any side that is meant to be positive in a well-scaled problem)
 DEGENERATE_TOL = 1e-8
+
+
+def min_norm_solve(A: np.ndarray, b: np.ndarray, rcond: float = 1e-12) -> np.ndarray:
+    """The minimum-norm least-squares solution of ``A x = b`` (``A`` square, ``b`` a vector or a
+    matrix of right-hand sides) by LAPACK's complete orthogonal factorization ``dgelsy``, called
+    directly (scipy.linalg.lstsq's wrapper adds ~20 us a call); columns whose pivot falls below
+    ``rcond`` times the largest are treated as dependent."""
+    n = A.shape[1]
+    B = b.reshape(b.shape[0], -1)
+    lwork = int(dgelsy_lwork(A.shape[0], n, B.shape[1], rcond)[0])
+    x, info = dgelsy(A, B, np.zeros(n, dtype=np.int32), rcond, lwork)[1::3]  # jpvt is in/out: fresh zeros
+    if info != 0:
+        raise InputError("A", f"LAPACK dgelsy failed (info = {info})")
+    return x[:n].reshape((n,) + b.shape[1:])
 
 
 @dataclass
@@ -85,7 +98,7 @@ class ImplicitSensitivity:
             return rhs.copy()
         if self._lu is not None:
             return dgetrs(self._lu[0], self._lu[1], rhs, trans=trans)[0]
-        return lstsq(self.A.T if trans else self.A, rhs, cond=1e-12, lapack_driver="gelsy", check_finite=False)[0]
+        return min_norm_solve(self.A.T if trans else self.A, rhs)
 
     def jvp(self, **dtheta: ArrayLike) -> np.ndarray:
         """``dx = -A^{-1} B dtheta`` for the data directions given by name (every block of the

@@ -123,6 +123,11 @@ def test_fc3d_jacobians_match_finite_differences(seed: int) -> None:
     g = S.vjp(r_bar)
     np.testing.assert_allclose(g["q"], S.dr_dq().T @ r_bar, rtol=0, atol=1e-10)
     np.testing.assert_allclose(g["mu"], S.dr_dmu().T @ r_bar, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(g["W"], np.outer(g["q"], S.r), rtol=0, atol=1e-14)  # dr/dW^T r_bar = q_bar r^T
+    only_q = S.vjp(r_bar, wrt=("q",))
+    assert list(only_q) == ["q"] and np.array_equal(only_q["q"], g["q"])
+    with pytest.raises(InputError, match="wrt"):
+        S.vjp(r_bar, wrt=("M",))
 
 
 def test_fc3d_shared_problem_with_unique_solution(shared_data: Path) -> None:

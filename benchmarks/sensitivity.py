@@ -28,9 +28,10 @@ relative to ``|J^T v|_inf``.
 pyramid LCPs of sizes 50, 100, 170) and of ``benchmarks/fc3d_vs_siconos.py`` (the shared fc3d
 problems): the median time of the forward solve (the default ``solve_lcp`` / ``solve_fc3d`` call)
 and of one sensitivity, ``lcp_sensitivity(...)`` (or ``fc3d_sensitivity``) followed by one JVP
-along ``q``, and by one VJP (fc3d: its ``q`` block, as the JVP is along ``q``; the dense
-``W_bar = q_bar r^T`` costs one more outer product) (the factorization is part of the sensitivity's time); ratio sensitivity / forward
-(the issue's target: <= 2 for n >= 50). Output: ``DIR/sensitivity.json`` (default
+along ``q``, and by one VJP (fc3d: its ``q`` block, as the JVP is along ``q``; the dense ``W_bar =
+q_bar r^T`` costs one more outer product); the factorization is part of the sensitivity's time;
+ratio sensitivity / forward (the issue's target: <= 2 for n >= 50). The three are timed interleaved, in batches of about 2 ms
+(median over ``--repeats`` rounds). Output: ``DIR/sensitivity.json`` (default
 ``benchmarks/out``).
 """
 from __future__ import annotations
@@ -292,8 +293,25 @@ def accuracy(count: int, seed: int) -> dict[str, Any]:
     return out
 
 
-def _time(fn: Callable[[], Any], repeats: int) -> float:
-    return common.median_time(fn, repeats, stop_after_s=1.0)[0]
+def _times(fns: list[Callable[[], Any]], repeats: int) -> list[float]:
+    """Median time per call of each of ``fns``, measured interleaved (round after round, each
+    function once per round, so a change of the machine's load touches all alike) in batches of
+    calls lasting about 2 ms (tiny calls: one sample is the mean over the batch)."""
+    batch = []
+    for fn in fns:
+        t0 = time.perf_counter()
+        fn()
+        batch.append(max(1, min(1000, int(2e-3 / max(time.perf_counter() - t0, 1e-7)))))
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(max(1, repeats)):
+        for fn, k, out in zip(fns, batch, samples):
+            t0 = time.perf_counter()
+            for _ in range(k):
+                fn()
+            out.append((time.perf_counter() - t0) / k)
+        if max(x[-1] for x in samples) > 1.0:
+            break
+    return [statistics.median(x) for x in samples]
 
 
 def cost(repeats: int, seed: int, quick: bool) -> list[dict[str, Any]]:
@@ -312,9 +330,8 @@ def cost(repeats: int, seed: int, quick: bool) -> list[dict[str, Any]]:
         if res.status is not Status.SOLVED:
             continue
         v = rng.normal(size=q.size)
-        t_fwd = _time(lambda: solve_lcp(M, q), repeats)
-        t_jvp = _time(lambda: lcp_sensitivity(M, q, res).jvp(dq=v), repeats)
-        t_vjp = _time(lambda: lcp_sensitivity(M, q, res).vjp(v), repeats)
+        t_fwd, t_jvp, t_vjp = _times([lambda: solve_lcp(M, q), lambda: lcp_sensitivity(M, q, res).jvp(dq=v),
+                                      lambda: lcp_sensitivity(M, q, res).vjp(v)], repeats)
         S = lcp_sensitivity(M, q, res)
         rows.append({"kind": "lcp", "problem": name, "n": q.size, "forward_s": t_fwd, "jvp_s": t_jvp,
                      "vjp_s": t_vjp, "flagged": S.flagged, "singular": S.core.singular})
@@ -326,9 +343,8 @@ def cost(repeats: int, seed: int, quick: bool) -> list[dict[str, Any]]:
         if res.status is not Status.SOLVED:
             continue
         v = rng.normal(size=q.size)
-        t_fwd = _time(lambda: solve_fc3d(W, q, mu), repeats)
-        t_jvp = _time(lambda: fc3d_sensitivity(W, q, mu, res).jvp(dq=v), repeats)
-        t_vjp = _time(lambda: fc3d_sensitivity(W, q, mu, res).vjp(v, wrt=("q",)), repeats)
+        t_fwd, t_jvp, t_vjp = _times([lambda: solve_fc3d(W, q, mu), lambda: fc3d_sensitivity(W, q, mu, res).jvp(dq=v),
+                                      lambda: fc3d_sensitivity(W, q, mu, res).vjp(v, wrt=("q",))], repeats)
         S = fc3d_sensitivity(W, q, mu, res)
         rows.append({"kind": "fc3d", "problem": f.stem, "n": q.size, "forward_s": t_fwd, "jvp_s": t_jvp,
                      "vjp_s": t_vjp, "flagged": S.flagged, "singular": S.core.singular})

@@ -216,11 +216,15 @@ def add_linearized_mdp_step(prog: Program, system: ContactSystem, q0: Any, v0: A
     if q_d is None:
         args["q_d"] = ca.mtimes(S, args["q0"])
     kp_, kd_ = float_vector(kp, n_u, "kp", nonnegative=True), float_vector(kd, n_u, "kd", nonnegative=True)
-    mus = ca.SX.sym("mu", system.n_c)
     V, n, n_c = coeffs.shape[0], system.n_v, system.n_c
-    W, _ = polytope_columns(system, system.q, coeffs, k_, r_, rad, mu=mus)
-    data = ca.Function("lmdp_block_data", [system.q, system.v, mus], [system.M, system.h, W])
-    M, hb, Wq = data(args["q0"], args["v0"], _mu_column(system, mu))
+    if mu is None:  # the system's mu as numbers (the transcription's graph as it always was)
+        W, _ = polytope_columns(system, system.q, coeffs, k_, r_, rad)
+        M, hb, Wq = ca.Function("lmdp_block_data", [system.q, system.v], [system.M, system.h, W])(args["q0"], args["v0"])
+    else:
+        mus = ca.SX.sym("mu", system.n_c)
+        W, _ = polytope_columns(system, system.q, coeffs, k_, r_, rad, mu=mus)
+        data = ca.Function("lmdp_block_data", [system.q, system.v, mus], [system.M, system.h, W])
+        M, hb, Wq = data(args["q0"], args["v0"], _mu_column(system, mu))
     q0e, v0e = args["q0"], args["v0"]
     gains = bool(np.any(kp_ > 0) or np.any(kd_ > 0))
     tau_e = args["u"]
@@ -237,8 +241,9 @@ def add_linearized_mdp_step(prog: Program, system: ContactSystem, q0: Any, v0: A
     v_next = prog.add_variables(f"{prefix}/v_next", n, block=blk)
     w = prog.add_variables(f"{prefix}/w", n_w, lb=0.0, block=blk)
     sigma = prog.add_variables(f"{prefix}/sigma", n_c, lb=0.0, block=blk)
-    dyn = prog.add_constraint(ca.mtimes(A, v_next.sym) - ca.mtimes(M, v0e) - hh * (ca.mtimes(B, tau_e) - hb)
-                              - hh * ca.mtimes(Wq, w.sym), 0.0, 0.0, name=f"{prefix}/dynamics", block=blk)
+    inertia = ca.mtimes(M, v_next.sym - v0e) if A is M else ca.mtimes(A, v_next.sym) - ca.mtimes(M, v0e)
+    dyn = prog.add_constraint(inertia - hh * (ca.mtimes(B, tau_e) - hb) - hh * ca.mtimes(Wq, w.sym), 0.0, 0.0,
+                              name=f"{prefix}/dynamics", block=blk)
     y_var, metric, y = None, None, v_next.sym
     if gains and pd == "stable" and objective == "kinetic":
         y_var = prog.add_variables(f"{prefix}/y", n, block=blk)

@@ -522,17 +522,20 @@ def add_nmdp_step(prog: Program, system: ContactSystem, q0: Any, v0: Any, q1: An
     th, a0, b0, uu = ca.SX.sym("theta", n), ca.SX.sym("q0", n), ca.SX.sym("v0", n), ca.SX.sym("u", n_u)
     qds, qdds, mus, hs = ca.SX.sym("q_d", n_u), ca.SX.sym("qd_d", n_u), ca.SX.sym("mu", n_c), ca.SX.sym("h")
     ws, nus, lws, lss = (ca.SX.sym(s_, m) for s_, m in (("w", n_w), ("nu", n), ("lw", n_w), ("ls", n_c)))
-    W, _ = polytope_columns(system, th, coeffs, k_, r_, rad, mu=mus)
-    qd_sym = (th - a0) / hs
+    # numbers stay numbers in the expressions (the transcription's graph, rounding included, is the
+    # one it always was); symbols enter only when mu or h is symbolic (a sensitivity's Program)
+    h_in = hs if isinstance(hh, ca.SX) else hh
+    W, _ = polytope_columns(system, th, coeffs, k_, r_, rad, mu=None if mu is None else mus)
+    qd_sym = (th - a0) / h_in
     S = B.T
     tau = uu
     pd = bool(np.any(kp_ > 0) or np.any(kd_ > 0))
     if pd:
         tau = -kp_ * (ca.mtimes(S, th) - qds) - kd_ * (ca.mtimes(S, qd_sym) - qdds) + uu
-    G_free, K, qd = step_expressions(system, th, a0, b0, hs, ca.mtimes(B, tau), W)
+    G_free, K, qd = step_expressions(system, th, a0, b0, h_in, ca.mtimes(B, tau), W)
     if pd and objective == "effective":  # + 1/2 h (S qd+)^T diag(h Kp + Kd) (S qd+), as in NMDP
         Sqd = ca.mtimes(S, qd)
-        K = K + 0.5 * hs * ca.dot(Sqd, (hs * kp_ + kd_) * Sqd)
+        K = K + 0.5 * h_in * ca.dot(Sqd, (h_in * kp_ + kd_) * Sqd)
     G = G_free - ca.mtimes(W, ws)
     E = np.kron(np.eye(n_c), np.ones((V, 1)))
     st_q = ca.gradient(K, th) + ca.mtimes(ca.jacobian(G, th).T, nus)

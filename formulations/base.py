@@ -36,7 +36,6 @@ from typing import Any, Callable, ClassVar, Mapping
 
 import casadi as ca
 import numpy as np
-from scipy.linalg import cho_solve
 
 from contactmp.errors import InputError, OptionError, check_spd, did_you_mean
 from contactmp.models.symbolic import ContactSystem
@@ -370,16 +369,20 @@ class Formulation:
         active = np.zeros(nc, dtype=bool)
         imp = np.zeros((nc, 3))
         try:
-            chol = check_spd(full.M)
+            check_spd(full.M)
         except InputError as exc:  # the model left its valid range (the hopper's leg center of mass at
             nan_v = np.full(step.system.n_v, np.nan)  # its hip, ...): a status, and the run stops
             res = Result(Status.NUMERICAL_ERROR, nan_v, "step", math.nan, tol,
                          message=f"{exc} at q = {np.asarray(step.q).tolist()}")
             return StepOutcome(np.full(step.system.n_q, np.nan), nan_v, imp, active, res)
         if idx.size == 0:
-            with np.errstate(divide="ignore", invalid="ignore"):  # a zero pivot: a non-finite state, the run stops
-                v_next = step.v + cho_solve((chol, True), h * full.f, check_finite=False)
-            res = Result(Status.SOLVED, v_next, "free_flight", 0.0, tol)
+            try:
+                v_next = step.v + np.linalg.solve(full.M, h * full.f)
+                res = Result(Status.SOLVED, v_next, "free_flight", 0.0, tol)
+            except np.linalg.LinAlgError:  # positive definite to rounding, an exact zero pivot in LU
+                v_next = np.full(step.system.n_v, np.nan)
+                res = Result(Status.NUMERICAL_ERROR, v_next, "free_flight", math.nan, tol,
+                             message=f"M: mass matrix is singular at q = {np.asarray(step.q).tolist()}")
         else:
             prog, blk = self._step_program(step, idx, full)
             kept = {var.name: var.init for var in prog.variables}  # a parametric Program is cached

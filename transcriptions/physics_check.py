@@ -13,8 +13,8 @@ impulse):
   closed or closing -- zero when an impulse acts only on a contact that stays closed (velocity-level
   Signorini ``0 <= p_n _|_ u_n >= 0``); a compliant contact, pushing while it opens, scores its
   spring's work, a polytope contact its force at a distance;
-* ``cone`` [N s]: ``max(0, |p_T| - mu_i p_n)`` (outside Coulomb's cone) and ``negative_normal``
-  ``max(0, -p_n)``;
+* ``cone`` [N s]: ``max(0, |p_T| - mu_i p_n)`` (outside Coulomb's cone; ``p_T = p_t`` for a planar
+  system, whose ``o`` direction acts on nothing) and ``negative_normal`` ``max(0, -p_n)``;
 * ``mdp_gap`` [J]: ``|mu_i p_n |u_T| + p_T . u_T|`` -- how far the power the friction dissipates is
   from Coulomb's maximum over the cone ``mu p_n |u_T|``; zero for maximal dissipation (sliding:
   ``p_T`` opposite ``u_T`` on the cone's boundary; sticking: ``u_T = 0``); friction that opposes the
@@ -84,6 +84,8 @@ def step_metrics(system: ContactSystem, h: float, q_next: np.ndarray, v_next: np
     mu = np.asarray(s.mu, dtype=float)
     p_n, p_T = p[:, 0], p[:, 1:]
     u_T = np.column_stack([u_t, u_o])
+    if s.planar:  # no o direction: an impulse there acts on nothing (a 4-facet pyramid may put one)
+        p_T, u_T = p_T[:, :1], u_T[:, :1]
     slip = np.linalg.norm(u_T, axis=1)
     return {
         "penetration": np.maximum(0.0, -phi),

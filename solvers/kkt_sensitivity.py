@@ -19,7 +19,14 @@ Differentiating the KKT system (Fiacco's theorem) gives, with ``H`` the Hessian 
     [A   0 ] [dlambda] = - [c_p dp + c_b db        ]
 
 solved with one sparse LU for all right-hand sides (a singular system, where the active set fails
-LICQ or second-order sufficiency, is solved by least squares and flagged).
+LICQ or second-order sufficiency, is solved by least squares and flagged). The multipliers' signs
+are checked on the active inequalities (``L = f + lambda^T c``: a lower bound or an inequality row at
+its lower end needs ``lambda <= 0``, an upper one ``lambda >= 0``, both sides of a biactive pair
+``lambda <= 0``, strong stationarity; a side zero against a positive partner is an equality): a
+wrong sign means ``x`` is no strongly stationary point of its active set, a zero one a weakly active
+constraint (the derivative holds the active set: one-sided); both are flagged. The check needs
+unique multipliers: it is made only when the KKT matrix is nonsingular (a singular one is flagged
+anyway: where LICQ fails, at biactive pairs, the least-squares multipliers are one choice of many).
 """
 from __future__ import annotations
 
@@ -50,6 +57,12 @@ class KKTSensitivity:
     biactive: list[int]              #: the pairs with both sides zero (both held at zero)
     open_pairs: list[int]            #: pairs with neither side zero (x is not complementary there)
     singular: bool
+    #: active inequalities (bounds, inequality rows, biactive pairs' sides) whose multiplier has the
+    #: wrong sign: x is no strongly stationary point of its active set, which would change
+    wrong_sign: list[str] = field(default_factory=list)
+    #: active inequalities whose multiplier is zero (to ``tol``): weakly active, the derivative is
+    #: that of the active set held, one-sided where the constraint would leave it
+    weakly_active: list[str] = field(default_factory=list)
     _K: Any = field(repr=False, default=None)
     _lu: Any = field(repr=False, default=None)
     _Hxp: np.ndarray = field(repr=False, default=None)
@@ -59,10 +72,11 @@ class KKTSensitivity:
 
     @property
     def flagged(self) -> bool:
-        """True when a pair is biactive or not complementary, the KKT matrix is singular or ``x`` is
-        no KKT point of its active-set NLP (stationarity residual above 1e-6). The multipliers'
-        signs are not checked (a weakly active bound or row is not detected)."""
-        return bool(self.biactive) or bool(self.open_pairs) or self.singular or self.stationarity > 1e-6
+        """True when a pair is biactive or not complementary, the KKT matrix is singular, ``x`` is
+        no KKT point of its active-set NLP (stationarity residual above 1e-6), or an active
+        inequality's multiplier has the wrong sign or is zero (``wrong_sign``, ``weakly_active``)."""
+        return (bool(self.biactive) or bool(self.open_pairs) or self.singular or self.stationarity > 1e-6
+                or bool(self.wrong_sign) or bool(self.weakly_active))
 
     def _solve(self, rhs: np.ndarray) -> np.ndarray:
         if self._lu is not None:
@@ -116,25 +130,28 @@ def kkt_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None, *, 
             sides.add(i)
     cons: list[ca.SX] = []
     active: list[str] = []
+    sign: list[int] = []  # per active constraint: -1 (a lower bound: lambda <= 0), +1 (upper), 0 (free)
     bound_rows: dict[int, int] = {}
     row_rows: dict[int, int] = {}
     lbx, ubx = prog.lbx, prog.ubx
     for i in range(prog.n_x):
         if i in sides and not (lbx[i] == ubx[i]):
             continue  # a pair side: the pair decides
-        for bnd in (lbx[i], ubx[i]):
+        for bnd, sgn in ((lbx[i], -1), (ubx[i], 1)):
             if np.isfinite(bnd) and abs(xv[i] - bnd) <= tol * max(1.0, abs(bnd)):
                 bound_rows[i] = len(cons)
                 cons.append(X[i] - float(bnd))
                 active.append(f"bound x[{i}]")
+                sign.append(0 if lbx[i] == ubx[i] else sgn)
                 break
     g, lbg, ubg = prog.g, prog.lbg, prog.ubg
     for j in range(prog.n_g):
-        for bnd in (lbg[j], ubg[j]):
+        for bnd, sgn in ((lbg[j], -1), (ubg[j], 1)):
             if np.isfinite(bnd) and abs(ev["g"][j] - bnd) <= tol * max(1.0, abs(bnd)):
                 row_rows[j] = len(cons)
                 cons.append(g[j] - float(bnd))
                 active.append(f"row g[{j}]")
+                sign.append(0 if lbg[j] == ubg[j] else sgn)
                 break
     a, b = ev["a"], ev["b"]
     biactive, open_pairs = [], []
@@ -144,12 +161,14 @@ def kkt_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None, *, 
             biactive.append(k)
         elif not (za or zb):
             open_pairs.append(k)  # neither side zero: x is not complementary there
-        if za:
-            cons.append(prog.comp_a[k])
+        if za:  # a = 0 with b > 0 is locally an equality (free multiplier); at a biactive pair both
+            cons.append(prog.comp_a[k])  # sides are inequalities (strong stationarity: lambda <= 0)
             active.append(f"pair a[{k}]")
+            sign.append(-1 if zb else 0)
         if zb:
             cons.append(prog.comp_b[k])
             active.append(f"pair b[{k}]")
+            sign.append(-1 if za else 0)
     c = ca.vertcat(*cons) if cons else ca.SX(0, 1)
     m, n = c.shape[0], prog.n_x
     f = prog.f
@@ -158,7 +177,10 @@ def kkt_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None, *, 
     grad = np.asarray(grad_f, dtype=float).ravel()
     A_sp = _csc(A)
     lam = spla.lsqr(A_sp.T, -grad, atol=1e-14, btol=1e-14, iter_lim=10 * (n + m))[0] if m else np.zeros(0)
-    stat = float(np.abs(grad + A_sp.T @ lam).max(initial=0.0) / max(1.0, float(np.abs(grad).max(initial=0.0))))
+    gscale = max(1.0, float(np.abs(grad).max(initial=0.0)))
+    stat = float(np.abs(grad + A_sp.T @ lam).max(initial=0.0) / gscale)
+    sgn = np.asarray(sign, dtype=float)
+    ineq = sgn != 0
     L_sym = ca.SX.sym("lam", m)
     lag = f + ca.dot(L_sym, c)
     gx = ca.gradient(lag, X)
@@ -172,7 +194,11 @@ def kkt_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None, *, 
             lu, singular = None, True
     except RuntimeError:  # exactly singular
         singular = True
-    return KKTSensitivity(xv, lam, active, stat, biactive, open_pairs, singular, K, lu,
+    wrong_sign, weakly_active = [], []
+    if not singular:  # unique multipliers (a singular KKT matrix, e.g. LICQ failing at biactive pairs, has many)
+        wrong_sign = [active[i] for i in np.flatnonzero(ineq & (sgn * lam < -tol * gscale))]
+        weakly_active = [active[i] for i in np.flatnonzero(ineq & (np.abs(lam) <= tol * gscale))]
+    return KKTSensitivity(xv, lam, active, stat, biactive, open_pairs, singular, wrong_sign, weakly_active, K, lu,
                           np.asarray(ca.DM(Hxp), dtype=float), np.asarray(ca.DM(cp), dtype=float), bound_rows, row_rows)
 
 

@@ -384,3 +384,24 @@ def test_associated_cone_grazing_is_flagged() -> None:
         x[c.gamma.index] = 1.0
         S = program_sensitivity(prog, x)
         assert S.flagged and any("grazing" in d for d in S.degenerate), (associated, S.degenerate)
+
+
+@pytest.mark.parametrize("target, lb, ub, expect", [
+    (2.0, -np.inf, 1.0, "ok"),         # min (x - 2)^2, x <= 1: x = 1, lambda = 2 >= 0 (upper bound)
+    (0.0, 0.0, np.inf, "weak"),         # min x^2, x >= 0: x = 0, lambda = 0 (weakly active)
+    (1.0, 0.0, np.inf, "wrong"),        # x = 0 is no minimizer of (x - 1)^2 on x >= 0: lambda = 2 > 0
+])
+def test_kkt_multiplier_signs(target: float, lb: float, ub: float, expect: str) -> None:
+    """The KKT sensitivity checks the signs of the active inequalities' multipliers (L = f + lambda c):
+    an upper bound needs lambda >= 0, a lower one lambda <= 0; a zero multiplier is weakly active."""
+    from contactmp.program import Program
+    from contactmp.solvers.kkt_sensitivity import kkt_sensitivity
+
+    prog = Program("one")
+    x = prog.add_variables("x", 1, lb=lb, ub=ub)
+    prog.add_cost((x.sym[0] - target) ** 2)
+    xs = min(max(target, 0.0 if np.isfinite(lb) else -np.inf), ub) if expect != "wrong" else 0.0
+    S = kkt_sensitivity(prog, np.array([xs]))
+    assert S.active == ["bound x[0]"] and not S.singular
+    assert (S.wrong_sign, S.weakly_active, S.flagged) == {
+        "ok": ([], [], False), "weak": ([], ["bound x[0]"], True), "wrong": (["bound x[0]"], [], True)}[expect]

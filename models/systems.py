@@ -22,7 +22,7 @@ from contactmp.errors import InputError, check_number
 from contactmp.models.rigid_bodies import GRAVITY
 from contactmp.models.symbolic import ContactSystem
 
-__all__ = ["point_mass_2d", "box_2d", "hopper_2d", "cart_pole_walls", "box_3d",
+__all__ = ["point_mass_2d", "box_2d", "box_stack_2d", "hopper_2d", "cart_pole_walls", "box_3d",
            "quaternion_to_rotation"]
 
 
@@ -110,6 +110,57 @@ def box_2d(m: float = 1.0, width: float = 1.0, height: float = 0.5, mu: float = 
                          q_names=("x", "z", "theta"), v_names=("xdot", "zdot", "thetadot"),
                          u_names=("f_x", "f_z", "tau"),
                          contact_names=("bottom_left", "bottom_right", "top_right", "top_left"))
+
+
+def box_stack_2d(n: int = 3, m: float = 1.0, width: float = 0.4, height: float = 0.2, mu: float = 0.5,
+                 g: float = GRAVITY) -> ContactSystem:
+    """``n`` planar boxes stacked on the ground: ``q = (x_i, z_i, theta_i)`` per box (bottom first),
+    ``M = diag(m, m, I)`` per box (``I = m (width^2 + height^2) / 12``), ``B = I`` (a force and a
+    torque on each box). Contacts: the bottom box's four corners with the ground (as :func:`box_2d`),
+    then for each box ``i >= 1`` its two bottom corners with the top face of box ``i - 1``: ``phi`` is
+    the corner's height above that face (along the lower box's normal ``n = R_{i-1} e_z``, ``t =
+    R_{i-1} e_x``), ``Jn = dphi/dq`` and ``Jt`` the corner's velocity relative to the lower box's
+    material point under it. Each interface has two contacts for three equilibrium equations: the
+    friction forces are not unique (the redundancy a stack is built to show). ``q_nominal`` rests
+    the boxes centered on each other."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        raise InputError("n", f"must be an integer >= 1, got {n!r}")
+    m, g = _positive("m", m), _nonnegative("g", g)
+    w, hh = _positive("width", width), _positive("height", height)
+    inertia = m * (w**2 + hh**2) / 12.0
+    q, v, u = ca.SX.sym("q", 3 * n), ca.SX.sym("v", 3 * n), ca.SX.sym("u", 3 * n)
+    T = sum(0.5 * m * (v[3 * i] ** 2 + v[3 * i + 1] ** 2) + 0.5 * inertia * v[3 * i + 2] ** 2 for i in range(n))
+    V = sum(m * g * q[3 * i + 1] for i in range(n))
+    M, h = _lagrangian(q, v, T, V)
+    R = [_rot2(q[3 * i + 2]) for i in range(n)]
+    c = [q[3 * i:3 * i + 2] for i in range(n)]
+    corners = [(-w / 2, -hh / 2), (w / 2, -hh / 2), (w / 2, hh / 2), (-w / 2, hh / 2)]
+    points = [c[0] + R[0] @ ca.DM(k) for k in corners]
+    phi, Jn, Jt, Jo = _point_contacts(points, [_GROUND_2D] * 4, [0.0] * 4, q, v, v, planar=True)
+    phis, Jns, Jts, names = [phi], [Jn], [Jt], ["ground_bl", "ground_br", "ground_tr", "ground_tl"]
+    for i in range(1, n):
+        normal, tangent = R[i - 1] @ ca.DM([0.0, 1.0]), R[i - 1] @ ca.DM([1.0, 0.0])
+        omega = v[3 * (i - 1) + 2]
+        for side, k in (("left", corners[0]), ("right", corners[1])):
+            p = c[i] + R[i] @ ca.DM(k)
+            gap = ca.dot(normal, p - c[i - 1]) - hh / 2
+            p_dot = ca.jacobian(p, q) @ v
+            r = p - c[i - 1]  # the lower box's material point under the corner moves with v + omega x r
+            under = v[3 * (i - 1):3 * (i - 1) + 2] + omega * ca.vertcat(-r[1], r[0])
+            phis.append(gap)
+            Jns.append(ca.jacobian(gap, q))
+            Jts.append(ca.jacobian(ca.dot(tangent, p_dot - under), v))
+            names.append(f"box{i}_on_box{i - 1}_{side}")
+    phi, Jn, Jt = ca.vertcat(*phis), ca.vertcat(*Jns), ca.vertcat(*Jts)
+    nominal = np.zeros(3 * n)
+    nominal[1::3] = hh / 2 + hh * np.arange(n)
+    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=ca.SX.eye(3 * n), phi=phi, Jn=Jn, Jt=Jt,
+                         Jo=ca.SX.zeros(phi.shape[0], 3 * n), mu=mu, V=V, planar=True, q_nominal=nominal,
+                         name=f"box_stack_2d_{n}",
+                         q_names=tuple(f"{a}{i}" for i in range(n) for a in ("x", "z", "theta")),
+                         v_names=tuple(f"{a}dot{i}" for i in range(n) for a in ("x", "z", "theta")),
+                         u_names=tuple(f"{a}{i}" for i in range(n) for a in ("f_x", "f_z", "tau")),
+                         contact_names=tuple(names))
 
 
 def hopper_2d(m_body: float = 10.0, I_body: float = 0.4, m_leg: float = 1.0,

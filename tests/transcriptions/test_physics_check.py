@@ -82,3 +82,33 @@ def test_bad_trajectory_is_refused() -> None:
     tr = TimeStepping(s, 0.01, "cone").simulate([0.0, 0.0], [0.0, 0.0], None, 3)
     with pytest.raises(InputError, match="trajectory"):
         check_trajectory(box_2d(), tr)
+
+
+@pytest.mark.parametrize("n", [3, 10])
+@pytest.mark.parametrize("name", ["pyramid", "cone"])
+def test_box_stack_rests_with_exact_interface_loads(n: int, name: str) -> None:
+    """A stack of n boxes (box_stack_2d) at rest under a rigid formulation: it does not move (1e-9 m
+    over 30 steps), the ground carries n m g and interface k (box k on box k-1) (n - k) m g -- the
+    normal loads are determined even though each interface's friction split is not -- and the
+    checker scores every metric 0 to rounding."""
+    from contactmp.models.systems import box_stack_2d
+
+    s = box_stack_2d(n, m=1.0)
+    h = 0.01
+    tr = TimeStepping(s, h, name, tol=1e-12).simulate(s.q_nominal, np.zeros(3 * n), None, 30)
+    assert np.abs(tr.q - s.q_nominal).max() <= 1e-9
+    p_n = tr.impulses[-1][:, 0] / h
+    assert p_n[:4].sum() == pytest.approx(n * G, rel=1e-9)
+    for k in range(1, n):
+        assert p_n[4 + 2 * (k - 1):4 + 2 * k].sum() == pytest.approx((n - k) * G, rel=1e-9)
+    c = check_trajectory(s, tr).summary()
+    for key in ("penetration", "signorini", "cone", "mdp_gap"):
+        assert c[key] <= 1e-9, key
+
+
+def test_box_stack_input_errors() -> None:
+    from contactmp.models.systems import box_stack_2d
+
+    for bad in (0, 2.5, True):
+        with pytest.raises(InputError, match="n"):
+            box_stack_2d(bad)

@@ -54,19 +54,15 @@ PENALTIES = (1e2, 1e4, 1e6, 1e8)
 def shooting(ts: TimeStepping, q0: np.ndarray, qf: np.ndarray, N: int, cost: Callable[[Rollout], tuple[float, np.ndarray, np.ndarray]],
              end: Callable[[Rollout], np.ndarray], x0: np.ndarray, bounds: list[tuple[float, float]],
              inputs: Callable[[np.ndarray], np.ndarray], unknowns: Callable[[np.ndarray], np.ndarray], *,
-             held: list[int] | None = None, smoothing: float = 0.0, method: str = "penalty") -> dict[str, Any]:
+             smoothing: float = 0.0) -> dict[str, Any]:
     """Penalty-continuation single shooting (module docstring). ``cost(R)`` returns the running cost
     and its partials ``(q_bar, u_bar)`` with respect to the trajectory; ``end(R)`` the end-condition
-    residual reported (``q_N - qf`` entries and ``v_N``); the penalty is on ``q_N[held] - qf[held]``
-    (default all) and ``v_N``; ``inputs(x)`` the (N, n_u) inputs of the unknowns ``x`` and
-    ``unknowns(g)`` the gradient by ``x`` of a gradient ``g`` by the inputs; ``smoothing`` the
-    rollout gradient's kappa (0: exact); ``method``: ``"penalty"`` (L-BFGS-B on the penalty
-    continuation) or ``"slsqp"`` (scipy's SLSQP with the end conditions as equality constraints, their
-    Jacobian by one adjoint sweep per condition). A rollout whose state leaves the finite numbers
-    scores ``1e20`` (the line search backs off)."""
+    residual reported (``q_N - qf`` entries and ``v_N``); the penalty is on ``q_N - qf`` and ``v_N``;
+    ``inputs(x)`` the (N, n_u) inputs of the unknowns ``x`` and ``unknowns(g)`` the gradient by ``x``
+    of a gradient ``g`` by the inputs; ``smoothing`` the rollout gradient's kappa (0: exact). A
+    rollout whose state leaves the finite numbers scores ``1e20`` (the line search backs off)."""
     s = ts.system
     memo: dict[bytes, Rollout | None] = {}
-    sel = np.arange(s.n_q) if held is None else np.asarray(held, dtype=int)
 
     def roll(x: np.ndarray) -> Rollout | None:
         key = x.tobytes()
@@ -78,65 +74,34 @@ def shooting(ts: TimeStepping, q0: np.ndarray, qf: np.ndarray, N: int, cost: Cal
                 memo[key] = None
         return memo[key]
 
+    def violation(x: np.ndarray) -> float:
+        R = roll(x)
+        return float("inf") if R is None else float(np.abs(end(R)).max())
+
     def objective(x: np.ndarray, W: float) -> tuple[float, np.ndarray]:
         R = roll(x)
         if R is None:
             return 1e20, np.zeros_like(x)
         J, q_bar, u_bar = cost(R)
-        cq, cv = R.q[-1, sel] - qf[sel], R.v[-1]
+        c = np.concatenate([R.q[-1] - qf, R.v[-1]])
         v_bar = np.zeros_like(R.v)
         q_bar = q_bar.copy()
-        q_bar[-1, sel] += 2 * W * cq
-        v_bar[-1] += 2 * W * cv
+        q_bar[-1] += 2 * W * c[:s.n_q]
+        v_bar[-1] += 2 * W * c[s.n_q:]
         g = R.vjp(q_bar, v_bar, u_bar)[2]
-        return J + W * float(cq @ cq + cv @ cv), unknowns(g)
-
-    def f_slsqp(x: np.ndarray) -> tuple[float, np.ndarray]:
-        R = roll(x)
-        if R is None:
-            return 1e20, np.zeros_like(x)
-        J, q_bar, u_bar = cost(R)
-        return J, unknowns(R.vjp(q_bar, None, u_bar)[2])
-
-    def c_slsqp(x: np.ndarray) -> np.ndarray:
-        R = roll(x)
-        return np.full(sel.size + s.n_v, 1e10) if R is None else np.concatenate([R.q[-1, sel] - qf[sel], R.v[-1]])
-
-    def c_jac(x: np.ndarray) -> np.ndarray:  # one adjoint sweep per end condition
-        R = roll(x)
-        if R is None:
-            return np.zeros((sel.size + s.n_v, x.size))
-        rows = []
-        for i in range(sel.size + s.n_v):
-            q_bar, v_bar = np.zeros_like(R.q), np.zeros_like(R.v)
-            if i < sel.size:
-                q_bar[-1, sel[i]] = 1.0
-            else:
-                v_bar[-1, i - sel.size] = 1.0
-            rows.append(unknowns(R.vjp(q_bar, v_bar)[2]))
-        return np.array(rows)
+        return J + W * float(c @ c), unknowns(g)
 
     t0, x, iterations, rollouts, stages = time.perf_counter(), x0.copy(), 0, 0, []
-    if method == "slsqp":
-        res = minimize(f_slsqp, x, jac=True, method="SLSQP", bounds=bounds,
-                       constraints=[{"type": "eq", "fun": c_slsqp, "jac": c_jac}], options={"maxiter": 500, "ftol": 1e-12})
-        x, iterations, rollouts = res.x, int(res.nit), int(res.nfev)
-        stages.append({"method": "SLSQP", "message": str(res.message), "iterations": int(res.nit),
-                       "violation": float(np.abs(end(roll(x))).max()) if roll(x) is not None else float("inf")})
-    else:
-        for W in PENALTIES:
-            res = minimize(objective, x, args=(W,), jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": 1000})
-            x, iterations, rollouts = res.x, iterations + int(res.nit), rollouts + int(res.nfev)
-            stages.append({"W": W, "message": str(res.message), "iterations": int(res.nit),
-                           "violation": float(np.abs(end(roll(x))).max())})
+    for W in PENALTIES:
+        res = minimize(objective, x, args=(W,), jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": 1000})
+        x, iterations, rollouts = res.x, iterations + int(res.nit), rollouts + int(res.nfev)
+        stages.append({"W": W, "message": str(res.message), "iterations": int(res.nit), "violation": violation(x)})
     R = roll(x)
+    out = {"violation": violation(x), "iterations": iterations, "rollouts": rollouts,
+           "time_s": time.perf_counter() - t0, "stages": stages, "inputs": inputs(x).tolist()}
     if R is None:
-        return {"cost": float("inf"), "violation": float("inf"), "iterations": iterations, "rollouts": rollouts,
-                "time_s": time.perf_counter() - t0, "statuses": ["non-finite"], "flagged_steps": 0, "stages": stages,
-                "inputs": inputs(x).tolist()}
-    return {"cost": float(cost(R)[0]), "violation": float(np.abs(end(R)).max()), "iterations": iterations,
-            "rollouts": rollouts, "time_s": time.perf_counter() - t0, "statuses": sorted(set(R.statuses)),
-            "flagged_steps": len(R.flagged_steps), "stages": stages, "inputs": inputs(x).tolist()}
+        return {**out, "cost": float("inf"), "statuses": ["non-finite"], "flagged_steps": 0}
+    return {**out, "cost": float(cost(R)[0]), "statuses": sorted(set(R.statuses)), "flagged_steps": len(R.flagged_steps)}
 
 
 def cito(task: str, q_bounds: bool = True) -> dict[str, Any]:

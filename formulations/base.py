@@ -368,7 +368,7 @@ class Formulation:
             idx = idx[self.step_contacts(step, full)]
         active = np.zeros(nc, dtype=bool)
         imp = np.zeros((nc, 3))
-        try:
+        try:  # once per step, for every formulation (a parametric Program does not see numbers)
             check_spd(full.M)
         except InputError as exc:  # the model left its valid range (the hopper's leg center of mass at
             nan_v = np.full(step.system.n_v, np.nan)  # its hip, ...): a status, and the run stops
@@ -441,8 +441,7 @@ class Formulation:
         if not self.parametric:
             prog = Program("time_step")
             return prog, self.add_step(prog, _with_contacts(step, idx))
-        check_spd(full.M)  # the numeric block checks M at every step; the parametric one here
-        cache = self.__dict__.setdefault("_step_programs", OrderedDict())
+        cache = self.__dict__.setdefault("_step_programs", OrderedDict())  # (advance has checked M)
         key = (step.system, float(step.h), step.prefix, idx.tobytes())  # a system hashes by identity
         hit = cache.get(key)
         if hit is None:

@@ -838,13 +838,13 @@ class NMDPFormulation(PolytopeFormulation):
         data = {"p": prob.parameters(q, qd, hh, q_d, qd_d, tau_0), "hold": q_d is None}
         if kind == "ipopt":
             r = prob.solve_ipopt(q, qd, hh, q_d, qd_d, tau_0, backend=option, theta0=theta0, w0=w0, **opts)
+            theta, qd_next, w, forces = r.x, r.extras["qd_next"], r.extras["w"], r.extras["forces"]
             if self.options.polish and r.status is Status.SOLVED:
                 fns = prob.functions(q, qd, hh, q_d, qd_d, tau_0)
-                theta, w = self._polished(system, data["p"], r.x, r.extras["w"], fns)
-                return {"status": r.status, "q": theta, "qd": fns.qd_next(theta), "w": w, "forces": fns.forces(theta, w),
-                        "outer": r.iterations, "proj": 0, "message": r.message, **data}
-            return {"status": r.status, "q": r.x, "qd": r.extras["qd_next"], "w": r.extras["w"],
-                    "forces": r.extras["forces"], "outer": r.iterations, "proj": 0, "message": r.message, **data}
+                theta, w = self._polished(system, data["p"], theta, w, fns)
+                qd_next, forces = fns.qd_next(theta), fns.forces(theta, w)
+            return {"status": r.status, "q": theta, "qd": qd_next, "w": w, "forces": forces,
+                    "outer": r.iterations, "proj": 0, "message": r.message, **data}
         from contactmp.solvers.nmdp_pgm import pgm
 
         fns = prob.functions(q, qd, hh, q_d, qd_d, tau_0)

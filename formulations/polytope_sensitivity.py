@@ -74,11 +74,25 @@ class SubstepProgram:
     def set_parameters(self, p: np.ndarray, mu: np.ndarray) -> None:
         """Set the Program's parameters from the substep data ``p = (q_n, qd_n, h, q_d, qd_d, tau_0)``
         and the friction coefficients ``mu``."""
-        n, m = self.system.n_v, self.system.n_u
-        vals = {"q": p[:n], "v": p[n:2 * n], "q_d": p[2 * n + 1:2 * n + 1 + m],
-                "qd_d": p[2 * n + 1 + m:2 * n + 1 + 2 * m], "u": p[2 * n + 1 + 2 * m:], "mu": mu, "h": p[2 * n]}
-        for nm, val in vals.items():
+        for nm, val in {**_split(self.system, p), "mu": mu}.items():
             self.params[nm].value = val
+
+    def state(self, p: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(q_{n+1}, qd+)`` of the point ``x`` of the Program at the substep data ``p``."""
+        d = _split(self.system, p)
+        if self.nmdp:  # backward Euler: qd+ = (q+ - q_n) / h
+            q_next = x[self.q_next.index]
+            return q_next, (q_next - d["q"]) / d["h"]
+        qd_next = x[self.kkt.v_next.index]  # q+ = q_n + h qd+
+        return d["q"] + d["h"] * qd_next, qd_next
+
+
+def _split(system: ContactSystem, p: np.ndarray) -> dict[str, Any]:
+    """The substep data ``p = (q_n, qd_n, h, q_d, qd_d, tau_0)`` by name (``q``, ``v``, ``h``,
+    ``q_d``, ``qd_d``, ``u``)."""
+    n, m = system.n_v, system.n_u
+    return {"q": p[:n], "v": p[n:2 * n], "h": float(p[2 * n]), "q_d": p[2 * n + 1:2 * n + 1 + m],
+            "qd_d": p[2 * n + 1 + m:2 * n + 1 + 2 * m], "u": p[2 * n + 1 + 2 * m:]}
 
 
 def substep_program(form: PolytopeFormulation, system: ContactSystem) -> SubstepProgram:
@@ -117,11 +131,12 @@ def substep_point(sp: SubstepProgram, p: np.ndarray, q_next: np.ndarray, qd_next
         x[sp.q_next.index] = theta
         x[kkt.nu.index] = nu
     else:
-        d = prob.qp(p[:n], p[n:2 * n], float(p[2 * n]), *_targets(prob, p))
-        g = (d["Q"] @ w + d["c"]) / float(p[2 * n])  # = W^T y
+        sd = _split(s, p)
+        hh = sd["h"]
+        d = prob.qp(sd["q"], sd["v"], hh, sd["q_d"], sd["qd_d"], sd["u"])
+        g = (d["Q"] @ w + d["c"]) / hh  # = W^T y
         x[kkt.v_next.index] = qd_next
         if kkt.y is not None:  # y = A^-1 M qd+
-            hh = float(p[2 * n])
             A = d["M"] + hh * prob.B @ np.diag(hh * prob.kp + prob.kd) @ prob.S
             x[kkt.y.index] = np.linalg.solve(A, d["M"] @ qd_next)
     lam_s = np.zeros(s.n_c)
@@ -144,23 +159,13 @@ def polish_substep(form: PolytopeFormulation, system: ContactSystem, p: np.ndarr
     KKT pieces (:func:`~contactmp.formulations.step_sensitivity.polish`) to rounding; None when the
     Newton residual stays above ``tol`` or a pair's side turns negative (the pieces were not those
     of a solution)."""
-    n = system.n_v
     sp = substep_program(form, system)
     sp.set_parameters(p, np.asarray(system.mu, dtype=float))
     x, _ = substep_point(sp, p, q_next, qd_next, w)
     x, res, viol = polish(sp.program, x)
     if not (res <= tol and viol <= 1e-12):
         return None
-    if sp.nmdp:
-        qn = x[sp.q_next.index]
-        return qn, (qn - p[:n]) / p[2 * n], x[sp.kkt.w.index]
-    vn = x[sp.kkt.v_next.index]
-    return p[:n] + p[2 * n] * vn, vn, x[sp.kkt.w.index]
-
-
-def _targets(prob: Any, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    n, m = prob.system.n_v, prob.system.n_u
-    return p[2 * n + 1:2 * n + 1 + m], p[2 * n + 1 + m:2 * n + 1 + 2 * m], p[2 * n + 1 + 2 * m:]
+    return (*sp.state(p, x), x[sp.kkt.w.index])
 
 
 def substep_jacobian(form: PolytopeFormulation, system: ContactSystem, detail: dict[str, Any], *,
@@ -182,8 +187,7 @@ def substep_jacobian(form: PolytopeFormulation, system: ContactSystem, detail: d
     if res <= 1e-9 and viol <= 1e-12 and np.abs(xp[out_rows] - x[out_rows]).max(initial=0.0) <= 1e-6 * max(
             1.0, float(np.abs(x[out_rows]).max(initial=0.0))):
         x = xp  # the exact solution on the solver's pieces: PGM stops ~1e-7 away, and its w up to 1e-4 off
-    q_next = x[sp.q_next.index] if sp.nmdp else p[:n] + h * x[sp.kkt.v_next.index]
-    qd_next = (q_next - p[:n]) / h
+    q_next, qd_next = sp.state(p, x)
     sens = program_sensitivity(sp.program, x, side=side, tol=tol, smoothing=smoothing, outputs=out_rows)
     D = sens.dx_dp()
     cols = {nm: sp.params[nm].index for nm in sp.params}

@@ -41,7 +41,7 @@ from contactmp.errors import InputError, check_number
 from contactmp.formulations.base import Formulation, Step, StepOutcome, _SystemFunctions, for_system
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Program
-from contactmp.solvers.sensitivity import DEGENERATE_TOL, ImplicitSensitivity
+from contactmp.solvers.sensitivity import DEGENERATE_TOL, ImplicitSensitivity, min_norm_solve
 
 __all__ = ["ProgramSensitivity", "program_sensitivity", "smoothed_solution", "polish", "StepJacobian", "step_jacobian", "MODEL_PARAMETERS"]
 
@@ -205,18 +205,15 @@ def _judge_on_outputs(prog: Program, xv: np.ndarray, pv: np.ndarray, sens: Progr
     D = sens.dx_dp()[rows]
     size = max(1.0, float(np.abs(D).max(initial=0.0)))
     names = {f"{c.name}[{i}]": c.index.start + i for c in prog.complementarities for i in range(c.size)}
-    cache = prog._cache.setdefault("sensitivity_functions", {})
     for d in list(sens.degenerate):
         k = names.get(d)
         if k is None:  # a cone contact's flag
             continue
         flipped = take_a.copy()
         flipped[k] = not flipped[k]
-        key = (flipped[~cone_pairs].tobytes(), tuple(cone_pieces))
-        if key not in cache:
-            cache[key] = _jacobian_function(prog, flipped, cone_pairs, cone_pieces)
-        _, Fx2, Fp2 = (np.asarray(ca.DM(v), dtype=float) for v in cache[key](xv, pv))
-        D2 = -np.linalg.lstsq(Fx2, Fp2, rcond=1e-13)[0][rows]
+        _, Fx2, Fp2 = (np.asarray(ca.DM(v), dtype=float)
+                       for v in _pieces_function(prog, flipped, cone_pairs, cone_pieces)(xv, pv))
+        D2 = -min_norm_solve(Fx2, Fp2)[rows]
         if float(np.abs(D2 - D).max(initial=0.0)) <= 1e-9 * size:
             sens.degenerate.remove(d)
             sens.benign.append(d)
@@ -251,11 +248,17 @@ def _piece_function(prog: Program, xv: np.ndarray, pv: np.ndarray, side: str, to
         pieces, flagged = _cone_pieces(prog, cone, xv, pv, tol, cache)
         cone_pieces.append(pieces)
         degenerate += flagged
+    return _pieces_function(prog, take_a, cone_pairs, cone_pieces), degenerate, (take_a, cone_pairs, cone_pieces)
+
+
+def _pieces_function(prog: Program, take_a: np.ndarray, cone_pairs: np.ndarray,
+                     cone_pieces: list[tuple[tuple[int, int], ...]]) -> ca.Function:
+    """:func:`_jacobian_function` of these pieces, built once per Program and set of pieces."""
+    cache = prog._cache.setdefault("sensitivity_functions", {})  # Program clears _cache when it changes
     key = (take_a[~cone_pairs].tobytes(), tuple(cone_pieces))
-    jac = cache.get(key)
-    if jac is None:
-        jac = cache[key] = _jacobian_function(prog, take_a, cone_pairs, cone_pieces)
-    return jac, degenerate, (take_a, cone_pairs, cone_pieces)
+    if key not in cache:
+        cache[key] = _jacobian_function(prog, take_a, cone_pairs, cone_pieces)
+    return cache[key]
 
 
 #: the residual ``||F_kappa||_inf`` at which the smoothed solve stops (relative to the start's scale)
@@ -300,7 +303,7 @@ def smoothed_solution(prog: Program, x: np.ndarray, p: np.ndarray, kappa: float,
     ap, bp = np.maximum(ev["a"], 0.0), np.maximum(ev["b"], 0.0)
     r = math.sqrt(kappa)
     z = np.concatenate([x, ap + kappa / (bp + r), bp + kappa / (ap + r)])
-    n, m = x.size, ap.size
+    n = x.size
 
     def resid(zz: np.ndarray) -> np.ndarray:
         return np.asarray(ca.DM(fn(zz, p, kappa)[0]), dtype=float).ravel()
@@ -335,19 +338,17 @@ def polish(prog: Program, x: ArrayLike, p: ArrayLike | None = None, *, side: str
     part of a pair's sides (nonzero: the pieces were misidentified, ``x`` is no solution)."""
     xv = np.asarray(x, dtype=float).ravel().copy()
     pv = prog.p0 if p is None else np.asarray(p, dtype=float).ravel()
-    res = math.inf
-    for _ in range(max_iter):
+    for it in range(max_iter + 1):  # max_iter Newton steps, the residual evaluated after each
         jac = _piece_function(prog, xv, pv, side, tol)[0]
         F, Fx, _ = (np.asarray(ca.DM(v), dtype=float) for v in jac(xv, pv))
         F = F.ravel()
         res = float(np.abs(F).max(initial=0.0))
-        if res <= 4 * np.finfo(float).eps * max(1.0, float(np.abs(xv).max(initial=0.0))):
+        if it == max_iter or res <= 4 * np.finfo(float).eps * max(1.0, float(np.abs(xv).max(initial=0.0))):
             break
         xv = xv - np.linalg.lstsq(Fx, F, rcond=None)[0]
-    F = np.asarray(ca.DM(_piece_function(prog, xv, pv, side, tol)[0](xv, pv)[0]), dtype=float).ravel()
     ev = prog.evaluate(xv, pv)
     viol = max(0.0, -float(np.min(ev["a"], initial=0.0)), -float(np.min(ev["b"], initial=0.0)))
-    return xv, float(np.abs(F).max(initial=0.0)), viol
+    return xv, res, viol
 
 
 def _jacobian_function(prog: Program, take_a: np.ndarray, cone_pairs: np.ndarray,

@@ -47,6 +47,11 @@ def _rot2(theta: ca.SX) -> ca.SX:
     return ca.vertcat(ca.horzcat(c, -s), ca.horzcat(s, c))
 
 
+def _box_corners(width: float, height: float) -> list[tuple[float, float]]:
+    """A planar box's corners in its body frame: bottom-left, bottom-right, top-right, top-left."""
+    return [(-width / 2, -height / 2), (width / 2, -height / 2), (width / 2, height / 2), (-width / 2, height / 2)]
+
+
 def _point_contacts(points: Sequence[ca.SX], frames: Sequence[tuple[ArrayLike, ...]],
                     offsets: Sequence[float], q: ca.SX, v: ca.SX, qdot: ca.SX,
                     planar: bool) -> tuple[ca.SX, ca.SX, ca.SX, ca.SX]:
@@ -102,8 +107,7 @@ def box_2d(m: float = 1.0, width: float = 1.0, height: float = 0.5, mu: float = 
     V = m * g * q[1]
     M, h = _lagrangian(q, v, T, V)
     R = _rot2(q[2])
-    corners = [(-w / 2, -hh / 2), (w / 2, -hh / 2), (w / 2, hh / 2), (-w / 2, hh / 2)]
-    points = [q[:2] + R @ ca.DM(c) for c in corners]
+    points = [q[:2] + R @ ca.DM(c) for c in _box_corners(w, hh)]
     phi, Jn, Jt, Jo = _point_contacts(points, [_GROUND_2D] * 4, [0.0] * 4, q, v, v, planar=True)
     return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=ca.SX.eye(3), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo,
                          mu=mu, V=V, planar=True, q_nominal=[0.0, hh / 2, 0.0], name="box_2d",
@@ -134,7 +138,7 @@ def box_stack_2d(n: int = 3, m: float = 1.0, width: float = 0.4, height: float =
     M, h = _lagrangian(q, v, T, V)
     R = [_rot2(q[3 * i + 2]) for i in range(n)]
     c = [q[3 * i:3 * i + 2] for i in range(n)]
-    corners = [(-w / 2, -hh / 2), (w / 2, -hh / 2), (w / 2, hh / 2), (-w / 2, hh / 2)]
+    corners = _box_corners(w, hh)
     points = [c[0] + R[0] @ ca.DM(k) for k in corners]
     phi, Jn, Jt, Jo = _point_contacts(points, [_GROUND_2D] * 4, [0.0] * 4, q, v, v, planar=True)
     phis, Jns, Jts, names = [phi], [Jn], [Jt], ["ground_bl", "ground_br", "ground_tr", "ground_tl"]

@@ -21,6 +21,7 @@ STUDIES: dict[str, str] = {
     "compliant-friction": "contactmp.case_studies.compliant_friction",
     "drumwright-stiff": "contactmp.case_studies.drumwright_stiff",
     "nmdp-timestep": "contactmp.case_studies.nmdp_timestep",
+    "formulation-compare": "contactmp.case_studies.formulation_compare",
 }
 
 

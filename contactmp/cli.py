@@ -275,6 +275,9 @@ def study(
     only: Optional[str] = typer.Option(
         None, help="Comma-separated task names: run only these tasks of a study that has tasks "
         "(the report still covers every record in OUT)."),
+    time_limit: Optional[float] = typer.Option(
+        None, min=0, help="Seconds after which a study that supports it starts no new run (the rest "
+        "resumes on the next call with the same OUT)."),
 ) -> None:
     """Run a case study; writes summary.json, records.jsonl, table.md and PNG figures into OUT.
 
@@ -302,6 +305,11 @@ def study(
             _error(f"study '{name}' has no tasks to choose from (--only)")
             raise typer.Exit(2)
         kwargs["only"] = [t.strip() for t in only.split(",") if t.strip()]
+    if time_limit is not None:
+        if "time_limit" not in inspect.signature(mod.run).parameters:
+            _error(f"study '{name}' has no time limit option (--time-limit)")
+            raise typer.Exit(2)
+        kwargs["time_limit"] = time_limit
     try:
         summary = mod.run(out=out, quick=quick, seed=seed, **kwargs)
     except ContactMPError as exc:

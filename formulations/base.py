@@ -99,7 +99,12 @@ class Step:
     this step, numbers or CasADi expressions with one entry per contact of the system (or one for
     all): ``"mu"`` (the friction coefficients) and, for the compliant formulation, ``"stiffness"``,
     ``"damping"``, ``"tangential_damping"`` (what a sensitivity with respect to them builds on);
-    ``prefix`` names the block.
+    ``prefix`` names the block; ``pd_gains`` ``(Kp, Kd)`` (one entry per input) is the implicit part of
+    a stable PD controller (Tan, Liu and Turk) on the actuated coordinates ``B^T q`` of a system with
+    ``qdot = v``: the torque ``Kp (q_d - q_{k+1}) + Kd (qd_d - v+)`` with ``q_{k+1} = q_k + h v+``
+    splits into ``Kp (q_d - q_k) + Kd qd_d - (h Kp + Kd) B^T v_k``, a number the caller adds to
+    ``u_k``, and ``-(h Kp + Kd) B^T (v+ - v_k)``, which :meth:`data` moves to the left side:
+    ``M + h B diag(h Kp + Kd) B^T`` (see :class:`~contactmp.transcriptions.time_stepping.TimeStepping`).
     """
 
     system: ContactSystem
@@ -115,6 +120,7 @@ class Step:
     previous: Result | None = None
     start: Mapping[str, Any] | None = None
     params: Mapping[str, Any] | None = None
+    pd_gains: tuple[np.ndarray, np.ndarray] | None = None
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -136,19 +142,29 @@ class Step:
             full = self._cache.get("data")
             if full is None:
                 Jn, Jt, Jo = s.eval_J(self.q)
+                B = s.eval_B(self.q)
                 full = self._cache["data"] = StepData(
-                    s.eval_M(self.q), s.eval_B(self.q) @ self.u - s.eval_h(self.q, self.v), Jn, Jt, Jo,
+                    s.eval_M(self.q) + self._pd_mass(B), B @ self.u - s.eval_h(self.q, self.v), Jn, Jt, Jo,
                     s.eval_phi(self.q), self.param("mu", s.mu))
             if self.contacts is None:
                 return full
             return StepData(full.M, full.f, full.Jn[idx], full.Jt[idx], full.Jo[idx], full.phi[idx], full.mu[idx])
         M, f, Jn, Jt, Jo, phi = _SystemFunctions.of(s).data(self.q, self.v, self.u)
+        if self.pd_gains is not None:
+            M = M + self._pd_mass(np.array(ca.evalf(s.B), dtype=float).reshape(s.n_v, s.n_u))
         mu = self.param("mu", s.mu)
         if self.contacts is not None:
             rows = [int(i) for i in idx]
             Jn, Jt, Jo, phi = Jn[rows, :], Jt[rows, :], Jo[rows, :], phi[rows]
             mu = mu[rows] if isinstance(mu, ca.SX) else mu[idx]
         return StepData(M, f, Jn, Jt, Jo, phi, mu)
+
+    def _pd_mass(self, B: np.ndarray) -> Any:
+        """``h B diag(h Kp + Kd) B^T``, the stable PD's implicit part (0 without ``pd_gains``)."""
+        if self.pd_gains is None:
+            return 0.0
+        kp, kd = self.pd_gains
+        return self.h * (B * (self.h * kp + kd)) @ B.T
 
     def param(self, name: str, default: Any) -> Any:
         """The model parameter ``name`` of the step: ``params[name]`` broadcast to one entry per
@@ -345,6 +361,13 @@ class Formulation:
         step (default: all)."""
         return np.arange(step.n_c)
 
+    def step_solvers(self) -> dict[str, Any]:
+        """Every solver of this formulation's time step: label -> the ``solver`` argument of
+        :meth:`advance` (and of :class:`~contactmp.transcriptions.time_stepping.TimeStepping`), the
+        default (``None``) first. A comparison runs each (``formulation-compare``); the base class
+        knows only the default."""
+        return {"default": None}
+
     @property
     def position_gap(self) -> bool:
         """Whether the non-penetration side is the gap at the step's end (``gap="position"`` of the
@@ -442,7 +465,8 @@ class Formulation:
             prog = Program("time_step")
             return prog, self.add_step(prog, _with_contacts(step, idx))
         cache = self.__dict__.setdefault("_step_programs", OrderedDict())  # (advance has checked M)
-        key = (step.system, float(step.h), step.prefix, idx.tobytes())  # a system hashes by identity
+        pd = b"" if step.pd_gains is None else b"".join(g.tobytes() for g in step.pd_gains)
+        key = (step.system, float(step.h), step.prefix, idx.tobytes(), pd)  # a system hashes by identity
         hit = cache.get(key)
         if hit is None:
             s = step.system

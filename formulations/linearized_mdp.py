@@ -58,6 +58,10 @@ __all__ = ["LinearizedMDP", "LinearizedMDPBlock", "add_linearized_mdp_step",
            "project_capped_simplices"]
 
 PD_MODES = ("stable", "explicit")
+#: the QP backends a time step tries in turn until one's answer verifies: qpOASES (active set, exact
+#: when it succeeds) first; OSQP and ProxQP where its factorization of the semidefinite Hessian fails
+#: (a 10-box stack: 49 of 50 steps fail with qpOASES alone)
+DEFAULT_QP_CHAIN: tuple[str, ...] = ("qpoases", "osqp", "proxqp")
 
 
 class LinearizedMDP:
@@ -107,17 +111,36 @@ class LinearizedMDP:
 
     def step(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
              qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None, *,
-             tol: float = 1e-8) -> Result:
-        """One step: solve the QP (qpOASES through :func:`contactmp.solvers.qp.solve_qp`), verify it,
-        and return a :class:`~contactmp.result.Result` with ``x = q_{n+1}``; ``SOLVED`` only when the
-        natural-map residual ``residual <= tol`` (checked here, independently of qpOASES);
+             tol: float = 1e-8, qp_solver: str | tuple[str, ...] = "qpoases") -> Result:
+        """One step: solve the QP (``qp_solver``: a CasADi conic plugin of
+        :data:`~contactmp.solvers.qp.QP_SOLVERS`, or a chain of them tried in turn until one's answer
+        verifies, through :func:`contactmp.solvers.qp.solve_qp`), verify it, and return a
+        :class:`~contactmp.result.Result` with ``x = q_{n+1}``; ``SOLVED`` only when the natural-map
+        residual ``residual <= tol`` (checked here, independently of the backend; a chain returns the
+        first verified answer, else the one of least residual, with ``extras["attempts"]``);
         ``extras``: ``qd_next``, ``w``, ``forces`` ``(n_c, 3)`` (contact-frame forces ``s_i(q_n)
         sum_j w_ij b_j`` [N]), ``kinetic_energy``, ``Q``, ``c``, ``kkt`` (the KKT residual with
-        qpOASES's multipliers), ``lam_w``, ``lam_s``, ``pd``, ``backend_status``. Contacts whose
+        the backend's multipliers), ``lam_w``, ``lam_s``, ``pd``, ``backend_status``. Contacts whose
         polytope is ``{0}`` (``s_i(q_n) = 0``) get ``w_i = 0`` and leave the QP. Never raises on
         non-convergence."""
         tol = check_number("tol", tol, positive=True)
+        chain = (qp_solver,) if isinstance(qp_solver, str) else tuple(qp_solver)
         d = self.qp(q_n, qd_n, h, q_d, qd_d, tau_0)
+        best, attempts = None, []
+        for backend in chain:
+            r = self._solve_qp(d, backend, tol)
+            attempts.append({"solver": backend, "status": r.status.value, "residual": r.residual})
+            if best is None or r.residual < best.residual:
+                best = r
+            if r.status is Status.SOLVED:
+                best = r
+                break
+        if len(chain) > 1:
+            best.extras["attempts"] = attempts
+        return best
+
+    def _solve_qp(self, d: dict[str, np.ndarray], backend: str, tol: float) -> Result:
+        """The QP of data ``d`` (:meth:`qp`) by one ``backend``, verified (see :meth:`step`)."""
         Q, c, mags = d["Q"], d["c"], d["magnitudes"]
         live = [i for i in range(self.system.n_c) if mags[i] > 0]
         idx = np.concatenate([self.groups[i] for i in live]) if live else np.zeros(0, dtype=int)
@@ -126,10 +149,10 @@ class LinearizedMDP:
         t0 = time.perf_counter()
         iters, text = 0, "no active contact"
         if idx.size:
-            m, V = idx.size, self.vertices
+            V = self.vertices
             E = np.kron(np.eye(len(live)), np.ones((1, V)))
-            sol = solve_qp("qpoases", Q[np.ix_(idx, idx)], c[idx], 0.0, np.inf, E, -np.inf, 1.0,
-                           options={"hessian_type": "semidef", "enableRegularisation": True})
+            semidef = {"hessian_type": "semidef", "enableRegularisation": True} if backend == "qpoases" else {}
+            sol = solve_qp(backend, Q[np.ix_(idx, idx)], c[idx], 0.0, np.inf, E, -np.inf, 1.0, options=semidef)
             iters, text = sol.iterations, sol.status
             w[idx] = sol.x
             lam_w[idx] = -sol.lam_x   # casadi: L = f + lam_x^T x + lam_a^T (E w)
@@ -146,8 +169,8 @@ class LinearizedMDP:
         q_next = d["q_n"] + float(d["h"]) * qd_next
         forces = polytope_forces(self.system, self.coeffs, mags, w)
         return Result(
-            status=status, x=q_next, solver="qpoases", residual=res, tol=tol, iterations=iters, time_s=dt,
-            message="" if status is Status.SOLVED else f"qpOASES: {text}; natural residual {res:.3g}",
+            status=status, x=q_next, solver=backend, residual=res, tol=tol, iterations=iters, time_s=dt,
+            message="" if status is Status.SOLVED else f"{backend}: {text}; natural residual {res:.3g}",
             residuals={"natural_map": res, "kkt": kkt},
             extras={"qd_next": qd_next, "w": w, "forces": forces,
                     "kinetic_energy": float(0.5 * qd_next @ d["M"] @ qd_next), "Q": Q, "c": c, "kkt": kkt,
@@ -160,8 +183,9 @@ class LinearizedMDP:
             return math.inf
         L = float(np.max(np.abs(Q), initial=0.0))
         L = L if L > 0 else 1.0
-        r = w - project_capped_simplices(w - (Q @ w + c) / L, self.groups)
-        return float(np.max(np.abs(r), initial=0.0))
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflowed step: judged inf below
+            r = w - project_capped_simplices(w - (Q @ w + c) / L, self.groups)
+        return float(np.max(np.abs(r), initial=0.0)) if np.isfinite(r).all() else math.inf
 
 
 # -- The step as a Program block (LCP form) ----------------------------------------------------
@@ -263,8 +287,9 @@ def add_linearized_mdp_step(prog: Program, system: ContactSystem, q0: Any, v0: A
 class MDPFormulation(PolytopeFormulation):
     """The linearized maximal-dissipation QP of the same wrench polytopes, frozen at ``q_k``
     (:class:`LinearizedMDP`): in trajectory optimization its KKT/LCP conditions
-    (:func:`add_linearized_mdp_step`), in time stepping one QP per frame (no adaptivity; a QP that
-    fails its check is reported in the frame's status and its answer used anyway).
+    (:func:`add_linearized_mdp_step`), in time stepping one QP per frame (no adaptivity), solved by the
+    backends of ``solver`` (default :data:`DEFAULT_QP_CHAIN`) until one's answer verifies; a QP that
+    none solves is reported in the frame's status and the answer of least residual used anyway.
 
     Options: ``vertices``, ``stiffness``, ``relax``, ``radius``, ``kp``, ``kd``, ``objective`` as for
     ``"nmdp"``; ``pd``: ``"stable"`` (the PD torque implicit in ``qd+``) or ``"explicit"`` (the
@@ -286,10 +311,24 @@ class MDPFormulation(PolytopeFormulation):
     def _problem_options(self) -> dict[str, Any]:
         return {"pd": self.options.pd}
 
+    def step_solvers(self) -> dict[str, Any]:
+        """The default chain (:data:`DEFAULT_QP_CHAIN`), then every CasADi conic plugin this build
+        loads, alone."""
+        from contactmp.solvers.qp import available_qp_solvers
+
+        return {"+".join(DEFAULT_QP_CHAIN): None, **{name: name for name in available_qp_solvers()}}
+
     def _method(self, solver: Any) -> str:
-        if solver is not None:
-            raise OptionError(f"formulation 'mdp' has one solver (its QP, qpOASES); solver must be None, got {solver!r}")
-        return f"qp-{self.options.pd}"
+        """``qp-<pd>/<backend>[+<backend>...]``: ``solver`` is None (:data:`DEFAULT_QP_CHAIN`), a CasADi
+        QP plugin or a tuple of them (a chain, tried in turn until one's answer verifies)."""
+        from contactmp.solvers.qp import QP_SOLVERS, available_qp_solvers
+
+        chain = DEFAULT_QP_CHAIN if solver is None else (solver,) if isinstance(solver, str) else solver
+        if not isinstance(chain, tuple) or not chain or any(
+                b not in QP_SOLVERS or b not in available_qp_solvers() for b in chain):
+            raise OptionError(f"solver for formulation 'mdp' must be None (the chain {DEFAULT_QP_CHAIN}), one of "
+                              f"{available_qp_solvers()} or a tuple of them, got {solver!r}")
+        return f"qp-{self.options.pd}/" + "+".join(chain)
 
     def _magnitudes(self, system: ContactSystem) -> Callable[[np.ndarray], Any]:
         data, zero = self.problem(system)._data, np.zeros(system.n_v)
@@ -306,7 +345,8 @@ class MDPFormulation(PolytopeFormulation):
         """One linearized-MDP QP of length ``hh`` from ``(q, qd)``."""
         q_d, qd_d = targets(t + hh)
         prob = self.problem(system)
-        r = prob.step(q, qd, hh, q_d, qd_d, tau_0)
+        r = prob.step(q, qd, hh, q_d, qd_d, tau_0, qp_solver=tuple(method.partition("/")[2].split("+")))
         return {"status": r.status, "q": r.x, "qd": r.extras["qd_next"], "w": r.extras["w"],
                 "forces": r.extras["forces"], "outer": r.iterations, "proj": 0, "message": r.message,
+                "residual": r.residual,
                 "p": prob.parameters(q, qd, hh, q_d, qd_d, tau_0), "hold": q_d is None}

@@ -83,12 +83,12 @@ def selection_matrix(system: ContactSystem) -> np.ndarray:
     if not isinstance(system, ContactSystem):
         raise InputError("system", f"must be a ContactSystem, got {type(system).__name__}")
     if system.n_q != system.n_v:
-        raise InputError("system", f"NMDP needs minimal coordinates (qdot = v), but n_q = {system.n_q} "
+        raise InputError("system", f"a stable PD (and NMDP) needs minimal coordinates (qdot = v), but n_q = {system.n_q} "
                                    f"!= n_v = {system.n_v} ({system.name})")
     Gq = ca.jacobian(system.qdot, system.v)
     if ca.depends_on(Gq, system.q) or not np.allclose(
             np.array(ca.evalf(Gq), dtype=float), np.eye(system.n_v), atol=0, rtol=0):
-        raise InputError("system", f"NMDP needs qdot = v ({system.name})")
+        raise InputError("system", f"a stable PD (and NMDP) needs qdot = v ({system.name})")
     if ca.depends_on(system.B, system.q):
         raise InputError("B", "must be a constant selection matrix (it depends on q)")
     B = np.array(ca.evalf(system.B), dtype=float).reshape(system.n_v, system.n_u)
@@ -664,7 +664,8 @@ class PolytopeFormulation(Formulation):
         ``solved`` is replaced by two of half its length, down to ``h_min``; when it gives up, the
         frame is completed by one unverified substep over the remaining time, status
         ``numerical_error``). The frame's forces are the substep-length-weighted mean of the
-        substeps' forces; ``result.extras`` holds ``substeps``, ``h_smallest``, ``projections``
+        substeps' forces and its ``residual`` the largest of its substeps' (each judged by the substep's
+        own check); ``result.extras`` holds ``substeps``, ``h_smallest``, ``projections``
         (PGM's Newton projections), ``forces`` [N] and ``w``."""
         s, h = step.system, step.h
         if step.params:
@@ -680,12 +681,13 @@ class PolytopeFormulation(Formulation):
         q, qd, t = np.asarray(step.q, dtype=float), np.asarray(step.v, dtype=float), float(step.t)
         tau = np.asarray(step.u, dtype=float)
         t0 = time.perf_counter()
-        acc = {"outer": 0, "proj": 0, "impulse": np.zeros((s.n_c, 3)), "details": []}
+        acc = {"outer": 0, "proj": 0, "impulse": np.zeros((s.n_c, 3)), "details": [], "residual": 0.0}
         substeps, h_smallest, status, msg = [h], h, Status.SOLVED, ""
         if not getattr(self.options, "adaptive", False):
             r = self._substep(s, method, q, qd, t, h, w0, targets, tau)
             qq, vv, ww, status, msg = r["q"], r["qd"], r["w"], r["status"], r["message"]
-            acc.update(outer=r["outer"], proj=r["proj"], impulse=h * r["forces"], details=[_detail(r)])
+            acc.update(outer=r["outer"], proj=r["proj"], impulse=h * r["forces"], details=[_detail(r)],
+                       residual=r["residual"])
         else:
             from contactmp.solvers.nmdp_pgm import adaptive_step
 
@@ -697,6 +699,7 @@ class PolytopeFormulation(Formulation):
                 acc["proj"] += r["proj"]
                 if r["status"] is not Status.SOLVED:
                     return state, False
+                acc["residual"] = max(acc["residual"], r["residual"])
                 acc["impulse"] = acc["impulse"] + hh * r["forces"]
                 acc["details"].append(_detail(r))
                 return (r["q"], r["qd"], ts + hh, r["w"]), True
@@ -712,10 +715,11 @@ class PolytopeFormulation(Formulation):
                 qq, vv, ww = r["q"], r["qd"], r["w"]
                 acc["impulse"] = acc["impulse"] + rest * r["forces"]
                 acc["details"].append(_detail(r))
+                acc["residual"] = max(acc["residual"], r["residual"])
                 status = Status.NUMERICAL_ERROR
                 msg = f"adaptive step gave up ({ad.message}); last substep unverified: {r['message']}"
         ww = np.asarray(ww, dtype=float)
-        res = Result(status, ww, f"{self.name}/{method}", math.nan, tol, int(acc["outer"]),
+        res = Result(status, ww, f"{self.name}/{method}", float(acc["residual"]), tol, int(acc["outer"]),
                      time.perf_counter() - t0, msg,
                      {"substeps": substeps, "h_smallest": h_smallest, "projections": int(acc["proj"]),
                       "forces": acc["impulse"] / h, "w": ww, "substep_details": acc["details"]})
@@ -788,6 +792,10 @@ class NMDPFormulation(PolytopeFormulation):
             if not isinstance(self.polish, bool):
                 raise InputError("polish", f"must be True or False, got {self.polish!r}")
 
+    def step_solvers(self) -> dict[str, Any]:
+        """Every NMDP method (:data:`NMDP_METHODS`), the option ``method`` first."""
+        return {m: m for m in sorted(NMDP_METHODS, key=lambda m: m != self.options.method)}
+
     def check_system(self, system: ContactSystem, h: float) -> None:
         """The system must fit :class:`NMDP`; ``h_min <= h``."""
         super().check_system(system, h)
@@ -844,7 +852,7 @@ class NMDPFormulation(PolytopeFormulation):
                 theta, w = self._polished(system, data["p"], theta, w, fns)
                 qd_next, forces = fns.qd_next(theta), fns.forces(theta, w)
             return {"status": r.status, "q": theta, "qd": qd_next, "w": w, "forces": forces,
-                    "outer": r.iterations, "proj": 0, "message": r.message, **data}
+                    "outer": r.iterations, "proj": 0, "message": r.message, "residual": r.residual, **data}
         from contactmp.solvers.nmdp_pgm import pgm
 
         fns = prob.functions(q, qd, hh, q_d, qd_d, tau_0)
@@ -855,4 +863,5 @@ class NMDPFormulation(PolytopeFormulation):
         finite = bool(np.all(np.isfinite(theta)) and np.all(np.isfinite(w)))
         forces = fns.forces(theta, w) if finite else np.full((system.n_c, 3), np.nan)
         return {"status": r.status, "q": theta, "qd": fns.qd_next(theta), "w": w, "forces": forces,
-                "outer": r.iterations, "proj": r.extras["projections"], "message": r.message, **data}
+                "outer": r.iterations, "proj": r.extras["projections"], "message": r.message, "residual": r.residual,
+                **data}

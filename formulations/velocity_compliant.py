@@ -237,6 +237,16 @@ class Compliant(Formulation):
         if o.friction == "pyramid" and system.planar and o.facets % 2:
             raise InputError("facets", "must be even for a planar system")
 
+    def step_solvers(self) -> dict[str, Any]:
+        """Every backend of the cone QP (``friction="cone"``) or every LCP solver (``"pyramid"``)."""
+        if self.options.friction == "pyramid":
+            from contactmp.solvers.registry import LCP_SOLVERS
+
+            return {"lemke+newton": None, **{name: {"lcp": name} for name in LCP_SOLVERS}}
+        from contactmp.solvers.cone_lcp import CONE_SOLVERS
+
+        return {name: {"cone": name} for name in CONE_SOLVERS}
+
     @property
     def parametric(self) -> bool:  # type: ignore[override]
         """With constant gains the block is a function of the state alone, so a time step reuses

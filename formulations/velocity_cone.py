@@ -234,6 +234,15 @@ class Cone(Formulation):
         ``gap="position"``, whose step goes to the front door's NLP route."""
         return {} if self.options.gap == "position" else {"quick": False}
 
+    def step_solvers(self) -> dict[str, Any]:
+        """The default order of the fc3d solvers (Newton first) and every fc3d solver of the registry
+        alone; the NLP route's IPOPT for ``gap="position"``."""
+        if self.options.gap == "position":
+            return {"nlp-ipopt": None}
+        from contactmp.solvers.registry import FC3D_SOLVERS
+
+        return {"auto": None, **{name: {"cone": name} for name in FC3D_SOLVERS}}
+
     def add_step(self, prog: Program, step: Step) -> VelocityConeStep:
         """:func:`add_velocity_cone_step` at the step's data (planar for a planar system)."""
         d = step.data()

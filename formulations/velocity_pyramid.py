@@ -236,6 +236,15 @@ class Pyramid(Formulation):
         for ``gap="position"``, whose step is not an LCP."""
         return None if self.options.gap == "position" else {"lcp": ("lemke", "newton")}
 
+    def step_solvers(self) -> dict[str, Any]:
+        """The default chain (Lemke, then Newton) and every LCP solver of the registry alone; the NLP
+        route's IPOPT for ``gap="position``."""
+        if self.options.gap == "position":
+            return {"nlp-ipopt": None}
+        from contactmp.solvers.registry import LCP_SOLVERS
+
+        return {"lemke+newton": None, **{name: {"lcp": name} for name in LCP_SOLVERS}}
+
     def check_system(self, system: ContactSystem, h: float) -> None:
         """A planar system needs an even number of facets (an odd polygon is not symmetric along
         the single tangent)."""

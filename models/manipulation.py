@@ -27,7 +27,7 @@ from contactmp.models.rigid_bodies import GRAVITY
 from contactmp.models.symbolic import ContactSystem
 from contactmp.models.systems import _GROUND_2D, _lagrangian, _point_contacts, _rot2
 
-__all__ = ["planar_pusher", "face_contact_2d", "finger_in_box_frame"]
+__all__ = ["planar_pusher", "two_finger_grasp", "face_contact_2d", "finger_in_box_frame"]
 
 
 def face_contact_2d(q: ca.SX, v: ca.SX, finger: ca.SX, center: ca.SX, theta: ca.SX,
@@ -106,6 +106,41 @@ def planar_pusher(m_box: float = 1.0, width: float = 0.2, height: float = 0.2, m
                          q_names=("x", "z", "theta", "x_f", "z_f"),
                          v_names=("xdot", "zdot", "thetadot", "xdot_f", "zdot_f"),
                          u_names=("f_x", "f_z"), contact_names=("bottom_left", "bottom_right", "finger"))
+
+
+def two_finger_grasp(m_box: float = 0.5, width: float = 0.1, height: float = 0.1, mu: float = 0.5,
+                     m_finger: float = 0.1, g: float = GRAVITY) -> ContactSystem:
+    """A planar box held between two actuated point fingers that squeeze it horizontally (no ground).
+
+    ``q = (x, z, theta, x_l, x_r)``: the box's center of mass and angle, the left and right fingers'
+    horizontal positions; the fingertips move on the line ``z = 0`` (a prismatic joint each, gravity
+    compensated). ``M = diag(m_box, m_box, I, m_finger, m_finger)``, ``I = m_box (width^2 +
+    height^2) / 12``, ``h = (0, m_box g, 0, 0, 0)``, ``B = [0; I_2]`` (``u = (f_l, f_r)``, horizontal
+    forces on the fingers). Contacts (:func:`face_contact_2d`): ``left`` the left finger on the box's
+    left face, ``right`` the right finger on its right face, friction ``mu``. Squeezing with
+    ``u = (F, -F)`` holds the box iff ``2 mu F >= m_box g`` (each face carries ``m_box g / 2``);
+    held rigidly, the box does not slip at all. ``q_nominal = (0, 0, 0, -width/2, width/2)``: the
+    fingers touch the faces at the box's mid-height."""
+    mb, mf = check_number("m_box", m_box, positive=True), check_number("m_finger", m_finger, positive=True)
+    w, hh = check_number("width", width, positive=True), check_number("height", height, positive=True)
+    mu_ = check_number("mu", mu, nonnegative=True)
+    g = check_number("g", g, nonnegative=True)
+    inertia = mb * (w ** 2 + hh ** 2) / 12.0
+    q, v, u = ca.SX.sym("q", 5), ca.SX.sym("v", 5), ca.SX.sym("u", 2)
+    center, theta = q[0:2], q[2]
+    T = 0.5 * mb * (v[0] ** 2 + v[1] ** 2) + 0.5 * inertia * v[2] ** 2 + 0.5 * mf * (v[3] ** 2 + v[4] ** 2)
+    M, h = _lagrangian(q, v, T, mb * g * q[1])
+    rows = [face_contact_2d(q, v, ca.vertcat(q[3 + k], 0.0), center, theta, (sign, 0.0), w / 2)
+            for k, sign in enumerate((-1.0, 1.0))]
+    B = ca.SX.zeros(5, 2)
+    B[3, 0] = 1.0
+    B[4, 1] = 1.0
+    phi, Jn, Jt, Jo = (ca.vertcat(*(r[i] for r in rows)) for i in range(4))
+    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=B, phi=phi, Jn=Jn, Jt=Jt, Jo=Jo, mu=mu_, V=mb * g * q[1],
+                         planar=True, q_nominal=[0.0, 0.0, 0.0, -w / 2, w / 2], name="two_finger_grasp",
+                         q_names=("x", "z", "theta", "x_l", "x_r"),
+                         v_names=("xdot", "zdot", "thetadot", "xdot_l", "xdot_r"),
+                         u_names=("f_l", "f_r"), contact_names=("left", "right"))
 
 
 def finger_in_box_frame(q: Any) -> Any:

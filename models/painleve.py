@@ -64,7 +64,7 @@ from contactmp.models.rigid_bodies import GRAVITY, GROUND, RigidBody, obj, rotat
 __all__ = [
     "RodState", "rod", "painleve_rod", "lotstedt_rod", "rod_kappa", "rod_matrices",
     "painleve_mu", "painleve_min_mu", "stick_mu", "three_solution_mu", "spin_angle",
-    "RodSolution", "closed_form_solutions", "closed_form_count",
+    "RodSolution", "closed_form_solutions", "closed_form_count", "rod_planar_state",
 ]
 
 
@@ -209,6 +209,16 @@ def rod(state: RodState, *, radius: float | None = None, name: str = "") -> Cont
     label = name or (f"rod(theta={math.degrees(st.theta):.3g} deg, mu={st.mu:.3g}, v_t={st.v_t:.3g}, "
                      f"omega={st.omega:.3g}, pull={st.pull})")
     return ContactModel(objects=[body], contacts=[contact], name=label)
+
+
+def rod_planar_state(state: RodState) -> tuple[np.ndarray, np.ndarray]:
+    """``(q, v)`` of :func:`~contactmp.models.systems.rod_2d` for ``state`` (its end at the origin):
+    ``q = (G_x, G_z, theta)`` with ``G = (l/2)(cos theta, sin theta)``, and ``v = (v_t + omega G_z,
+    -omega G_x, -omega)`` -- the planar angle turns counterclockwise in ``(x, z)``, a turn about
+    ``+e_y`` clockwise, so ``thetadot = -omega``, and the end moves with ``(v_t, 0)``."""
+    st = state.checked()
+    gx, gz = 0.5 * st.length * math.cos(st.theta), 0.5 * st.length * math.sin(st.theta)
+    return np.array([gx, gz, st.theta]), np.array([st.v_t + st.omega * gz, -st.omega * gx, -st.omega])
 
 
 def painleve_rod(theta: float, mu: float, *, v_t: float = -1.0, omega: float = 0.0,

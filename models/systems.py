@@ -22,8 +22,8 @@ from contactmp.errors import InputError, check_number
 from contactmp.models.rigid_bodies import GRAVITY
 from contactmp.models.symbolic import ContactSystem
 
-__all__ = ["point_mass_2d", "box_2d", "box_stack_2d", "hopper_2d", "cart_pole_walls", "box_3d",
-           "quaternion_to_rotation"]
+__all__ = ["point_mass_2d", "box_2d", "box_stack_2d", "rod_2d", "hopper_2d", "cart_pole_walls", "box_3d",
+           "ball_3d", "cube_3d", "quaternion_to_rotation", "euler_zyx_rotation"]
 
 
 # --------------------------------------------------------------------------------- helpers
@@ -167,6 +167,30 @@ def box_stack_2d(n: int = 3, m: float = 1.0, width: float = 0.4, height: float =
                          contact_names=tuple(names))
 
 
+def rod_2d(m: float = 1.0, length: float = 1.0, mu: float = 0.5, inertia: float | None = None,
+           g: float = GRAVITY) -> ContactSystem:
+    """A planar rod touching the ground with its lower end (Painleve's rod as a time-stepping system):
+    ``q = (x, z, theta)`` (center of mass; ``theta`` the angle of the rod axis from ``+x``),
+    ``M = diag(m, m, I)`` with ``I = m length^2 / 12`` unless given, ``h = (0, m g, 0)``, ``B = I``.
+    One contact: the end at body coordinates ``(-length/2, 0)`` (the lower end for ``0 < theta <
+    pi``) with the ground, ``n = e_z``, ``t = e_x``. :func:`~contactmp.models.painleve.rod_planar_state`
+    turns a :class:`~contactmp.models.painleve.RodState` into ``(q, v)`` of this system.
+    ``q_nominal = (length/2, 0, 0)``: the rod lying on the ground, its end at the origin."""
+    m, g = _positive("m", m), _nonnegative("g", g)
+    ell = _positive("length", length)
+    inertia = m * ell**2 / 12.0 if inertia is None else _positive("inertia", inertia)
+    q, v, u = ca.SX.sym("q", 3), ca.SX.sym("v", 3), ca.SX.sym("u", 3)
+    T = 0.5 * m * (v[0] ** 2 + v[1] ** 2) + 0.5 * inertia * v[2] ** 2
+    V = m * g * q[1]
+    M, h = _lagrangian(q, v, T, V)
+    end = q[:2] + _rot2(q[2]) @ ca.DM([-ell / 2, 0.0])
+    phi, Jn, Jt, Jo = _point_contacts([end], [_GROUND_2D], [0.0], q, v, v, planar=True)
+    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=ca.SX.eye(3), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo,
+                         mu=mu, V=V, planar=True, q_nominal=[ell / 2, 0.0, 0.0], name="rod_2d",
+                         q_names=("x", "z", "theta"), v_names=("xdot", "zdot", "thetadot"),
+                         u_names=("f_x", "f_z", "tau"), contact_names=("end",))
+
+
 def hopper_2d(m_body: float = 10.0, I_body: float = 0.4, m_leg: float = 1.0,
               I_leg: float = 0.05, foot_to_com: float = 0.25, l_nominal: float = 1.0,
               mu: float = 0.8, g: float = GRAVITY) -> ContactSystem:
@@ -294,3 +318,98 @@ def box_3d(m: float = 1.0, size: float | ArrayLike = 0.5, mu: float = 0.5,
                          v_names=("vx", "vy", "vz", "wx", "wy", "wz"),
                          u_names=("f_x", "f_y", "f_z", "tau_x", "tau_y", "tau_z"),
                          contact_names=names)
+
+
+def _tilted_gravity(m: float, g: float, slope: float, pos: ca.SX) -> ca.SX:
+    """Potential ``m g (cos(slope) z - sin(slope) x)`` of a body on a plane inclined by ``slope`` about
+    the y axis, drawn with the plane horizontal and gravity tilted toward ``+x`` (downhill = ``+x``)."""
+    return m * g * (np.cos(slope) * pos[2] - np.sin(slope) * pos[0])
+
+
+def _slope(slope: float) -> float:
+    sl = check_number("slope", slope)
+    if not -np.pi / 2 < sl < np.pi / 2:
+        raise InputError("slope", f"must lie in (-pi/2, pi/2) rad, got {slope!r}")
+    return sl
+
+
+def ball_3d(m: float = 1.0, radius: float = 0.1, mu: float = 0.5, g: float = GRAVITY,
+            slope: float = 0.0) -> ContactSystem:
+    """A solid ball (uniform sphere) on a plane, in minimal coordinates with ``qdot = v``.
+
+    ``v = (vx, vy, vz, wx, wy, wz)``: the center's velocity and the *world* angular velocity;
+    ``q = (x, y, z, rx, ry, rz)``: the center and the integral of the world angular velocity. A
+    uniform sphere's inertia ``I = 2/5 m r^2`` is the same about every axis and its contact point is
+    always the lowest point, so neither the dynamics (``M = diag(m I_3, I I_3)``, no gyroscopic
+    term) nor the contact depend on the orientation: ``(rx, ry, rz)`` only record how far it turned
+    (exact, not an approximation). ``V = m g (cos(slope) z - sin(slope) x)``: the plane ``z = 0``
+    inclined by ``slope`` (downhill ``+x``; see :func:`_tilted_gravity`). One contact at the lowest
+    point: ``phi = z - r``, contact velocity ``v + w x (-r e_z)``, frame ``n = e_z, t = e_x, o = e_y``.
+    ``B = I_6`` (a force and a torque at the center). Closed forms (``slope = 0``, slip speed
+    ``v0`` and no spin at ``t = 0``): the slip ``s(t) = v0 - 7/2 mu g t`` vanishes at
+    ``t* = 2 v0 / (7 mu g)``, then the ball rolls at ``5/7 v0``; on the incline it rolls without
+    slipping iff ``tan(slope) <= 7/2 mu``. ``q_nominal = (0, 0, r, 0, 0, 0)``."""
+    m, g = _positive("m", m), _nonnegative("g", g)
+    r = _positive("radius", radius)
+    sl = _slope(slope)
+    inertia = 0.4 * m * r * r
+    q, v, u = ca.SX.sym("q", 6), ca.SX.sym("v", 6), ca.SX.sym("u", 6)
+    T = 0.5 * m * ca.dot(v[:3], v[:3]) + 0.5 * inertia * ca.dot(v[3:], v[3:])
+    V = _tilted_gravity(m, g, sl, q[:3])
+    M, h = _lagrangian(q, v, T, V)
+    u_contact = v[:3] + ca.cross(v[3:], ca.DM([0.0, 0.0, -r]))
+    Jrows = [ca.jacobian(u_contact[i], v) for i in range(3)]
+    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=ca.SX.eye(6), phi=q[2] - r, Jn=Jrows[2], Jt=Jrows[0],
+                         Jo=Jrows[1], mu=mu, V=V, planar=False, q_nominal=[0.0, 0.0, r, 0.0, 0.0, 0.0],
+                         name="ball_3d", q_names=("x", "y", "z", "rx", "ry", "rz"),
+                         v_names=("vx", "vy", "vz", "wx", "wy", "wz"),
+                         u_names=("f_x", "f_y", "f_z", "tau_x", "tau_y", "tau_z"), contact_names=("ground",))
+
+
+def euler_zyx_rotation(angles: ca.SX) -> ca.SX:
+    """``R = Rz(yaw) Ry(pitch) Rx(roll)`` of ``angles = (roll, pitch, yaw)`` (body -> world)."""
+    from contactmp.models.legged import rot_x, rot_y, rot_z
+
+    return rot_z(angles[2]) @ rot_y(angles[1]) @ rot_x(angles[0])
+
+
+def cube_3d(m: float = 1.0, size: float | ArrayLike = 0.2, mu: float = 0.5, g: float = GRAVITY,
+            slope: float = 0.0) -> ContactSystem:
+    """A 3-D box in minimal coordinates (``qdot = v``, so every formulation steps it, the
+    maximal-dissipation ones included; :func:`box_3d` is the same body with a quaternion).
+
+    ``q = (x, y, z, roll, pitch, yaw)``: center of mass and ZYX Euler angles
+    (:func:`euler_zyx_rotation`; singular at ``pitch = +-pi/2``, far from the resting and sliding
+    poses this model is for), ``v = qdot``. ``T = 1/2 m |v_lin|^2 + 1/2 w_b^T I_b w_b`` with the body
+    angular velocity ``w_b = vee(R^T Rdot)`` and ``I_b = m/12 diag(b^2+c^2, a^2+c^2, a^2+b^2)``;
+    ``M`` and ``h`` from the Lagrangian (Coriolis terms included).
+    ``V = m g (cos(slope) z - sin(slope) x)`` (the plane inclined by ``slope``, downhill ``+x``).
+    ``B = I_6`` (a force at the center and generalized torques on the Euler angles). Contacts: the
+    8 corners ``(+-a/2, +-b/2, +-c/2)`` against ``z = 0`` in the order of :func:`box_3d`, frame
+    ``n = e_z, t = e_x, o = e_y``. ``q_nominal = (0, 0, c/2, 0, 0, 0)`` rests on the plane."""
+    m, g = _positive("m", m), _nonnegative("g", g)
+    sl = _slope(slope)
+    sz = np.asarray(size, dtype=float)
+    if sz.ndim == 0:
+        sz = np.full(3, float(sz))
+    if sz.shape != (3,) or not np.all(np.isfinite(sz)) or np.any(sz <= 0):
+        raise InputError("size", f"expected one or three finite edge lengths > 0, got {size!r}")
+    a, b, c = sz
+    Ib = ca.DM(m / 12.0 * np.array([b * b + c * c, a * a + c * c, a * a + b * b]))
+    q, v, u = ca.SX.sym("q", 6), ca.SX.sym("v", 6), ca.SX.sym("u", 6)
+    R = euler_zyx_rotation(q[3:])
+    Rdot = ca.reshape(ca.jacobian(ca.vec(R), q) @ v, 3, 3)
+    S = R.T @ Rdot
+    w_b = ca.vertcat(S[2, 1], S[0, 2], S[1, 0])
+    T = 0.5 * m * ca.dot(v[:3], v[:3]) + 0.5 * ca.dot(w_b, Ib * w_b)
+    V = _tilted_gravity(m, g, sl, q[:3])
+    M, h = _lagrangian(q, v, T, V)
+    signs = [(sx, sy, sz_) for sx in (-1, 1) for sy in (-1, 1) for sz_ in (-1, 1)]
+    points = [q[:3] + R @ ca.DM([sx * a / 2, sy * b / 2, sz_ * c / 2]) for sx, sy, sz_ in signs]
+    phi, Jn, Jt, Jo = _point_contacts(points, [_GROUND_3D] * 8, [0.0] * 8, q, v, v, planar=False)
+    names = tuple("corner_" + "".join("+" if s_ > 0 else "-" for s_ in sg) for sg in signs)
+    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=ca.SX.eye(6), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo, mu=mu, V=V,
+                         planar=False, q_nominal=[0.0, 0.0, c / 2, 0.0, 0.0, 0.0], name="cube_3d",
+                         q_names=("x", "y", "z", "roll", "pitch", "yaw"),
+                         v_names=("vx", "vy", "vz", "rolldot", "pitchdot", "yawdot"),
+                         u_names=("f_x", "f_y", "f_z", "tau_roll", "tau_pitch", "tau_yaw"), contact_names=names)

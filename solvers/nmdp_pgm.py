@@ -80,14 +80,19 @@ def _check_groups(groups: Any, n_w: int) -> list[np.ndarray]:
 
 
 def _simplex_projection(y: np.ndarray) -> np.ndarray:
-    """Euclidean projection of ``y`` onto ``{x >= 0, 1^T x <= 1}`` (sort-based, exact)."""
+    """Euclidean projection of ``y`` onto ``{x >= 0, 1^T x <= 1}`` (sort-based, exact; NaN where
+    ``y`` is not finite: an overflowed iterate has no projection)."""
+    if not np.isfinite(y).all():
+        return np.full(y.shape, np.nan)
     x = np.maximum(y, 0.0)
     if x.sum() <= 1.0:
         return x
     u = np.sort(y)[::-1]
     css = np.cumsum(u) - 1.0
     k = np.arange(1, y.size + 1)
-    rho = np.nonzero(u - css / k > 0)[0][-1]
+    # the first entry always qualifies (u_1 - (u_1 - 1) = 1 > 0) except to rounding when |u_1| >> 1
+    hits = np.flatnonzero(u - css / k > 0)
+    rho = int(hits[-1]) if hits.size else 0
     tau = css[rho] / (rho + 1.0)
     return np.maximum(y - tau, 0.0)
 

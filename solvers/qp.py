@@ -91,8 +91,9 @@ def solve_qp(solver: str, H: np.ndarray, g: np.ndarray, lbx: Any = -np.inf, ubx:
     nan = np.full(m, np.nan)
     try:
         fun = _conic(solver, m, n_a, tuple(sorted((options or {}).items())))
-        out = fun(h=ca.DM(H), g=ca.DM(g), lbx=lbx, ubx=ubx, a=ca.DM(A) if n_a else ca.DM(0, m),
-                  lba=lba if n_a else ca.DM(0, 1), uba=uba if n_a else ca.DM(0, 1))
+        with quiet_stdout():  # OSQP ("Polishing not needed") and HiGHS print from C while solving
+            out = fun(h=ca.DM(H), g=ca.DM(g), lbx=lbx, ubx=ubx, a=ca.DM(A) if n_a else ca.DM(0, m),
+                      lba=lba if n_a else ca.DM(0, 1), uba=uba if n_a else ca.DM(0, 1))
         st = fun.stats()
     except RuntimeError as exc:
         return QPAnswer(nan, nan, np.full(n_a, np.nan), 0, f"{solver} failed: {exc}", False)

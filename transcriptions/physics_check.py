@@ -20,10 +20,19 @@ impulse):
   ``p_T`` opposite ``u_T`` on the cone's boundary; sticking: ``u_T = 0``); friction that opposes the
   slip only partly (a linearized polytope) dissipates less, friction outside the cone (a pyramid
   whose polygon circumscribes the disk, sliding toward a corner) more;
+* ``complementarity`` [J]: ``|p . (u + mu_i |u_T| e_n)| = |p_n (u_n + mu_i |u_T|) + p_T . u_T|``, De
+  Saxce's bipotential complementarity (ContactBench's contact complementarity, Le Lidec et al. 2024):
+  zero for a Coulomb solution (separating: ``p = 0``; sticking: ``u = 0``; sliding: ``u_n = 0`` and
+  ``p_T`` opposite ``u_T`` on the cone's boundary), unlike ``mdp_gap`` also nonzero for an impulse
+  while the contact opens or closes;
 * ``energy`` [J]: ``1/2 v^T M(q) v + V(q)`` at every state (``energy_drift = E_k - E_0``; only
   systems with a potential ``V``);
 * ``quaternion_drift``: ``| |q_quat| - 1 |`` for a body with a unit quaternion (``n_q = n_v + 1``,
   ``q[3:7]``), else absent.
+
+* ``gap_drift`` [m] (summary only): ``max_k |phi_i(q_k) - phi_i(q_0)|`` over the contacts closed at the
+  start (``phi_i(q_0) <= 1e-9``) -- how far a contact that should stay closed sinks or lifts (0
+  when no contact starts closed).
 
 Each metric is given per step (the maximum over contacts) and summarized (maximum over the
 trajectory); a step the solver did not solve is counted, not hidden (``status_counts``).
@@ -41,20 +50,22 @@ from contactmp.models.symbolic import ContactSystem
 __all__ = ["PhysicsCheck", "check_trajectory", "step_metrics", "METRICS"]
 
 #: the per-step metrics, in the order of :attr:`PhysicsCheck.per_step`
-METRICS = ("penetration", "signorini", "cone", "negative_normal", "mdp_gap")
+METRICS = ("penetration", "signorini", "cone", "negative_normal", "mdp_gap", "complementarity")
 
 
 @dataclass
 class PhysicsCheck:
     """The metrics of one trajectory (:func:`check_trajectory`): ``per_step[name]`` (N, the
     maximum over contacts), ``energy`` (N+1; None without a potential), ``quaternion_drift``
-    (N+1; None without a quaternion), ``status_counts`` and ``time_per_step_s`` (median)."""
+    (N+1; None without a quaternion), ``gap_drift`` (N+1, over the contacts closed at the start),
+    ``status_counts`` and ``time_per_step_s`` (median)."""
 
     per_step: dict[str, np.ndarray]
     energy: np.ndarray | None
     quaternion_drift: np.ndarray | None
     status_counts: dict[str, int]
     time_per_step_s: float
+    gap_drift: np.ndarray | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, float]:
@@ -68,6 +79,8 @@ class PhysicsCheck:
             out["energy_gain"] = float(np.max(d, initial=0.0))
         if self.quaternion_drift is not None:
             out["quaternion_drift"] = float(np.max(self.quaternion_drift, initial=0.0))
+        if self.gap_drift is not None:
+            out["gap_drift"] = float(np.max(self.gap_drift, initial=0.0))
         out["time_per_step_s"] = self.time_per_step_s
         return out
 
@@ -93,6 +106,7 @@ def step_metrics(system: ContactSystem, h: float, q_next: np.ndarray, v_next: np
         "cone": np.maximum(0.0, np.linalg.norm(p_T, axis=1) - mu * p_n),
         "negative_normal": np.maximum(0.0, -p_n),
         "mdp_gap": np.abs(mu * np.maximum(p_n, 0.0) * slip + np.sum(p_T * u_T, axis=1)),
+        "complementarity": np.abs(p_n * (u_n + mu * slip) + np.sum(p_T * u_T, axis=1)),
     }
 
 
@@ -122,8 +136,15 @@ def check_trajectory(system: ContactSystem, trajectory: Any) -> PhysicsCheck:
     quat = None
     if s.n_q == s.n_v + 1 and s.n_q >= 7:
         quat = np.abs(np.linalg.norm(q[:, 3:7], axis=1) - 1.0)
+    closed = s.eval_phi(q[0]) <= 1e-9
+    drift = None
+    if closed.any():
+        phis = np.array([s.eval_phi(qk)[closed] if np.isfinite(qk).all() else np.full(int(closed.sum()), np.nan)
+                         for qk in q])
+        drift = np.max(np.abs(phis - phis[0]), axis=1)
     counts: dict[str, int] = {}
     for r in trajectory.results:
         counts[r.status.value] = counts.get(r.status.value, 0) + 1
     times = [r.time_s for r in trajectory.results]
-    return PhysicsCheck(per_step, energy, quat, counts, float(np.median(times)) if times else float("nan"))
+    return PhysicsCheck(per_step, energy, quat, counts, float(np.median(times)) if times else float("nan"),
+                        gap_drift=drift)

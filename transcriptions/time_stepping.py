@@ -21,6 +21,14 @@ PD controller, the PD targets) to the contact formulation's
   their own discretization (backward Euler with adaptive step halving; the linearized QP), the
   stable-PD targets ``targets(t) -> (q_d, qd_d)`` and every contact in every step.
 
+A stable PD controller (``pd_gains=(Kp, Kd)``, targets ``targets(t) -> (q_d, qd_d)`` at the step's end, the
+current pose held when None) is the same discrete law for every formulation: the torque
+``Kp (q_d - q_{k+1}) + Kd (qd_d - v+)`` on the actuated coordinates ``B^T q`` (``qdot = v``, ``B`` a
+0/1 selection), with ``q_{k+1} = q_k + h v+``. The polytope formulations take it as their ``kp``,
+``kd``; the velocity-level ones as ``M + h B diag(h Kp + Kd) B^T`` in the step
+(:attr:`~contactmp.formulations.base.Step.pd_gains`) and ``Kp (q_d - q_k) + Kd qd_d - (h Kp + Kd)
+B^T v_k`` added to ``u_k``.
+
 A step never raises on non-convergence: its status is recorded, and :meth:`TimeStepping.simulate`
 either continues with the best iterate or stops (``on_failure``).
 """
@@ -163,6 +171,8 @@ class TimeStepping:
     active_gap : contacts with ``phi <= active_gap`` enter a step (``math.inf``: all).
     tol : tolerance passed to the contact solver.
     on_failure : ``"continue"`` (keep the best iterate) or ``"stop"`` in :meth:`simulate`.
+    pd_gains : stable-PD gains ``(Kp, Kd)`` (scalars or one per input, >= 0; see the module
+        docstring), with the targets of :meth:`step` / :meth:`simulate`; None: no controller.
     **options : the formulation's options (with a name), e.g. ``stiffness``, ``damping``,
         ``tangential_damping`` for ``"compliant"``, ``vertices``, ``stiffness``, ``relax``,
         ``radius``, ``kp``, ``kd`` for ``"nmdp"``.
@@ -170,7 +180,18 @@ class TimeStepping:
 
     def __init__(self, system: ContactSystem, h: float, formulation: str | Formulation = "pyramid",
                  facets: int | None = None, solver: Any = None, *, active_gap: float = 0.1,
-                 tol: float = 1e-10, on_failure: str = "continue", **options: Any) -> None:
+                 tol: float = 1e-10, on_failure: str = "continue",
+                 pd_gains: tuple[ArrayLike, ArrayLike] | None = None,
+                 **options: Any) -> None:
+        self._pd: tuple[np.ndarray, np.ndarray] | None = None
+        if pd_gains is not None:
+            kp, kd = _pd_gains(system, pd_gains)
+            if _takes_pd(formulation):
+                if "kp" in options or "kd" in options:
+                    raise InputError("pd_gains", "give the stable-PD gains once: pd_gains=(Kp, Kd) or the options kp, kd")
+                options = {**options, "kp": kp, "kd": kd}
+            else:
+                self._pd = (kp, kd)
         self.formulation = for_system(formulation, system, h, facets, **options)
         if on_failure not in ("continue", "stop"):
             raise OptionError(f"on_failure must be 'continue' or 'stop', got {on_failure!r}")
@@ -182,6 +203,10 @@ class TimeStepping:
             raise InputError("tol", f"must be > 0, got {tol!r}")
         self.system, self.h = system, float(h)
         self.solver, self.tol, self.on_failure = solver, float(tol), on_failure
+        if self._pd is not None:
+            from contactmp.formulations.nmdp import selection_matrix
+
+            self._pd_selection = selection_matrix(system)
         # quaternion block of q to renormalize after each step (box_3d convention q[3:7])
         self._quat = slice(3, 7) if (system.n_q == 7 and system.n_v == 6) else None
 
@@ -199,14 +224,27 @@ class TimeStepping:
         v = s._vec("v", v, s.n_v)
         u = np.zeros(s.n_u) if u is None else s._vec("u", u, s.n_u)
         contacts = np.flatnonzero(s.eval_phi(q) <= self.active_gap)
+        if self._pd is not None:
+            u = u + self._pd_torque(q, v, t, targets)
         step = Step(s, self.h, q, v, u, "step", contacts, t=float(t), targets=targets, previous=previous,
-                    start=start)
+                    start=start, pd_gains=self._pd)
         out = self.formulation.advance(step, solver=self.solver, tol=self.tol)
         if self._quat is not None:
             nrm = np.linalg.norm(out.q[self._quat])
             if nrm > 0:
                 out.q[self._quat] /= nrm
         return out
+
+    def _pd_torque(self, q: np.ndarray, v: np.ndarray, t: float, targets: Targets | None) -> np.ndarray:
+        """The stable PD's explicit part ``Kp (q_d - q_k) + Kd qd_d - (h Kp + Kd) B^T v_k`` (targets
+        at the step's end ``t + h``; None holds ``B^T q_k`` at rest)."""
+        kp, kd = self._pd
+        B = self._pd_selection
+        qa, va = B.T @ q, B.T @ v
+        q_d, qd_d = (None, None) if targets is None else targets(t + self.h)
+        q_d = qa if q_d is None else self.system._vec("q_d", q_d, self.system.n_u)
+        qd_d = np.zeros_like(va) if qd_d is None else self.system._vec("qd_d", qd_d, self.system.n_u)
+        return kp * (q_d - qa) + kd * qd_d - (self.h * kp + kd) * va
 
     # -------------------------------------------------------------------------- trajectories
     def simulate(self, q0: ArrayLike, v0: ArrayLike, u: Control = None, n_steps: int = 100, *,
@@ -268,3 +306,24 @@ class TimeStepping:
             return lambda k: arr[k]
         raise InputError("u", f"expected None, a callable, shape ({nu},) or ({n_steps}, {nu}); "
                               f"got {arr.shape}")
+
+
+def _pd_gains(system: ContactSystem, pd: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(Kp, Kd)`` as two arrays of one entry >= 0 per input (InputError naming ``pd_gains``)."""
+    from contactmp.validate import float_vector
+
+    if not isinstance(pd, (tuple, list)) or len(pd) != 2:
+        raise InputError("pd_gains", f"must be a pair (Kp, Kd), got {pd!r}")
+    return (float_vector(pd[0], system.n_u, "pd_gains[0] (Kp)", nonnegative=True),
+            float_vector(pd[1], system.n_u, "pd_gains[1] (Kd)", nonnegative=True))
+
+
+def _takes_pd(formulation: Any) -> bool:
+    """Whether ``formulation`` (a name or an instance) has its own stable PD (options ``kp``, ``kd``)."""
+    from dataclasses import fields
+
+    from contactmp.formulations.base import formulation as make
+
+    form = make(formulation) if isinstance(formulation, str) else formulation
+    names = {f.name for f in fields(form.Options)} if isinstance(form, Formulation) else set()
+    return {"kp", "kd"} <= names

@@ -226,44 +226,49 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def heat_values(records: list[dict[str, Any]], configs: list[str]) -> dict[str, dict[str, float]]:
-    """Formulation -> metric -> the largest value over the main-step, default-solver runs of every
-    scene (push scenes excluded: one step; ``energy_gain`` over the passive scenes only, the others
-    are driven), plus ``failed_share`` and ``ms_per_step`` (median)."""
+def heat_values(records: list[dict[str, Any]], configs: list[str], reduce: str = "max") -> dict[str, dict[str, float]]:
+    """Formulation -> metric -> the largest (``reduce="max"``) or median (``"median"``) over the
+    main-step, default-solver runs of every scene of each run's largest value (push scenes excluded:
+    one step; ``energy_gain`` over the passive scenes only, the others are driven), plus
+    ``failed_share`` (failed steps / steps) and ``ms_per_step`` (median time per step)."""
+    agg = {"max": np.max, "median": np.median}[reduce]
     out: dict[str, dict[str, float]] = {}
     for c in configs:
         rs = [r for r in records if r["config"] == c and r["h"] == H_MAIN and r["family"] != "push"
               and r["solver"] == default_solver(*configurations()[c])]
         if not rs:
             continue
-        row = {m: max((r["metrics"].get(m, 0.0) for r in rs if m != "energy_gain" or r["passive"]), default=math.nan)
-               for m in HEAT_METRICS}
+        row = {}
+        for m in HEAT_METRICS:
+            vals = [r["metrics"].get(m, 0.0) for r in rs if m != "energy_gain" or r["passive"]]
+            row[m] = float(agg(vals)) if vals else math.nan
         row["failed_share"] = sum(r["failed_steps"] for r in rs) / max(1, sum(r["steps"] for r in rs))
         row["ms_per_step"] = 1e3 * float(np.median([r["metrics"]["time_per_step_s"] for r in rs]))
         out[c] = row
     return out
 
 
-def _heatmap(values: dict[str, dict[str, float]], path: Path) -> None:
+def _heatmap(panels: dict[str, dict[str, dict[str, float]]], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = list(values)
     cols = list(HEAT_METRICS) + ["failed_share", "ms_per_step"]
-    data = np.array([[values[r][c] for c in cols] for r in rows], dtype=float)
-    logd = np.log10(np.maximum(np.abs(data), 1e-16))
-    fig, ax = plt.subplots(figsize=(1.3 * len(cols) + 2, 0.6 * len(rows) + 1.8))
-    im = ax.imshow(logd, cmap="viridis", aspect="auto")
-    ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right")
-    ax.set_yticks(range(len(rows)), rows)
-    for i in range(len(rows)):
-        for j in range(len(cols)):
-            ax.text(j, i, _fmt(float(data[i, j])), ha="center", va="center", fontsize=7,
-                    color="w" if logd[i, j] < np.nanmedian(logd) else "k")
-    fig.colorbar(im, ax=ax, label="log10 (worst over scenes)")
-    ax.set_title(f"formulation-compare: worst value over the scenes (h = {H_MAIN * 1e3:g} ms, default solvers)")
+    fig, axes = plt.subplots(1, len(panels), figsize=(len(panels) * (1.2 * len(cols) + 2), 4.2))
+    for ax, (title, values) in zip(np.atleast_1d(axes), panels.items()):
+        rows = list(values)
+        data = np.array([[values[r][c] for c in cols] for r in rows], dtype=float)
+        logd = np.log10(np.maximum(np.abs(data), 1e-16))
+        im = ax.imshow(logd, cmap="viridis", aspect="auto", vmin=-16, vmax=1)
+        ax.set_xticks(range(len(cols)), cols, rotation=30, ha="right")
+        ax.set_yticks(range(len(rows)), rows)
+        for i in range(len(rows)):
+            for j in range(len(cols)):
+                ax.text(j, i, _fmt(float(data[i, j])), ha="center", va="center", fontsize=7,
+                        color="w" if logd[i, j] < -6 else "k")
+        ax.set_title(f"{title} over the scenes (h = {H_MAIN * 1e3:g} ms, default solvers)")
+        fig.colorbar(im, ax=ax, label="log10")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -383,8 +388,9 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
     recs = [study.store[k] for k in keys if k in study.store]
     configs = list(configurations("push"))
     heat = heat_values(recs, list(configurations()))
+    heat_median = heat_values(recs, list(configurations()), "median")
     if heat:
-        _heatmap(heat, study.out / "heatmap.png")
+        _heatmap({"worst": heat, "median": heat_median}, study.out / "heatmap.png")
     if any(r["family"].endswith("slide") for r in recs):
         _paths_figure(recs, study.out / "paths.png")
     _histories_figure(recs, study.out / "histories.png")
@@ -395,12 +401,14 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
     md = ["# formulation-compare", "",
           f"{len(recs)} of {len(items)} runs; h = {H_MAIN * 1e3:g} ms unless said; every metric from the trajectory "
           "alone (physics_check); soft models sink 1 mm under each scene's load.", ""]
-    md += ["## Heat map (worst over the scenes, default solvers)", "",
-           markdown_table(["formulation"] + list(HEAT_METRICS) + ["failed share", "ms/step"],
-                          [[c] + [_fmt(v[m]) for m in HEAT_METRICS] + [_fmt(v["failed_share"]), _fmt(v["ms_per_step"])]
-                           for c, v in heat.items()])]
+    for title, values in (("worst", heat), ("median", heat_median)):
+        md += [f"## Heat map: {title} over the scenes (default solvers)", "",
+               markdown_table(["formulation"] + list(HEAT_METRICS) + ["failed share", "ms/step"],
+                              [[c] + [_fmt(v[m]) for m in HEAT_METRICS] + [_fmt(v["failed_share"]), _fmt(v["ms_per_step"])]
+                               for c, v in values.items()])]
     per_scene: dict[str, dict[str, Any]] = {}
-    for fam in dict.fromkeys(r["family"] for r in recs):
+    scene_md: list[str] = []
+    for fam in dict.fromkeys(r["family"] for r in recs if r["family"] != "push"):
         rs = [r for r in recs if r["family"] == fam and r["h"] == H_MAIN]
         rows = []
         for r in sorted(rs, key=lambda r: (r["scene"], configs.index(r["config"]) if r["config"] in configs else 99, r["solver"])):
@@ -412,9 +420,22 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
                          _fmt(1e3 * m["time_per_step_s"]), "yes" if ok else "no", why])
             if r["solver"] == default_solver(*configurations(fam)[r["config"]]):
                 per_scene.setdefault(fam, {}).setdefault(r["config"], []).append(bool(ok))
-        md += [f"## {fam}", "", markdown_table(
+        scene_md += [f"## {fam}", "", markdown_table(
             ["scene", "formulation", "solver", "solved steps", "penetration", "Signorini", "cone", "complementarity",
              "MDP gap", "energy gain", "ms/step", "physics right", "by"], rows)]
+    plain = list(configurations())
+    md += ["## Physics right (runs whose scene physics holds / runs; default solvers, h = 10 ms)", "",
+           markdown_table(["family"] + plain, [[fam] + [f"{sum(d[c])}/{len(d[c])}" if c in d else "-" for c in plain]
+                                                for fam, d in per_scene.items()])]
+    md += ["## Solvers (every run at h = 10 ms)", "", markdown_table(
+        ["formulation", "solver", "runs", "solved steps", "median ms/step", "physics right"],
+        [[c, lab, len(rs), f"{sum(r['steps'] - r['failed_steps'] for r in rs)}/{sum(r['steps_asked'] for r in rs)}",
+          _fmt(1e3 * float(np.median([r["metrics"]["time_per_step_s"] for r in rs]))),
+          f"{sum(bool(verdict(r)[0]) for r in rs)}/{len(rs)}"]
+         for c in plain for lab in solvers_of(*configurations()[c])
+         for rs in [[r for r in recs if r["config"] == c and r["solver"] == lab and r["h"] == H_MAIN
+                     and r["family"] != "push"]] if rs])]
+    md += scene_md
     sweep_rows, sweep_slopes = [], {}
     for name in sweep_scenes:
         for c in configurations():
@@ -432,13 +453,16 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
                               sweep_rows)]
     push = {c: max((r["physics"].get("bias_deg", 0.0) for r in recs if r["family"] == "push" and r["config"] == c),
                    default=math.nan) for c in configs}
-    md += ["## Push bias (max over the theta grid, ratio 2)", "",
-           markdown_table(["formulation", "max bias [deg]"], [[c, f"{v:.2f}"] for c, v in push.items()])]
+    push30 = {c: next((r["physics"].get("bias_deg") for r in recs if r["scene"] == "push-30" and r["config"] == c), None)
+              for c in configs}
+    md += ["## Push bias (cone-vs-pyramid's Figure 3 scene, one step, ratio 2: friction against the slip)", "",
+           markdown_table(["formulation", "max over the theta grid [deg]", "at theta = 30 deg"],
+                          [[c, f"{v:.2f}", _fmt(push30[c])] for c, v in push.items()])]
     study.write_table("\n".join(md))
     right = {fam: {c: f"{sum(v)}/{len(v)}" for c, v in d.items()} for fam, d in per_scene.items()}
     summary = {"headline": f"{len(recs)}/{len(items)} runs; physics right per family: {right}",
                "runs": len(recs), "planned": len(items), "complete": report.complete, "failed_runs": report.failed,
-               "heat_map": heat, "physics_right": right, "push_bias_max_deg": push, "sweep_slopes": sweep_slopes,
+               "heat_map": heat, "heat_map_median": heat_median, "physics_right": right, "push_bias_max_deg": push, "sweep_slopes": sweep_slopes,
                "figures": [p.name for p in sorted(study.out.glob("*.png"))]}
     study.write_summary(summary)
     return summary

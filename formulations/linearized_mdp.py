@@ -62,6 +62,18 @@ PD_MODES = ("stable", "explicit")
 #: when it succeeds) first; OSQP and ProxQP where its factorization of the semidefinite Hessian fails
 #: (a 10-box stack: 49 of 50 steps fail with qpOASES alone)
 DEFAULT_QP_CHAIN: tuple[str, ...] = ("qpoases", "osqp", "proxqp")
+#: CasADi QP plugins the time step refuses, and why
+UNSUITED_QP_SOLVERS: dict[str, str] = {
+    "highs": "HiGHS's QP solver did not return on the semidefinite QP of a cube's 8 contacts in 10 minutes",
+}
+
+
+def _mdp_backends() -> tuple[str, ...]:
+    """The CasADi QP plugins a linearized-MDP step may use: those this build loads, less
+    :data:`UNSUITED_QP_SOLVERS`."""
+    from contactmp.solvers.qp import available_qp_solvers
+
+    return tuple(b for b in available_qp_solvers() if b not in UNSUITED_QP_SOLVERS)
 
 
 class LinearizedMDP:
@@ -313,21 +325,17 @@ class MDPFormulation(PolytopeFormulation):
 
     def step_solvers(self) -> dict[str, Any]:
         """The default chain (:data:`DEFAULT_QP_CHAIN`), then every CasADi conic plugin this build
-        loads, alone."""
-        from contactmp.solvers.qp import available_qp_solvers
-
-        return {"+".join(DEFAULT_QP_CHAIN): None, **{name: name for name in available_qp_solvers()}}
+        loads that the step accepts, alone."""
+        return {"+".join(DEFAULT_QP_CHAIN): None, **{name: name for name in _mdp_backends()}}
 
     def _method(self, solver: Any) -> str:
         """``qp-<pd>/<backend>[+<backend>...]``: ``solver`` is None (:data:`DEFAULT_QP_CHAIN`), a CasADi
         QP plugin or a tuple of them (a chain, tried in turn until one's answer verifies)."""
-        from contactmp.solvers.qp import QP_SOLVERS, available_qp_solvers
-
         chain = DEFAULT_QP_CHAIN if solver is None else (solver,) if isinstance(solver, str) else solver
-        if not isinstance(chain, tuple) or not chain or any(
-                b not in QP_SOLVERS or b not in available_qp_solvers() for b in chain):
+        if not isinstance(chain, tuple) or not chain or any(b not in _mdp_backends() for b in chain):
+            why = f" ({UNSUITED_QP_SOLVERS[solver]})" if isinstance(solver, str) and solver in UNSUITED_QP_SOLVERS else ""
             raise OptionError(f"solver for formulation 'mdp' must be None (the chain {DEFAULT_QP_CHAIN}), one of "
-                              f"{available_qp_solvers()} or a tuple of them, got {solver!r}")
+                              f"{_mdp_backends()} or a tuple of them, got {solver!r}{why}")
         return f"qp-{self.options.pd}/" + "+".join(chain)
 
     def _magnitudes(self, system: ContactSystem) -> Callable[[np.ndarray], Any]:

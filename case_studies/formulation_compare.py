@@ -68,6 +68,8 @@ RUN_TIME_LIMIT = 300.0
 HEAT_METRICS = ("penetration", "signorini", "cone", "complementarity", "mdp_gap", "energy_gain", "gap_drift")
 #: contact-solver tolerance of every step
 TOL = 1e-10
+#: a sliding body keeps its direction to this [deg] (Coulomb's cone: to ~1e-9 deg here)
+DIRECTION_TOL_DEG = 0.01
 
 
 # --------------------------------------------------------------------------- configurations
@@ -193,10 +195,10 @@ def verdict(rec: dict[str, Any]) -> tuple[bool | None, str]:
     if rec["failed_steps"] or rec["steps"] < rec["steps_asked"]:
         return False, f"{rec['failed_steps']} failed steps, {rec['steps']}/{rec['steps_asked']} taken"
     if fam == "ball-slide":
-        ok = p["speed_rel_err"] <= 0.01 and p["direction_err_deg"] <= 0.5
+        ok = p["speed_rel_err"] <= 0.01 and p["direction_err_deg"] <= DIRECTION_TOL_DEG
         return ok, f"speed {p['speed_rel_err']:.1e}, dir {p['direction_err_deg']:.2f} deg"
     if fam == "cube-slide":
-        ok = p["distance_rel_err"] <= 0.01 and p["direction_err_deg"] <= 0.5
+        ok = p["distance_rel_err"] <= 0.01 and p["direction_err_deg"] <= DIRECTION_TOL_DEG
         return ok, f"dist {p['distance_rel_err']:.1e}, dir {p['direction_err_deg']:.2f} deg"
     if fam == "ball-roll":
         return p["speed_rel_err"] <= 1e-3 and p["max_slip"] <= 1e-6, f"slip {p['max_slip']:.1e}"
@@ -210,7 +212,10 @@ def verdict(rec: dict[str, Any]) -> tuple[bool | None, str]:
     if fam == "painleve":
         return p["energy_gain"] <= 1e-9, f"p_n(1) {p['first_p_n']:.3f} N s, gain {p['energy_gain']:.1e} J"
     if fam == "solo12":
-        ok = bool(p["finite"]) and abs(p["final_height_err"]) <= 5e-3 and p["max_loaded_foot_slip"] <= 1e-3
+        # the joints sag 3.9 mm under the PD gains with rigid feet (pyramid and cone agree to 1e-12);
+        # a soft foot may add two design depths
+        ok = bool(p["finite"]) and abs(p["final_height_err"]) <= 3.9e-3 + 2 * cs.DESIGN_DEPTH \
+            and p["max_loaded_foot_slip"] <= 1e-3
         return ok, f"sag {p['final_height_err']:.1e} m, foot slip {p['max_loaded_foot_slip']:.1e}"
     if fam == "grasp":
         return p["box_slip"] <= 1e-6, f"slip {p['box_slip']:.1e} m"

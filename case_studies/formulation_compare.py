@@ -168,9 +168,10 @@ def key_of(item: tuple[str, str, str, float]) -> str:
 def incline_threshold(formulation: str = "cone", mu: float = cs.MU, xtol: float = 1e-9, h: float = H_MAIN,
                       **options: Any) -> float:
     """The slope [rad] above which the cube at rest on the incline slides after one step of
-    ``formulation`` (bisection on its own answers: sliding iff the step's ``v_x > 1e-12`` m/s, far
-    above the solver tolerance's 1e-10 N s / 1 kg and far below the 1e-9 rad bracket's
-    ``h g (1 + mu^2) cos(a) dslope`` ~ 1e-10 m/s at ``h = 0.01``... see the tests)."""
+    ``formulation`` (bisection down to ``xtol`` on its own answers). Sliding is judged by the step's
+    ``v_x > 1e-12`` m/s: a slope ``d`` rad above the threshold gives ``v_x = h g (sin a - mu cos a)
+    ~ h g d / cos(a)``, 1.1e-7 m/s for ``d = 1e-6`` at ``h = 0.01``, while a step solved to 1e-13
+    leaves a sticking cube below 1e-13 m/s."""
     from contactmp.models.systems import cube_3d
     from contactmp.transcriptions.time_stepping import TimeStepping
 

@@ -97,14 +97,15 @@ def system(key: str, args: tuple[tuple[str, Any], ...]) -> Any:
     return _builders()[key](**dict(args))
 
 
-def formulation_options(name: str, scene: Scene) -> dict[str, Any]:
-    """The options of formulation ``name`` on ``scene``: the soft models sink ``DESIGN_DEPTH`` under
+def formulation_options(name: str, scene: Scene, depth: float = DESIGN_DEPTH) -> dict[str, Any]:
+    """The options of formulation ``name`` on ``scene``: the soft models sink ``depth`` (default
+    ``DESIGN_DEPTH``) under
     ``scene.load`` -- compliant ``K = load / d``, critical normal damping ``B = 2 sqrt(K m_c)``
     (``m_c = load / g``), tangential damping ``Bt = 1e4 m_c`` N s/m (creep ``F / Bt`` below the
     friction limit); NMDP / MDP polytope ``k = load / d^2`` N/m^2 and ``relax = 1e-3 load`` (the
     force a contact may get at a positive gap, which keeps the polytope non-degenerate). The rigid
     models take none."""
-    w, d = scene.load, DESIGN_DEPTH
+    w, d = scene.load, depth
     if name == "compliant":
         K, m_c = w / d, w / GRAVITY
         return {"stiffness": K, "damping": 2.0 * math.sqrt(K * m_c), "tangential_damping": 1e4 * m_c}
@@ -167,6 +168,7 @@ def scenes() -> list[Scene]:
     for name, q0 in (("solo12-stand", q_stand), ("solo12-drop", q_drop)):
         out.append(Scene(name, "solo12", "solo12", (), tuple(q0), (0.0,) * 11, 1.0, 2.5 * g / 4, "solo12",
                          pd=SOLO_PD, info={"z_stand": float(q_stand[1])}))
+    out.append(Scene("cube-rest", "rest", "cube", _cube(), (0, 0, 0.1, 0, 0, 0), (0.0,) * 6, 0.3, g / 4, "rest"))
     out.append(Scene("grasp", "grasp", "grasp", (("mu", MU),), (0, 0, 0, -0.05, 0.05), (0.0,) * 5, 1.0,
                      GRASP_FORCE, "grasp", u=(GRASP_FORCE, -GRASP_FORCE)))
     return out
@@ -297,6 +299,14 @@ def _solo12(sc: Scene, tr: Any) -> dict[str, float]:
             "max_loaded_foot_slip": slip, "finite": float(np.isfinite(tr.q).all())}
 
 
+def _rest(sc: Scene, tr: Any) -> dict[str, float]:
+    """The cube set on the plane at rest: its final sink and largest penetration [m] (a soft model's
+    static depth under ``sc.load`` is its design depth; a rigid model's is 0)."""
+    phi = np.array([np.min(sc.build().eval_phi(q)) for q in tr.q])
+    return {"final_sink": float(-phi[-1]), "max_sink": float(-np.min(phi)),
+            "final_speed": float(np.linalg.norm(tr.v[-1]))}
+
+
 def _grasp(sc: Scene, tr: Any) -> dict[str, float]:
     """A box held by ``2 mu F > m g`` must not slip: its vertical drift [m] and largest speed."""
     return {"box_slip": float(abs(tr.q[-1, 1] - tr.q[0, 1])), "max_box_speed": float(np.max(np.abs(tr.v[:, 1]))),
@@ -313,5 +323,5 @@ def _push(sc: Scene, tr: Any) -> dict[str, float]:
 PHYSICS: dict[str, Callable[[Scene, Any], dict[str, float]]] = {
     "slide_ball": _slide_ball, "slide_cube": _slide_cube, "roll_ball": _roll_ball,
     "incline_ball": lambda sc, tr: _incline(sc, tr, True), "incline_cube": lambda sc, tr: _incline(sc, tr, False),
-    "stack": _stack, "rod": _rod, "solo12": _solo12, "grasp": _grasp, "push": _push,
+    "stack": _stack, "rod": _rod, "solo12": _solo12, "grasp": _grasp, "push": _push, "rest": _rest,
 }

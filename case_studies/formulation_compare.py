@@ -62,6 +62,9 @@ PUSH_FACETS = (4, 8, 16, 32)
 #: quick form: two of the eight directions; every solver only on these scenes
 QUICK_DIRECTIONS = (15.0, 60.0)
 ALL_SOLVER_SCENES_QUICK = ("cube-slide-15", "stack-3")
+#: the soft formulations and their design depths [m] in the stiffness sweep (cube at rest)
+SOFT = ("compliant", "nmdp", "mdp")
+DEPTHS = (3e-4, 1e-3, 3e-3)
 #: wall-clock limit of one run [s] (the run stops and says so)
 RUN_TIME_LIMIT = 300.0
 #: the metrics of the heat map (physics_check's summary keys), in order
@@ -75,12 +78,15 @@ DIRECTION_TOL_DEG = 0.01
 # --------------------------------------------------------------------------- configurations
 def configurations(family: str = "") -> dict[str, tuple[str, dict[str, Any]]]:
     """Label -> (registered formulation, fixed options): every registered formulation with its
-    default options; for the push scene also the pyramid with 8, 16 and 32 facets."""
+    default options; for the push scene also the pyramid with 8, 16 and 32 facets; for the rest
+    scene (the stiffness sweep) the soft formulations at the design depths :data:`DEPTHS`."""
     from contactmp.formulations import registered
 
     out = {name: (name, {}) for name in registered()}
     if family == "push" and "pyramid" in out:
         out.update({f"pyramid-k{k}": ("pyramid", {"facets": k}) for k in PUSH_FACETS if k != 4})
+    if family == "rest":  # the soft models at three design depths (the stiffness sweep)
+        out = {f"{name}-d{1e3 * d:g}mm": (name, {"design_depth": d}) for name in SOFT for d in DEPTHS}
     return out
 
 
@@ -108,10 +114,13 @@ def run_case(item: tuple[str, str, str, float]) -> dict[str, Any]:
     form, fixed = configurations(sc.family)[config]
     solver = solvers_of(form, fixed)[solver_label]
     s = sc.build()
-    opts = {**cs.formulation_options(form, sc), **fixed}
+    fixed = dict(fixed)
+    depth = fixed.pop("design_depth", cs.DESIGN_DEPTH)
+    opts = {**cs.formulation_options(form, sc, depth), **fixed}
     n = max(1, int(round(sc.T / h)))
     rec: dict[str, Any] = {"scene": sc.name, "family": sc.family, "config": config, "formulation": form,
-                           "solver": solver_label, "h": h, "steps_asked": n, "options": opts, "passive": sc.passive}
+                           "solver": solver_label, "h": h, "steps_asked": n, "options": opts, "passive": sc.passive,
+                           "design_depth": depth}
     ts = TimeStepping(s, h, form, solver=solver, tol=TOL, pd_gains=sc.pd, **opts)
     t0 = time.perf_counter()
     tr = ts.simulate(np.array(sc.q0), np.array(sc.v0), u=None if sc.u is None else np.array(sc.u), n_steps=n,
@@ -142,6 +151,11 @@ def plan(quick: bool) -> list[tuple[str, str, str, float]]:
     items: list[tuple[str, str, str, float]] = []
     for sc in cs.scenes():
         if quick and sc.family.endswith("slide") and sc.info["direction_deg"] not in QUICK_DIRECTIONS:
+            continue
+        if sc.family == "rest":  # the stiffness sweep: every design depth at every h
+            items += [(sc.name, config, default_solver(form, fixed), h)
+                      for config, (form, fixed) in configurations("rest").items()
+                      for h in (HS_SWEEP_QUICK if quick else HS_SWEEP)]
             continue
         for config, (form, fixed) in configurations(sc.family).items():
             labels = list(solvers_of(form, fixed))
@@ -222,6 +236,9 @@ def verdict(rec: dict[str, Any]) -> tuple[bool | None, str]:
         return p["box_slip"] <= 1e-6, f"slip {p['box_slip']:.1e} m"
     if fam == "push":
         return p["bias_deg"] <= 0.01, f"bias {p['bias_deg']:.2f} deg"
+    if fam == "rest":
+        ratio = p["final_sink"] / rec["design_depth"]
+        return ratio <= 1.5 and p["final_speed"] <= 1e-6, f"sink {ratio:.2f} design depths"
     return None, ""
 
 
@@ -367,6 +384,27 @@ def _sweep_figure(records: list[dict[str, Any]], scenes: tuple[str, ...], path: 
     plt.close(fig)
 
 
+def _rest_figure(records: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, name in enumerate(SOFT):
+        for j, d in enumerate(DEPTHS):
+            rs = sorted((r for r in records if r["family"] == "rest" and r["formulation"] == name
+                         and r["design_depth"] == d), key=lambda r: r["h"])
+            ax.loglog([r["h"] for r in rs], [r["physics"]["final_sink"] / d if r["physics"] else math.nan for r in rs],
+                      "o-", color=f"C{i}", ls=("-", "--", ":")[j], label=f"{name}, d = {1e3 * d:g} mm")
+    ax.set(xlabel="h [s]", ylabel="final sink / design depth", title="cube set on the plane: the soft models' static depth")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def slope(hs: list[float], ys: list[float]) -> float:
     """Least-squares slope of ``log y`` against ``log h`` over the finite positive points (NaN with
     fewer than two)."""
@@ -416,7 +454,7 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
                                for c, v in values.items()])]
     per_scene: dict[str, dict[str, Any]] = {}
     scene_md: list[str] = []
-    for fam in dict.fromkeys(r["family"] for r in recs if r["family"] != "push"):
+    for fam in dict.fromkeys(r["family"] for r in recs if r["family"] not in ("push", "rest")):
         rs = [r for r in recs if r["family"] == fam and r["h"] == H_MAIN]
         rows = []
         for r in sorted(rs, key=lambda r: (r["scene"], configs.index(r["config"]) if r["config"] in configs else 99, r["solver"])):
@@ -462,6 +500,17 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
         md += ["## Step-size sweep (error against h; '-': the run failed a step or stopped)", "",
                markdown_table(["scene", "formulation"] + [f"h = {h * 1e3:g} ms" for h in hs_run] + ["log-log slope"],
                               sweep_rows)]
+    rest = [r for r in recs if r["family"] == "rest"]
+    rest_rows = {}
+    if rest:
+        _rest_figure(rest, study.out / "soft_sink.png")
+        for c in configurations("rest"):
+            by_h = {r["h"]: r for r in rest if r["config"] == c}
+            rest_rows[c] = {f"{h:g}": (by_h[h]["physics"]["final_sink"] / by_h[h]["design_depth"]
+                                       if h in by_h and by_h[h]["physics"] else None) for h in hs_run}
+        md += ["## Soft models at rest: final sink / design depth (cube set on the plane, 0.3 s)", "",
+               markdown_table(["formulation, design depth"] + [f"h = {h * 1e3:g} ms" for h in hs_run],
+                              [[c] + [_fmt(v) for v in row.values()] for c, row in rest_rows.items()])]
     push = {c: max((r["physics"].get("bias_deg", 0.0) for r in recs if r["family"] == "push" and r["config"] == c),
                    default=math.nan) for c in configs}
     push30 = {c: next((r["physics"].get("bias_deg") for r in recs if r["scene"] == "push-30" and r["config"] == c), None)
@@ -473,7 +522,7 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
     right = {fam: {c: f"{sum(v)}/{len(v)}" for c, v in d.items()} for fam, d in per_scene.items()}
     summary = {"headline": f"{len(recs)}/{len(items)} runs; physics right per family: {right}",
                "runs": len(recs), "planned": len(items), "complete": report.complete, "failed_runs": report.failed,
-               "heat_map": heat, "heat_map_median": heat_median, "physics_right": right, "push_bias_max_deg": push, "sweep_slopes": sweep_slopes,
+               "heat_map": heat, "heat_map_median": heat_median, "physics_right": right, "soft_sink_ratio": rest_rows, "push_bias_max_deg": push, "sweep_slopes": sweep_slopes,
                "figures": [p.name for p in sorted(study.out.glob("*.png"))]}
     study.write_summary(summary)
     return summary

@@ -415,37 +415,24 @@ def slope(hs: list[float], ys: list[float]) -> float:
     return float(np.polyfit(x, y, 1)[0])
 
 
-# ------------------------------------------------------------------------------------------ run
-def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = None, scheduler: str | None = None,
-        time_limit: float | None = None, items: list[tuple[str, str, str, float]] | None = None) -> dict[str, Any]:
-    """Run the study into ``out`` (resumes from ``out/records.jsonl``). ``workers``, ``scheduler`` as in
-    :func:`contactmp.parallel.run_tasks` (default 2 processes; 0 in this process); ``time_limit``
-    [s]: start no new run after it (the rest resumes later); ``items`` overrides the plan (tests).
-    ``seed`` is recorded only (the study is deterministic)."""
-    from contactmp import parallel
-
-    study = StudyRun("formulation-compare", Path(out), quick, seed)
-    items = plan(quick) if items is None else list(items)
-    keys = [key_of(it) for it in items]
-    deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
-    report = parallel.run_tasks(run_case, items, keys=keys, store_path=study.store, workers=workers,
-                                scheduler=scheduler, batch_size=1, description="formulation-compare", deadline=deadline,
-                                raise_on_error=False)
-    recs = [study.store[k] for k in keys if k in study.store]
+def report(recs: list[dict[str, Any]], quick: bool, planned: int, out: Path) -> tuple[list[str], dict[str, Any]]:
+    """The markdown report of the records ``recs`` (heat maps, physics right, solvers, a table per
+    scene family, the step-size sweep, the soft models at rest, the push bias) and its headline
+    numbers; writes the figures into ``out``."""
     configs = list(configurations("push"))
     heat = heat_values(recs, list(configurations()))
     heat_median = heat_values(recs, list(configurations()), "median")
     if heat:
-        _heatmap({"worst": heat, "median": heat_median}, study.out / "heatmap.png")
+        _heatmap({"worst": heat, "median": heat_median}, out / "heatmap.png")
     if any(r["family"].endswith("slide") for r in recs):
-        _paths_figure(recs, study.out / "paths.png")
-    _histories_figure(recs, study.out / "histories.png")
+        _paths_figure(recs, out / "paths.png")
+    _histories_figure(recs, out / "histories.png")
     sweep_scenes = tuple(n for n in (SWEEP_SCENES_QUICK if quick else SWEEP_SCENES) if any(r["scene"] == n for r in recs))
     if sweep_scenes:
-        _sweep_figure(recs, sweep_scenes, study.out / "h_sweep.png")
+        _sweep_figure(recs, sweep_scenes, out / "h_sweep.png")
 
     md = ["# formulation-compare", "",
-          f"{len(recs)} of {len(items)} runs; h = {H_MAIN * 1e3:g} ms unless said; every metric from the trajectory "
+          f"{len(recs)} of {planned} runs; h = {H_MAIN * 1e3:g} ms unless said; every metric from the trajectory "
           "alone (physics_check); soft models sink 1 mm under each scene's load.", ""]
     for title, values in (("worst", heat), ("median", heat_median)):
         md += [f"## Heat map: {title} over the scenes (default solvers)", "",
@@ -503,7 +490,7 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
     rest = [r for r in recs if r["family"] == "rest"]
     rest_rows = {}
     if rest:
-        _rest_figure(rest, study.out / "soft_sink.png")
+        _rest_figure(rest, out / "soft_sink.png")
         for c in configurations("rest"):
             by_h = {r["h"]: r for r in rest if r["config"] == c}
             rest_rows[c] = {f"{h:g}": (by_h[h]["physics"]["final_sink"] / by_h[h]["design_depth"]
@@ -518,11 +505,32 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
     md += ["## Push bias (cone-vs-pyramid's Figure 3 scene, one step, ratio 2: friction against the slip)", "",
            markdown_table(["formulation", "max over the theta grid [deg]", "at theta = 30 deg"],
                           [[c, f"{v:.2f}", _fmt(push30[c])] for c, v in push.items()])]
+    return md, {"heat_map": heat, "heat_map_median": heat_median, "physics_right": per_scene,
+                "soft_sink_ratio": rest_rows, "push_bias_max_deg": push, "sweep_slopes": sweep_slopes}
+
+
+# ------------------------------------------------------------------------------------------ run
+def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = None, scheduler: str | None = None,
+        time_limit: float | None = None, items: list[tuple[str, str, str, float]] | None = None) -> dict[str, Any]:
+    """Run the study into ``out`` (resumes from ``out/records.jsonl``). ``workers``, ``scheduler`` as in
+    :func:`contactmp.parallel.run_tasks` (default 2 processes; 0 in this process); ``time_limit``
+    [s]: start no new run after it (the rest resumes later); ``items`` overrides the plan (tests).
+    ``seed`` is recorded only (the study is deterministic)."""
+    from contactmp import parallel
+
+    study = StudyRun("formulation-compare", Path(out), quick, seed)
+    items = plan(quick) if items is None else list(items)
+    keys = [key_of(it) for it in items]
+    deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
+    done = parallel.run_tasks(run_case, items, keys=keys, store_path=study.store, workers=workers,
+                              scheduler=scheduler, batch_size=1, description="formulation-compare", deadline=deadline,
+                              raise_on_error=False)
+    recs = [study.store[k] for k in keys if k in study.store]
+    md, numbers = report(recs, quick, len(items), study.out)
     study.write_table("\n".join(md))
-    right = {fam: {c: f"{sum(v)}/{len(v)}" for c, v in d.items()} for fam, d in per_scene.items()}
+    right = {fam: {c: f"{sum(v)}/{len(v)}" for c, v in d.items()} for fam, d in numbers.pop("physics_right").items()}
     summary = {"headline": f"{len(recs)}/{len(items)} runs; physics right per family: {right}",
-               "runs": len(recs), "planned": len(items), "complete": report.complete, "failed_runs": report.failed,
-               "heat_map": heat, "heat_map_median": heat_median, "physics_right": right, "soft_sink_ratio": rest_rows, "push_bias_max_deg": push, "sweep_slopes": sweep_slopes,
-               "figures": [p.name for p in sorted(study.out.glob("*.png"))]}
+               "runs": len(recs), "planned": len(items), "complete": done.complete, "failed_runs": done.failed,
+               "physics_right": right, **numbers, "figures": [p.name for p in sorted(study.out.glob("*.png"))]}
     study.write_summary(summary)
     return summary

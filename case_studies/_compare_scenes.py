@@ -214,6 +214,15 @@ def _slide_ball(sc: Scene, tr: Any) -> dict[str, float]:
             "final_slip": float(np.linalg.norm(slip))}
 
 
+def ball_distance(T: float, v0: float = V0, mu: float = MU, g: float = GRAVITY) -> float:
+    """The sliding ball's distance at time ``T`` (continuous closed form): it slides with deceleration
+    ``mu g`` until ``t* = 2 v0 / (7 mu g)``, then rolls at ``5/7 v0``."""
+    ts = 2.0 * v0 / (7.0 * mu * g)
+    if T <= ts:
+        return v0 * T - 0.5 * mu * g * T * T
+    return v0 * ts - 0.5 * mu * g * ts * ts + 5.0 / 7.0 * v0 * (T - ts)
+
+
 def cube_stop_distance(h: float, v0: float = V0, mu: float = MU, g: float = GRAVITY) -> float:
     """The discrete closed form of the sliding cube's distance under a rigid Coulomb step of ``h``
     (``v_k = v0 - k h mu g`` until it would change sign, ``x_{k+1} = x_k + h v_{k+1}``); tends to

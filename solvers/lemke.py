@@ -18,6 +18,7 @@ Trinkle, Pang, Sudarsky and Lo (1995) did.
 """
 from __future__ import annotations
 
+import gc
 import math
 import time
 from dataclasses import dataclass
@@ -644,3 +645,78 @@ def warmup() -> None:
     solve(M, np.array([-5.0, -6.0]), lexicographic=False)
     solve(np.array([[0.0, -1.0], [1.0, 0.0]]), np.array([-1.0, 1.0]), restarts=1)
     solve(M, np.array([-5.0, -6.0]), progress=lambda *args: None)  # the chunked (time-limited) path
+
+
+# ------------------------------------------------------------------------------------------------
+# Batches of equal-size problems
+# ------------------------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def _batch_serial(Ms, qs, zw, out):  # pragma: no cover - compiled
+    """:func:`_checked_start` with the default options on every problem ``b`` of the stacked
+    ``Ms[b]``, ``qs[b]`` (one compiled call for the batch); ``out[b] = (code, pivots, bad)`` and
+    the residuals in ``zw[b, 2 n]``."""
+    for b in range(qs.shape[0]):
+        code, piv, res, bad = _checked_start(Ms[b], qs[b], _EMPTY, 0, True, zw[b, :-1])
+        out[b, 0], out[b, 1], out[b, 2] = code, piv, bad
+        zw[b, -1] = res
+
+
+@numba.njit(cache=True, parallel=True)
+def _batch_parallel(Ms, qs, zw, out):  # pragma: no cover - compiled
+    """:func:`_batch_serial` with the problems spread over numba's threads (``prange``)."""
+    for b in numba.prange(qs.shape[0]):
+        code, piv, res, bad = _checked_start(Ms[b], qs[b], _EMPTY, 0, True, zw[b, :-1])
+        out[b, 0], out[b, 1], out[b, 2] = code, piv, bad
+        zw[b, -1] = res
+
+
+#: a batch runs on numba's threads from this many problems x n^2 on (below, one thread is faster)
+PARALLEL_WORK = 200_000
+
+
+def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel: bool | None = None) -> list[Result]:
+    """Solve the ``B`` problems LCP(``qs[b]``, ``Ms[b]``) of equal size ``n`` (``Ms``: ``(B, n, n)``,
+    ``qs``: ``(B, n)``) by Lemke's method with the default options: one compiled call runs the first
+    start of every problem and checks each answer independently (``||min(z, M z + q)||_inf`` from
+    the original data, as :func:`solve`); a problem whose first start does not verify to ``tol`` is
+    solved again by :func:`solve` (restarts). Returns one :class:`Result` per problem, equal to what
+    :func:`solve` returns for it alone (the same kernel). ``parallel``: numba threads (default: when
+    ``B n^2 >= PARALLEL_WORK``). InputError names ``Ms``/``qs`` (with the problem's index) for bad
+    shapes or a NaN/inf."""
+    t0 = time.perf_counter()
+    Ms = np.ascontiguousarray(Ms, dtype=float)
+    qs = np.ascontiguousarray(qs, dtype=float)
+    if qs.ndim != 2 or Ms.ndim != 3 or Ms.shape != (qs.shape[0], qs.shape[1], qs.shape[1]) or qs.shape[1] == 0:
+        raise InputError("Ms", f"expected (B, n, n) and qs (B, n) with n >= 1, got {Ms.shape} and {qs.shape}")
+    B, n = qs.shape
+    zw = np.empty((B, 2 * n + 1))
+    out = np.empty((B, 3), dtype=np.int64)
+    if B:
+        run_parallel = B * n * n >= PARALLEL_WORK if parallel is None else bool(parallel)
+        (_batch_parallel if run_parallel else _batch_serial)(Ms, qs, zw, out)
+    bad = np.flatnonzero(out[:, 2]) if B else np.zeros(0, dtype=int)
+    if bad.size:
+        b = int(bad[0])
+        raise InputError(f"{_BAD_FIELD[int(out[b, 2])]}s[{b}]", "contains NaN or inf")
+    per = (time.perf_counter() - t0) / max(B, 1)
+    results: list[Result] = []
+    solved, messages = Status.SOLVED, _SOLVED_MESSAGE
+    # Python-level work per problem is what remains on tiny problems: plain lists, row views made
+    # once by iteration, no per-problem numpy indexing
+    zs, ws = list(zw[:, :n]), list(zw[:, n:2 * n])
+    collecting = gc.isenabled()
+    gc.disable()  # thousands of small acyclic objects: the cycle collector's passes would cost more than the work
+    try:
+        for b, (code, piv, res, z, w) in enumerate(zip(out[:, 0].tolist(), out[:, 1].tolist(), zw[:, -1].tolist(),
+                                                       zs, ws)):
+            if code == _SOLVED and res <= tol:
+                message = messages.get(piv) or _message(code, 0, "ones", piv, _ONE_SOLVED)
+                results.append(Result(solved, z, NAME, res, tol, piv, per, message,
+                                      {"w": w, "starts": 1, "start_statuses": ["solved"], "pivots_per_start": [piv],
+                                       "batched": True}))
+            else:
+                results.append(solve(Ms[b], qs[b], tol=tol))
+    finally:
+        if collecting:
+            gc.enable()
+    return results

@@ -151,6 +151,31 @@ def _attempt(r: Result) -> dict[str, Any]:
 
 
 #: fc3d (Coulomb-cone) solvers: name -> module (``solve(W, q, mu, options=None, **overrides)``)
+def solve_lcp_batch(problems: Any, qs: Any = None, *, tol: float = 1e-8, parallel: bool | None = None) -> list[Result]:
+    """Solve a batch of LCPs by Lemke's method, one :class:`Result` each, in input order.
+
+    ``problems`` is either a stacked array ``Ms`` of shape ``(B, n, n)`` with ``qs`` of shape
+    ``(B, n)`` (equal sizes: one compiled call, :func:`contactmp.solvers.lemke.solve_batch`), or a
+    list of ``(M, q)`` pairs of any sizes (grouped by size, one compiled call per size; each pair
+    validated as by :func:`solve_lcp`). Every answer is verified independently and equals the
+    unbatched ``solve_lcp(M, q, "lemke", tol=tol)`` (the same kernel; ``tol`` defaults to Lemke's); a problem whose first start
+    does not verify is solved again with Lemke's restarts. ``parallel``: numba threads (default:
+    for large batches)."""
+    from contactmp.solvers.lemke import solve_batch
+
+    if qs is not None:
+        return solve_batch(problems, qs, tol=tol, parallel=parallel)
+    pairs = [validate_lcp(M, q) for M, q in problems]
+    out: list[Result | None] = [None] * len(pairs)
+    for n in sorted({q.shape[0] for _, q in pairs}):
+        idx = [i for i, (_, q) in enumerate(pairs) if q.shape[0] == n]
+        res = solve_batch(np.stack([pairs[i][0] for i in idx]), np.stack([pairs[i][1] for i in idx]), tol=tol,
+                          parallel=parallel)
+        for i, r in zip(idx, res):
+            out[i] = r
+    return out  # type: ignore[return-value]
+
+
 FC3D_SOLVERS: dict[str, str] = {
     "newton": "contactmp.solvers.fc3d_newton",
     "nsgs": "contactmp.solvers.fc3d_nsgs",

@@ -1,0 +1,68 @@
+"""Batched Lemke solves (issue 18, item 1): one compiled call per batch, one verified Result per
+problem, equal to the unbatched answers."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from contactmp.errors import InputError
+from contactmp.io import load_lcp
+from contactmp.solvers import lemke
+from contactmp.solvers.registry import solve_lcp, solve_lcp_batch
+from contactmp.result import Status
+
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "lcp"
+
+
+def _random_batch(B: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(B, n, n))
+    return A @ A.transpose(0, 2, 1) + 0.1 * np.eye(n), rng.normal(size=(B, n))
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_batch_equals_the_unbatched_solves(parallel):
+    Ms, qs = _random_batch(300, 7)
+    batched = lemke.solve_batch(Ms, qs, parallel=parallel)
+    assert len(batched) == 300
+    for b, r in enumerate(batched):
+        alone = solve_lcp(Ms[b], qs[b], "lemke")
+        assert r.status is alone.status is Status.SOLVED
+        np.testing.assert_array_equal(r.x, alone.x)  # the same compiled start: bit for bit
+        z, w = r.x, Ms[b] @ r.x + qs[b]
+        assert np.max(np.abs(np.minimum(z, w))) <= 1e-8  # verified independently here too
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="shared LCP data not present")
+def test_list_of_unequal_shared_problems():
+    """The Siconos test LCPs (n = 2 ... 60) as one list: grouped by size, each answer equal to the
+    unbatched one to 1e-12 and in input order."""
+    problems = [load_lcp(f) for f in sorted(SHARED.glob("*.npz"))]
+    pairs = [(p.M, p.q) if hasattr(p, "M") else p for p in problems]
+    res = solve_lcp_batch(pairs)
+    assert len(res) == len(pairs)
+    for (M, q), r in zip(pairs, res):
+        alone = solve_lcp(M, q, "lemke")
+        assert r.status is alone.status
+        assert np.max(np.abs(r.x - alone.x), initial=0.0) <= 1e-12
+
+
+def test_batch_bad_input_names_the_problem():
+    Ms, qs = _random_batch(5, 3)
+    qs[3, 1] = np.nan
+    with pytest.raises(InputError, match=r"qs\[3\]"):
+        lemke.solve_batch(Ms, qs)
+    with pytest.raises(InputError, match="Ms"):
+        lemke.solve_batch(Ms[:, :2], qs)
+
+
+def test_a_first_start_that_fails_falls_back_to_restarts():
+    """A problem whose first start ends on a ray is solved again by the unbatched path (restarts);
+    the answer and status equal the unbatched solve's."""
+    M = np.array([[-1.0, 1.0], [1.0, -1.0]])  # not copositive-plus: no solution for this q
+    q = np.array([-1.0, -1.0])
+    r = lemke.solve_batch(M[None], q[None])[0]
+    alone = lemke.solve(M, q)
+    assert r.status is alone.status and r.status is not Status.SOLVED

@@ -184,3 +184,13 @@ def test_study_writes_its_files_and_resumes(tmp_path):
     assert pyr["physics"]["direction_err_deg"] > 5.0 and not fc.verdict(pyr)[0]  # the pyramid's bias
     fc.run(tmp_path, quick=True, workers=0, items=items)  # resume: nothing recomputed
     assert len((tmp_path / "records.jsonl").read_text().splitlines()) == 4
+
+
+def test_study_time_limit_stops_and_the_next_call_resumes(tmp_path):
+    """With no time left the study starts no run (nothing written, ``complete`` False); the next call
+    computes what is missing."""
+    items = [("grasp", "pyramid", "lemke+newton", 0.05), ("grasp", "cone", "auto", 0.05)]
+    first = fc.run(tmp_path, quick=True, workers=0, items=items, time_limit=0.0)
+    assert first["runs"] == 0 and not first["complete"]
+    second = fc.run(tmp_path, quick=True, workers=0, items=items)
+    assert second["runs"] == 2 and second["complete"]

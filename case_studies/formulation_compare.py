@@ -36,6 +36,7 @@ plots ``paths.png``, ``histories.png`` and ``h_sweep.png`` (log-log).
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from pathlib import Path
@@ -44,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from contactmp.case_studies import _compare_scenes as cs
+from contactmp.case_studies._figures import pyplot, save
 from contactmp.case_studies._study import StudyRun, markdown_table
 
 DESCRIPTION = "every formulation x solver on the same scenes (ball, cube, incline, stacks, Painleve, Solo12, grasp)"
@@ -102,6 +104,19 @@ def default_solver(formulation: str, options: dict[str, Any]) -> str:
     return next(iter(solvers_of(formulation, options)))
 
 
+@functools.lru_cache(maxsize=1)
+def _default_labels() -> dict[str, str]:
+    """Configuration label -> its default solver's label, for every family's configurations (built
+    once: each lookup builds a formulation and lists its solvers)."""
+    return {c: default_solver(form, fixed) for fam in ("", "push", "rest")
+            for c, (form, fixed) in configurations(fam).items()}
+
+
+def is_default(rec: dict[str, Any]) -> bool:
+    """Whether run ``rec`` used its configuration's default solver."""
+    return rec["solver"] == _default_labels()[rec["config"]]
+
+
 # --------------------------------------------------------------------------------- one run
 def run_case(item: tuple[str, str, str, float]) -> dict[str, Any]:
     """One run: scene ``item[0]`` with configuration ``item[1]``, solver label ``item[2]`` and step
@@ -153,8 +168,7 @@ def plan(quick: bool) -> list[tuple[str, str, str, float]]:
         if quick and sc.family.endswith("slide") and sc.info["direction_deg"] not in QUICK_DIRECTIONS:
             continue
         if sc.family == "rest":  # the stiffness sweep: every design depth at every h
-            items += [(sc.name, config, default_solver(form, fixed), h)
-                      for config, (form, fixed) in configurations("rest").items()
+            items += [(sc.name, config, _default_labels()[config], h) for config in configurations("rest")
                       for h in (HS_SWEEP_QUICK if quick else HS_SWEEP)]
             continue
         for config, (form, fixed) in configurations(sc.family).items():
@@ -164,11 +178,11 @@ def plan(quick: bool) -> list[tuple[str, str, str, float]]:
             items += [(sc.name, config, lab, H_MAIN) for lab in labels]
     thetas = [5.0 * i for i in range(19)] if quick else [2.5 * i for i in range(37)]
     for th in thetas:
-        for config, (form, fixed) in configurations("push").items():
-            items.append((f"push-{th:g}", config, default_solver(form, fixed), H_MAIN))
+        for config in configurations("push"):
+            items.append((f"push-{th:g}", config, _default_labels()[config], H_MAIN))
     for name in SWEEP_SCENES_QUICK if quick else SWEEP_SCENES:
-        for config, (form, fixed) in configurations().items():
-            items += [(name, config, default_solver(form, fixed), h) for h in (HS_SWEEP_QUICK if quick else HS_SWEEP)
+        for config in configurations():
+            items += [(name, config, _default_labels()[config], h) for h in (HS_SWEEP_QUICK if quick else HS_SWEEP)
                       if h != H_MAIN]
     return items
 
@@ -225,7 +239,8 @@ def verdict(rec: dict[str, Any]) -> tuple[bool | None, str]:
         return p["max_horizontal_drift"] <= 1e-6 and p["max_tilt_deg"] <= 1e-3, \
             f"drift {p['max_horizontal_drift']:.1e} m, sink {p['top_sink']:.1e} m"
     if fam == "painleve":
-        return p["energy_gain"] <= 1e-9, f"p_n(1) {p['first_p_n']:.3f} N s, gain {p['energy_gain']:.1e} J"
+        gain = rec["metrics"]["energy_gain"]
+        return gain <= 1e-9, f"p_n(1) {p['first_p_n']:.3f} N s, gain {gain:.1e} J"
     if fam == "solo12":
         # the joints sag 3.9 mm under the PD gains with rigid feet (pyramid and cone agree to 1e-12);
         # a soft foot may add two design depths
@@ -260,7 +275,7 @@ def heat_values(records: list[dict[str, Any]], configs: list[str], reduce: str =
     out: dict[str, dict[str, float]] = {}
     for c in configs:
         rs = [r for r in records if r["config"] == c and r["h"] == H_MAIN and r["family"] != "push"
-              and r["solver"] == default_solver(*configurations()[c])]
+              and is_default(r)]
         if not rs:
             continue
         row = {}
@@ -274,10 +289,7 @@ def heat_values(records: list[dict[str, Any]], configs: list[str], reduce: str =
 
 
 def _heatmap(panels: dict[str, dict[str, dict[str, float]]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     cols = list(HEAT_METRICS) + ["failed_share", "ms_per_step"]
     fig, axes = plt.subplots(1, len(panels), figsize=(len(panels) * (1.2 * len(cols) + 2), 4.2))
@@ -294,16 +306,11 @@ def _heatmap(panels: dict[str, dict[str, dict[str, float]]], path: Path) -> None
                         color="w" if logd[i, j] < -6 else "k")
         ax.set_title(f"{title} over the scenes (h = {H_MAIN * 1e3:g} ms, default solvers)")
         fig.colorbar(im, ax=ax, label="log10")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def _paths_figure(records: list[dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fams = ("ball-slide", "cube-slide")
     configs = sorted({r["config"] for r in records if r["family"] in fams})
@@ -311,7 +318,7 @@ def _paths_figure(records: list[dict[str, Any]], path: Path) -> None:
     for ax, fam in zip(axes, fams):
         for i, c in enumerate(configs):
             rs = [r for r in records if r["family"] == fam and r["config"] == c and r["h"] == H_MAIN
-                  and r["solver"] == default_solver(*configurations()[c])]
+                  and is_default(r)]
             for j, r in enumerate(rs):
                 ax.plot(r["trace"]["q0"], r["trace"]["q1"], color=f"C{i}", lw=1, label=c if j == 0 else None)
         for deg in cs.DIRECTIONS_DEG:
@@ -320,23 +327,18 @@ def _paths_figure(records: list[dict[str, Any]], path: Path) -> None:
         ax.set(aspect="equal", title=f"{fam}: paths (dotted: start directions)", xlabel="x [m]", ylabel="y [m]")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def _histories_figure(records: list[dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     panels = [("stack-10", "q28", "stack-10: top box height [m]"), ("solo12-drop", "q1", "solo12-drop: torso height [m]"),
               ("grasp", "q1", "grasp: box height [m]"), ("painleve-jam", "q0", "painleve-jam: rod center x [m]")]
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4))
     for ax, (name, col, title) in zip(axes, panels):
         for i, r in enumerate(sorted((r for r in records if r["scene"] == name and r["h"] == H_MAIN
-                                      and r["solver"] == default_solver(*configurations()[r["config"]])),
+                                      and is_default(r)),
                                      key=lambda r: r["config"])):
             if col in r["trace"]:
                 ax.plot(r["trace"]["t"], r["trace"][col], color=f"C{i}", label=r["config"])
@@ -344,9 +346,7 @@ def _histories_figure(records: list[dict[str, Any]], path: Path) -> None:
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 #: the sweep's measured error per scene (a key of the scene's physics, or of the checker's metrics)
@@ -379,32 +379,24 @@ def _sweep_value(r: dict[str, Any]) -> float:
 
 
 def _sweep_figure(records: list[dict[str, Any]], scenes: tuple[str, ...], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, len(scenes), figsize=(4.3 * len(scenes), 4))
     for ax, name in zip(np.atleast_1d(axes), scenes):
         for i, c in enumerate(configurations()):
             rs = sorted((r for r in records if r["scene"] == name and r["config"] == c
-                         and r["solver"] == default_solver(*configurations()[c])), key=lambda r: r["h"])
+                         and is_default(r)), key=lambda r: r["h"])
             hs = [r["h"] for r in rs]
             ys = [max(_sweep_value(r), 1e-17) if r["steps"] == r["steps_asked"] else math.nan for r in rs]
             ax.loglog(hs, ys, "o-", color=f"C{i}", label=c)
         ax.set(title=f"{name}: {SWEEP_ERROR[name][0]}", xlabel="h [s]")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def _rest_figure(records: list[dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, name in enumerate(SOFT):
@@ -416,9 +408,7 @@ def _rest_figure(records: list[dict[str, Any]], path: Path) -> None:
     ax.set(xlabel="h [s]", ylabel="final sink / design depth", title="cube set on the plane: the soft models' static depth")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def slope(hs: list[float], ys: list[float]) -> float:
@@ -467,7 +457,7 @@ def report(recs: list[dict[str, Any]], quick: bool, planned: int, out: Path) -> 
                          _fmt(m.get("penetration")), _fmt(m.get("signorini")), _fmt(m.get("cone")),
                          _fmt(m.get("complementarity")), _fmt(m.get("mdp_gap")), _fmt(m.get("energy_gain")),
                          _fmt(1e3 * m["time_per_step_s"]), "yes" if ok else "no", why])
-            if r["solver"] == default_solver(*configurations(fam)[r["config"]]):
+            if is_default(r):
                 per_scene.setdefault(fam, {}).setdefault(r["config"], []).append(bool(ok))
         scene_md += [f"## {fam}", "", markdown_table(
             ["scene", "formulation", "solver", "solved steps", "penetration", "Signorini", "cone", "complementarity",
@@ -490,7 +480,7 @@ def report(recs: list[dict[str, Any]], quick: bool, planned: int, out: Path) -> 
     for name in sweep_scenes:
         for c in configurations():
             rs = sorted((r for r in recs if r["scene"] == name and r["config"] == c
-                         and r["solver"] == default_solver(*configurations()[c])), key=lambda r: r["h"])
+                         and is_default(r)), key=lambda r: r["h"])
             if not rs:
                 continue
             by_h = {r["h"]: r for r in rs}

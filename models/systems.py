@@ -273,6 +273,28 @@ def quaternion_to_rotation(quat: ca.SX) -> ca.SX:
     )
 
 
+def _box_edges(size: float | ArrayLike, m: float) -> tuple[float, float, float, np.ndarray]:
+    """Edge lengths ``(a, b, c)`` of a 3D box (one number: a cube) and its central principal inertia
+    ``m/12 (b^2+c^2, a^2+c^2, a^2+b^2)``; InputError naming ``size`` unless three finite lengths > 0."""
+    sz = np.asarray(size, dtype=float)
+    if sz.ndim == 0:
+        sz = np.full(3, float(sz))
+    if sz.shape != (3,) or not np.all(np.isfinite(sz)) or np.any(sz <= 0):
+        raise InputError("size", f"expected one or three finite edge lengths > 0, got {size!r}")
+    a, b, c = (float(x) for x in sz)
+    return a, b, c, m / 12.0 * np.array([b * b + c * c, a * a + c * c, a * a + b * b])
+
+
+#: the signs of a 3D box's 8 corners (x slowest) and their contact names
+_CORNER_SIGNS = [(sx, sy, sz) for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]
+_CORNER_NAMES = tuple("corner_" + "".join("+" if s > 0 else "-" for s in sg) for sg in _CORNER_SIGNS)
+
+
+def _box_corner_points(pos: ca.SX, R: ca.SX, a: float, b: float, c: float) -> list[ca.SX]:
+    """World positions ``pos + R (+-a/2, +-b/2, +-c/2)`` of the 8 corners, in :data:`_CORNER_SIGNS` order."""
+    return [pos + R @ ca.DM([sx * a / 2, sy * b / 2, sz * c / 2]) for sx, sy, sz in _CORNER_SIGNS]
+
+
 def box_3d(m: float = 1.0, size: float | ArrayLike = 0.5, mu: float = 0.5,
            g: float = GRAVITY) -> ContactSystem:
     """A 3D box (edge lengths ``size = (a, b, c)`` along its body axes, or one number for a cube)
@@ -289,13 +311,7 @@ def box_3d(m: float = 1.0, size: float | ArrayLike = 0.5, mu: float = 0.5,
     ``q_nominal = (0, 0, c/2, 1, 0, 0, 0)`` rests on the ground.
     """
     m, g = _positive("m", m), _nonnegative("g", g)
-    sz = np.asarray(size, dtype=float)
-    if sz.ndim == 0:
-        sz = np.full(3, float(sz))
-    if sz.shape != (3,) or not np.all(np.isfinite(sz)) or np.any(sz <= 0):
-        raise InputError("size", f"expected one or three finite edge lengths > 0, got {size!r}")
-    a, b, c = sz
-    Ib = m / 12.0 * np.array([b * b + c * c, a * a + c * c, a * a + b * b])
+    a, b, c, Ib = _box_edges(size, m)
     q, v, u = ca.SX.sym("q", 7), ca.SX.sym("v", 7 - 1), ca.SX.sym("u", 6)
     pos, quat, vlin, om = q[:3], q[3:], v[:3], v[3:]
     qw, qv = quat[0], quat[1:]
@@ -306,18 +322,15 @@ def box_3d(m: float = 1.0, size: float | ArrayLike = 0.5, mu: float = 0.5,
     h = ca.vertcat(0.0, 0.0, m * g, ca.cross(om, Iom))
     V = m * g * pos[2]
     R = quaternion_to_rotation(quat)
-    signs = [(sx, sy, sz_) for sx in (-1, 1) for sy in (-1, 1) for sz_ in (-1, 1)]
-    points = [pos + R @ ca.DM([sx * a / 2, sy * b / 2, sz_ * c / 2]) for sx, sy, sz_ in signs]
-    phi, Jn, Jt, Jo = _point_contacts(points, [_GROUND_3D] * 8, [0.0] * 8, q, v, qdot,
+    phi, Jn, Jt, Jo = _point_contacts(_box_corner_points(pos, R, a, b, c), [_GROUND_3D] * 8, [0.0] * 8, q, v, qdot,
                                       planar=False)
-    names = tuple("corner_" + "".join("+" if s > 0 else "-" for s in sg) for sg in signs)
     return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=ca.SX.eye(6), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo,
                          mu=mu, qdot=qdot, V=V, planar=False,
                          q_nominal=[0.0, 0.0, c / 2, 1.0, 0.0, 0.0, 0.0], name="box_3d",
                          q_names=("x", "y", "z", "qw", "qx", "qy", "qz"),
                          v_names=("vx", "vy", "vz", "wx", "wy", "wz"),
                          u_names=("f_x", "f_y", "f_z", "tau_x", "tau_y", "tau_z"),
-                         contact_names=names)
+                         contact_names=_CORNER_NAMES)
 
 
 def _tilted_gravity(m: float, g: float, slope: float, pos: ca.SX) -> ca.SX:
@@ -389,13 +402,8 @@ def cube_3d(m: float = 1.0, size: float | ArrayLike = 0.2, mu: float = 0.5, g: f
     ``n = e_z, t = e_x, o = e_y``. ``q_nominal = (0, 0, c/2, 0, 0, 0)`` rests on the plane."""
     m, g = _positive("m", m), _nonnegative("g", g)
     sl = _slope(slope)
-    sz = np.asarray(size, dtype=float)
-    if sz.ndim == 0:
-        sz = np.full(3, float(sz))
-    if sz.shape != (3,) or not np.all(np.isfinite(sz)) or np.any(sz <= 0):
-        raise InputError("size", f"expected one or three finite edge lengths > 0, got {size!r}")
-    a, b, c = sz
-    Ib = ca.DM(m / 12.0 * np.array([b * b + c * c, a * a + c * c, a * a + b * b]))
+    a, b, c, inertia = _box_edges(size, m)
+    Ib = ca.DM(inertia)
     q, v, u = ca.SX.sym("q", 6), ca.SX.sym("v", 6), ca.SX.sym("u", 6)
     R = euler_zyx_rotation(q[3:])
     Rdot = ca.reshape(ca.jacobian(ca.vec(R), q) @ v, 3, 3)
@@ -404,12 +412,10 @@ def cube_3d(m: float = 1.0, size: float | ArrayLike = 0.2, mu: float = 0.5, g: f
     T = 0.5 * m * ca.dot(v[:3], v[:3]) + 0.5 * ca.dot(w_b, Ib * w_b)
     V = _tilted_gravity(m, g, sl, q[:3])
     M, h = _lagrangian(q, v, T, V)
-    signs = [(sx, sy, sz_) for sx in (-1, 1) for sy in (-1, 1) for sz_ in (-1, 1)]
-    points = [q[:3] + R @ ca.DM([sx * a / 2, sy * b / 2, sz_ * c / 2]) for sx, sy, sz_ in signs]
-    phi, Jn, Jt, Jo = _point_contacts(points, [_GROUND_3D] * 8, [0.0] * 8, q, v, v, planar=False)
-    names = tuple("corner_" + "".join("+" if s_ > 0 else "-" for s_ in sg) for sg in signs)
+    phi, Jn, Jt, Jo = _point_contacts(_box_corner_points(q[:3], R, a, b, c), [_GROUND_3D] * 8, [0.0] * 8, q, v, v,
+                                      planar=False)
     return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=ca.SX.eye(6), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo, mu=mu, V=V,
                          planar=False, q_nominal=[0.0, 0.0, c / 2, 0.0, 0.0, 0.0], name="cube_3d",
                          q_names=("x", "y", "z", "roll", "pitch", "yaw"),
                          v_names=("vx", "vy", "vz", "rolldot", "pitchdot", "yawdot"),
-                         u_names=("f_x", "f_y", "f_z", "tau_roll", "tau_pitch", "tau_yaw"), contact_names=names)
+                         u_names=("f_x", "f_y", "f_z", "tau_roll", "tau_pitch", "tau_yaw"), contact_names=_CORNER_NAMES)

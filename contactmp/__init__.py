@@ -21,13 +21,15 @@ _register()
 __version__ = "0.1.0"
 __all__ = [
     "ContactMPError", "InputError", "OptionError", "Result", "Status", "__version__",
-    "Program", "solve_lcp", "solve_fc3d", "solve_program", "PyramidLCP", "ConeNCP", "multistart",
+    "Program", "solve_lcp", "solve_fc3d", "solve_lcp_batch", "solve_fc3d_batch", "solve_program", "PyramidLCP", "ConeNCP", "multistart",
 ]
 
 _LAZY = {  # heavier entry points, imported on first use (CasADi, numba)
     "Program": "contactmp.program",
     "solve_lcp": "contactmp.solvers.registry",
     "solve_fc3d": "contactmp.solvers.registry",
+    "solve_lcp_batch": "contactmp.solvers.registry",
+    "solve_fc3d_batch": "contactmp.solvers.registry",
     "ConeNCP": "contactmp.formulations.cone_ncp",
     "solve_program": "contactmp.solvers.nlp",
     "PyramidLCP": "contactmp.formulations.pyramid_lcp",

@@ -26,8 +26,8 @@ whose roots are the unit-modulus roots of a quartic in ``z = exp(i t)``. They ar
 Aberth-Ehrlich iteration (:func:`_poly_roots`, no allocation), polished by Newton's method on ``h`` and every candidate ``r`` is judged by the
 local natural-map residual; the one with the smallest residual is returned (in exact arithmetic the
 case analysis is exhaustive, so when a local solution exists one candidate has residual 0). A warm
-start angle (from the previous ``r``) is tried first by Newton's method alone, which is what makes
-a Gauss-Seidel sweep cheap.
+start angle (from the previous ``r``, or without one the direction of the frictionless slip
+velocity) is tried first by Newton's method alone, which is what makes a Gauss-Seidel sweep cheap.
 """
 from __future__ import annotations
 
@@ -305,10 +305,21 @@ def solve_cone_local(W: np.ndarray, q: np.ndarray, mu: float, r_prev: np.ndarray
     y1 = mu * (qn * W[2, 1] - q[2] * W[0, 1])
     y2 = mu * (qn * W[2, 2] - q[2] * W[0, 2])
     coefs = _trig_coefs(x0, x1, x2, y0, y1, y2)
-    # warm start: the previous friction direction r_T = -mu r_n (cos t, sin t)
+    # warm start: the previous friction direction r_T = -mu r_n (cos t, sin t); without one, the
+    # direction of the slip velocity u_T = q_T + W_Tn r_n of the frictionless contact r = (r_n, 0, 0),
+    # r_n = -q_n / W_nn, which friction opposes (the root that decides most problems: finding every
+    # root takes ten times longer)
     pt = math.sqrt(r_prev[1] * r_prev[1] + r_prev[2] * r_prev[2])
+    t0 = np.nan
     if pt > 0.0:
-        t, _ = _newton_angle(coefs, math.atan2(-r_prev[2], -r_prev[1]))
+        t0 = math.atan2(-r_prev[2], -r_prev[1])
+    elif W[0, 0] > 0.0:
+        rn = -q[0] / W[0, 0]
+        v1, v2 = q[1] + W[1, 0] * rn, q[2] + W[2, 0] * rn
+        if v1 != 0.0 or v2 != 0.0:
+            t0 = math.atan2(v2, v1)
+    if t0 == t0:
+        t, _ = _newton_angle(coefs, t0)
         c0, c1, c2 = _slide_point(W, q, mu, t)
         res, sc = cone_residual(W, q, mu, c0, c1, c2)
         if res < best:

@@ -334,6 +334,83 @@ def quick_pass(W: np.ndarray, q: np.ndarray, mu: np.ndarray, tol: float, max_ite
                                t_start=t_start, message=message)
 
 
+@numba.njit(cache=True)
+def _quick_range(Ws, qs, mus, tol, sweeps, rs, us, ints, floats, lo, hi):  # pragma: no cover - compiled
+    """:func:`_quick_kernel` on the problems ``lo <= b < hi`` of a stacked batch: ``ints[b] = (code,
+    sweeps_or_contact, gave_up)``, ``floats[b] = (sweep_residual, residual, dual)``, ``r`` and ``u``
+    in ``rs[b]``, ``us[b]`` (``rs`` zero on entry)."""
+    for b in range(lo, hi):
+        code, done, res, gave_up, check, dual = _quick_kernel(Ws[b], qs[b], mus[b], tol, sweeps, rs[b], us[b])
+        ints[b, 0], ints[b, 1], ints[b, 2] = code, done, gave_up
+        floats[b, 0], floats[b, 1], floats[b, 2] = res, check, dual
+
+
+@numba.njit(cache=True)
+def _quick_serial(Ws, qs, mus, tol, sweeps, rs, us, ints, floats):  # pragma: no cover - compiled
+    """:func:`_quick_range` over the whole batch in one compiled call."""
+    _quick_range(Ws, qs, mus, tol, sweeps, rs, us, ints, floats, 0, qs.shape[0])
+
+
+@numba.njit(cache=True, parallel=True)
+def _quick_parallel(Ws, qs, mus, tol, sweeps, rs, us, ints, floats, parts):  # pragma: no cover - compiled
+    """:func:`_quick_serial` on ``parts`` contiguous slices, one per numba thread, each on its own
+    copy of its slice (as ``lemke._batch_parallel``: no reference count shared between threads)."""
+    B = qs.shape[0]
+    for p in numba.prange(parts):
+        lo, hi = p * B // parts, (p + 1) * B // parts
+        r_p, u_p = np.zeros((hi - lo, rs.shape[1])), np.empty((hi - lo, us.shape[1]))
+        i_p, f_p = np.empty((hi - lo, 3), dtype=np.int64), np.empty((hi - lo, 3))
+        _quick_range(Ws[lo:hi].copy(), qs[lo:hi].copy(), mus[lo:hi].copy(), tol, sweeps, r_p, u_p, i_p, f_p,
+                     0, hi - lo)
+        rs[lo:hi], us[lo:hi], ints[lo:hi], floats[lo:hi] = r_p, u_p, i_p, f_p
+
+
+#: a batch of quick passes runs on numba's threads from this many problems x (3 nc)^2 on
+PARALLEL_WORK = 20_000
+
+
+def quick_batch(Ws: np.ndarray, qs: np.ndarray, mus: np.ndarray, tol: float, max_iter: int,
+                parallel: bool | None = None) -> tuple[list[Result | None], np.ndarray]:
+    """:func:`quick_pass` on every problem ``b`` of a stacked batch (``Ws`` (B, 3nc, 3nc), ``qs``
+    (B, 3nc), ``mus`` (B, nc); float64, C-contiguous) in one compiled call (numba threads when
+    ``parallel``, default from :data:`PARALLEL_WORK`). Returns one entry per problem -- the
+    :class:`Result` :func:`quick_pass` gives it alone (same ``r``, status, residuals, message), or
+    ``None`` where :func:`quick_pass` gives ``None`` -- and the codes of the data check (``0``
+    checked; ``1``, ``2``, ``3``: ``W``, ``q``, ``mu`` not finite or ``mu < 0``; ``4``: a block with
+    ``(W_jj)_nn <= 0``)."""
+    t0 = time.perf_counter()
+    B, m = qs.shape
+    rs, us = np.zeros((B, m)), np.empty((B, m))
+    ints, floats = np.empty((B, 3), dtype=np.int64), np.empty((B, 3))
+    if B:
+        if (B * m * m >= PARALLEL_WORK) if parallel is None else parallel:
+            _quick_parallel(Ws, qs, mus, tol, max_iter, rs, us, ints, floats, min(numba.get_num_threads(), B))
+        else:
+            _quick_serial(Ws, qs, mus, tol, max_iter, rs, us, ints, floats)
+    per = (time.perf_counter() - t0) / max(B, 1)
+    out: list[Result | None] = []
+    bound = math.sqrt(tol)
+    for (code, sweeps, gave_up), (res, check, dual), r, u in zip(ints.tolist(), floats.tolist(), list(rs), list(us)):
+        if code != 0:
+            out.append(None)
+        elif res <= tol and check <= tol and dual <= bound:  # claimed and verified: the common case, kept cheap
+            out.append(Result(Status.SOLVED, r, NAME, check, tol, sweeps, per, _converged(sweeps),
+                              {"u": u, "dual_violation": dual}))
+        else:
+            claimed, message = claim(res, tol, sweeps, bool(gave_up), False, max_iter, None)
+            out.append(checked_fc3d_result(r, u, check, dual, solver=NAME, claimed=claimed, tol=tol,
+                                           iterations=sweeps, t_start=time.perf_counter() - per, message=message))
+    return out, ints[:, 0]
+
+
+def _converged(sweeps: int) -> str:
+    """The message of a run that converged in ``sweeps`` sweeps (as :func:`claim`'s)."""
+    return _CONVERGED[sweeps] if sweeps < len(_CONVERGED) else f"converged in {sweeps} sweeps"
+
+
+_CONVERGED = [f"converged in {k} sweeps" for k in range(128)]
+
+
 def solve(W: Any, q: Any, mu: Any, options: Options | None = None, progress: Reporter | None = None,
           **overrides: Any) -> Result:
     """Solve fc3d(W, q, mu) by nonsmooth Gauss-Seidel over the contacts.

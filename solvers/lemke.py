@@ -202,19 +202,20 @@ def _pivot(bt, qbar, col, r):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _lu_solve_refined(M, q, idx, m):  # pragma: no cover - compiled
+def _lu_solve_refined(M, q, idx, m, lu, perm, x, rhs):  # pragma: no cover - compiled
     """Solve ``A x = b`` with ``A = M[idx, idx]``, ``b = -q[idx]`` (the first ``m`` entries of
     ``idx``) by LU with partial pivoting plus one step of iterative refinement against the
-    original ``M`` (the submatrix is never formed).
+    original ``M`` (the submatrix is never formed). ``lu`` (at least ``m x m``), ``perm``, ``x``
+    and ``rhs`` (at least ``m``) are work arrays; the answer is ``x[:m]``.
 
-    Returns ``(x, ok)``; ``ok`` is False when a pivot is exactly zero (singular ``A``).
+    Returns ``ok``: False when a pivot is exactly zero (singular ``A``).
     """
-    lu = np.empty((m, m))
     for a in range(m):
         for c in range(m):
             lu[a, c] = M[idx[a], idx[c]]
-    perm = np.arange(m)
-    x = np.zeros(m)
+    for a in range(m):
+        perm[a] = a
+        x[a] = 0.0
     for k in range(m):
         p = k
         amax = abs(lu[k, k])
@@ -223,7 +224,7 @@ def _lu_solve_refined(M, q, idx, m):  # pragma: no cover - compiled
                 amax = abs(lu[i, k])
                 p = i
         if amax == 0.0:
-            return x, False
+            return False
         if p != k:
             for j in range(m):
                 tmp = lu[k, j]
@@ -239,7 +240,6 @@ def _lu_solve_refined(M, q, idx, m):  # pragma: no cover - compiled
             if f != 0.0:
                 for j in range(k + 1, m):
                     lu[i, j] -= f * lu[k, j]
-    rhs = np.empty(m)
     for step in range(2):
         if step == 0:
             for i in range(m):
@@ -264,11 +264,11 @@ def _lu_solve_refined(M, q, idx, m):  # pragma: no cover - compiled
             rhs[i] = s / lu[i, i]
         for i in range(m):
             x[i] += rhs[i]
-    return x, True
+    return True
 
 
 @numba.njit(cache=True, inline="always")
-def _lemke_run(M, q, d, lexico, bt, qbar, basis, col, ties, leaving, pivots, stop, z):  # pragma: no cover
+def _lemke_run(M, q, d, lexico, bt, qbar, basis, col, ties, leaving, pivots, stop, z, lu, fv, iv):  # pragma: no cover
     """Run one start of Lemke's method from its state until ``z0`` leaves, a secondary ray, or
     ``pivots == stop``; write the start's ``z`` into ``z``. Returns ``(leaving, pivots, code)``.
 
@@ -282,8 +282,9 @@ def _lemke_run(M, q, d, lexico, bt, qbar, basis, col, ties, leaving, pivots, sto
     chunk, after which a call with the same state resumes exactly where this one stopped).
     ``z`` is the basic ``z`` (``qbar`` clipped at 0); after a solution it is refined from the
     original data (with ``z_Z`` basic and ``w_Z = 0``: ``M_ZZ z_Z = -q_Z``, LU with one step of
-    iterative refinement), kept when that does not increase the residual. ``col`` and ``ties``
-    are work arrays.
+    iterative refinement), kept when that does not increase the residual. ``col``, ``ties``,
+    ``lu`` (``n x n``), ``fv`` (float, rows 2-4 used) and ``iv`` (int, row 2 used) are work arrays
+    (see :func:`_workspace`).
     """
     n = q.shape[0]
     z0_var = 2 * n
@@ -348,9 +349,10 @@ def _lemke_run(M, q, d, lexico, bt, qbar, basis, col, ties, leaving, pivots, sto
         if v >= n and v < z0_var:
             idx[m] = v - n
             m += 1
-    x, ok = _lu_solve_refined(M, q, idx, nz)
-    if ok:
-        z2 = np.zeros(n)
+    x, z2 = fv[2], fv[4]
+    if _lu_solve_refined(M, q, idx, nz, lu, iv[2], x, fv[3]):
+        for i in range(n):
+            z2[i] = 0.0
         for a in range(nz):
             z2[idx[a]] = x[a] if x[a] > 0.0 else 0.0
         if residual_kernel(M, q, z2) <= residual_kernel(M, q, z):
@@ -360,29 +362,41 @@ def _lemke_run(M, q, d, lexico, bt, qbar, basis, col, ties, leaving, pivots, sto
 
 
 @numba.njit(cache=True)
-def _lemke_start(M, q, d, max_piv, lexico):  # pragma: no cover - compiled
-    """One start of Lemke's method with covering vector ``d`` (length 0 means all ones), all its
-    pivots in one call of :func:`_lemke_run`. Returns ``(z, code, pivots)`` with ``code`` 0 (z0
-    left: solution), 1 (secondary ray), 2 (pivot limit)."""
-    n = q.shape[0]
-    z = np.zeros(n)
-    qmin = 0.0
-    for i in range(n):
-        if q[i] < qmin:
-            qmin = q[i]
-    if qmin >= 0.0:
-        return z, 0, 0
-    bt = np.eye(n)  # (B^{-1})^T
-    qbar = q.copy()
-    basis = np.arange(n)  # basis[i] = variable basic in row i
-    col = np.empty(n)
-    ties = np.empty(n, dtype=np.int64)
-    _, pivots, code = _lemke_run(M, q, d, lexico, bt, qbar, basis, col, ties, -1, 0, max_piv, z)
-    return z, code, pivots
+def _workspace(n):  # pragma: no cover - compiled
+    """The work arrays of one start on an ``n``-problem, allocated once and reused by every start
+    (a batch allocates them once per thread): ``bt = (B^{-1})^T`` and the LU factors (``n x n``
+    each), the float rows ``fv = [qbar, col, x, rhs, z2]`` and the int rows ``iv = [basis, ties,
+    perm]``. On tiny problems a start's ten allocations cost as much as its pivots."""
+    return np.empty((n, n)), np.empty((n, n)), np.empty((5, n)), np.empty((3, n), dtype=np.int64)
 
 
 @numba.njit(cache=True)
-def _checked_start(M, q, d, max_piv, lexico, zw):  # pragma: no cover - compiled
+def _lemke_start(M, q, d, max_piv, lexico, z, bt, lu, fv, iv):  # pragma: no cover - compiled
+    """One start of Lemke's method with covering vector ``d`` (length 0 means all ones), all its
+    pivots in one call of :func:`_lemke_run`, in the work arrays of :func:`_workspace`; writes the
+    start's ``z`` into ``z``. Returns ``(code, pivots)`` with ``code`` 0 (z0 left: solution), 1
+    (secondary ray), 2 (pivot limit)."""
+    n = q.shape[0]
+    qmin = 0.0
+    for i in range(n):
+        z[i] = 0.0
+        if q[i] < qmin:
+            qmin = q[i]
+    if qmin >= 0.0:
+        return 0, 0
+    qbar, basis = fv[0], iv[0]
+    for i in range(n):
+        for j in range(n):
+            bt[i, j] = 0.0
+        bt[i, i] = 1.0  # (B^{-1})^T = I
+        qbar[i] = q[i]
+        basis[i] = i  # basis[i] = variable basic in row i
+    _, pivots, code = _lemke_run(M, q, d, lexico, bt, qbar, basis, fv[1], iv[1], -1, 0, max_piv, z, lu, fv, iv)
+    return code, pivots
+
+
+@numba.njit(cache=True)
+def _checked_start(M, q, d, max_piv, lexico, zw, work):  # pragma: no cover - compiled
     """One start of :func:`_lemke_start` and the independent check, in one compiled call.
 
     Writes ``z`` into ``zw[:n]`` and ``w = M z + q`` into ``zw[n:]`` and returns
@@ -394,6 +408,7 @@ def _checked_start(M, q, d, max_piv, lexico, zw):  # pragma: no cover - compiled
     anything but C-contiguous float64 arrays (``TypeError``), which is the caller's cue to
     convert. On tiny problems the Python-numba boundary dominates the work (each call and each
     returned array costs about as much as the pivoting), hence one call and one caller-owned array.
+    ``work`` is the tuple of :func:`_workspace` (``n``) or of any larger size.
     """
     n = q.shape[0]
     if n == 0 or M.shape[0] != n or M.shape[1] != n or zw.shape[0] != 2 * n:
@@ -407,11 +422,10 @@ def _checked_start(M, q, d, max_piv, lexico, zw):  # pragma: no cover - compiled
     for i in range(n):
         if not np.isfinite(q[i]):
             return _MAX_ITER, 0, np.inf, 2
-    z, code, piv = _lemke_start(M, q, d, max_piv, lexico)
-    w = zw[n:]
-    res = w_and_residual_kernel(M, q, z, w)
-    for i in range(n):
-        zw[i] = z[i]
+    bt, lu, fv, iv = work
+    z = zw[:n]
+    code, piv = _lemke_start(M, q, d, max_piv, lexico, z, bt, lu, fv, iv)
+    res = w_and_residual_kernel(M, q, z, zw[n:])
     return code, piv, res, 0
 
 
@@ -421,7 +435,7 @@ _CHECKED_SIGNATURE = "Tuple((int64, int64, float64, int64))(float64[:, ::1], flo
 @numba.njit(_CHECKED_SIGNATURE.format("float64[::1], int64, boolean, "), cache=True)
 def _lemke_checked(M, q, d, max_piv, lexico, zw):  # pragma: no cover - compiled
     """:func:`_checked_start` behind an explicit signature (any covering vector and options)."""
-    return _checked_start(M, q, d, max_piv, lexico, zw)
+    return _checked_start(M, q, d, max_piv, lexico, zw, _workspace(q.shape[0]))
 
 
 @numba.njit(_CHECKED_SIGNATURE.format(""), cache=True)
@@ -429,7 +443,7 @@ def _lemke_default(M, q, zw):  # pragma: no cover - compiled
     """:func:`_checked_start` with the default options (covering vector of ones, default pivot
     limit, lexicographic rule): three arguments cross the boundary instead of six, a tenth of a
     tiny solve."""
-    return _checked_start(M, q, np.empty(0), 0, True, zw)
+    return _checked_start(M, q, np.empty(0), 0, True, zw, _workspace(q.shape[0]))
 
 
 _EMPTY = np.empty(0)
@@ -608,14 +622,17 @@ def _watched_start(M: np.ndarray, q: np.ndarray, d: np.ndarray, max_piv: int, le
     z = zw[:n]
     pivots, code, timed_out = 0, _SOLVED, False
     if q.min() < 0.0:
-        bt, qbar = np.eye(n), q.copy()
-        basis, col, ties = np.arange(n, dtype=np.int64), np.empty(n), np.empty(n, dtype=np.int64)
+        bt, lu, fv, iv = _workspace(n)
+        bt[:] = np.eye(n)
+        qbar, col, basis, ties = fv[0], fv[1], iv[0], iv[1]
+        qbar[:] = q
+        basis[:] = np.arange(n)
         leaving, chunk = -1, max(1, int(1e5 // (n * n + 8)))
         while True:
             t = time.perf_counter()
             done = pivots
             leaving, pivots, code = _lemke_run(M, q, d, lexico, bt, qbar, basis, col, ties, leaving, pivots,
-                                               min(max_piv, pivots + chunk), z)
+                                               min(max_piv, pivots + chunk), z, lu, fv, iv)
             dt = time.perf_counter() - t
             if code != _MAX_ITER or pivots >= max_piv:
                 break
@@ -651,23 +668,36 @@ def warmup() -> None:
 # Batches of equal-size problems
 # ------------------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _batch_serial(Ms, qs, zw, out):  # pragma: no cover - compiled
-    """:func:`_checked_start` with the default options on every problem ``b`` of the stacked
-    ``Ms[b]``, ``qs[b]`` (one compiled call for the batch); ``out[b] = (code, pivots, bad)`` and
-    the residuals in ``zw[b, 2 n]``."""
-    for b in range(qs.shape[0]):
-        code, piv, res, bad = _checked_start(Ms[b], qs[b], _EMPTY, 0, True, zw[b, :-1])
+def _batch_range(Ms, qs, zw, out, lo, hi):  # pragma: no cover - compiled
+    """:func:`_checked_start` with the default options on the problems ``lo <= b < hi`` of the
+    stacked ``Ms[b]``, ``qs[b]``, one workspace for all of them; ``out[b] = (code, pivots, bad)``
+    and the residuals in ``zw[b, 2 n]``."""
+    work = _workspace(qs.shape[1])
+    for b in range(lo, hi):
+        code, piv, res, bad = _checked_start(Ms[b], qs[b], _EMPTY, 0, True, zw[b, :-1], work)
         out[b, 0], out[b, 1], out[b, 2] = code, piv, bad
         zw[b, -1] = res
+
+
+@numba.njit(cache=True)
+def _batch_serial(Ms, qs, zw, out):  # pragma: no cover - compiled
+    """Every problem of the batch in one compiled call (:func:`_batch_range` over all of them)."""
+    _batch_range(Ms, qs, zw, out, 0, qs.shape[0])
 
 
 @numba.njit(cache=True, parallel=True)
-def _batch_parallel(Ms, qs, zw, out):  # pragma: no cover - compiled
-    """:func:`_batch_serial` with the problems spread over numba's threads (``prange``)."""
-    for b in numba.prange(qs.shape[0]):
-        code, piv, res, bad = _checked_start(Ms[b], qs[b], _EMPTY, 0, True, zw[b, :-1])
-        out[b, 0], out[b, 1], out[b, 2] = code, piv, bad
-        zw[b, -1] = res
+def _batch_parallel(Ms, qs, zw, out, parts):  # pragma: no cover - compiled
+    """:func:`_batch_serial` with the batch cut into ``parts`` contiguous slices (one per numba
+    thread; ``prange`` over the slices, one workspace each). Each thread works on its own copy of
+    its slice: the per-problem views of a shared array would update one reference count from
+    every thread (an atomic on a shared cache line, which made two threads slower than one)."""
+    B = qs.shape[0]
+    for p in numba.prange(parts):
+        lo, hi = p * B // parts, (p + 1) * B // parts
+        zw_p, out_p = np.empty((hi - lo, zw.shape[1])), np.empty((hi - lo, 3), dtype=np.int64)
+        _batch_range(Ms[lo:hi].copy(), qs[lo:hi].copy(), zw_p, out_p, 0, hi - lo)
+        zw[lo:hi] = zw_p
+        out[lo:hi] = out_p
 
 
 #: a batch runs on numba's threads from this many problems x n^2 on (below, one thread is faster)
@@ -693,7 +723,10 @@ def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel
     out = np.empty((B, 3), dtype=np.int64)
     if B:
         run_parallel = B * n * n >= PARALLEL_WORK if parallel is None else bool(parallel)
-        (_batch_parallel if run_parallel else _batch_serial)(Ms, qs, zw, out)
+        if run_parallel:
+            _batch_parallel(Ms, qs, zw, out, min(numba.get_num_threads(), B))
+        else:
+            _batch_serial(Ms, qs, zw, out)
     bad = np.flatnonzero(out[:, 2]) if B else np.zeros(0, dtype=int)
     if bad.size:
         b = int(bad[0])

@@ -9,6 +9,7 @@ its own error message.
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import math
 import time
@@ -16,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from contactmp.errors import OptionError, did_you_mean
+from contactmp.errors import InputError, OptionError, did_you_mean
 from contactmp.progress import check_progress, check_time_limit
 from contactmp.result import Result, Status
 from contactmp.solvers.lcp import validate_lcp
@@ -150,7 +151,6 @@ def _attempt(r: Result) -> dict[str, Any]:
             "iterations": r.iterations, "time_s": r.time_s}
 
 
-#: fc3d (Coulomb-cone) solvers: name -> module (``solve(W, q, mu, options=None, **overrides)``)
 def solve_lcp_batch(problems: Any, qs: Any = None, *, tol: float = 1e-8, parallel: bool | None = None) -> list[Result]:
     """Solve a batch of LCPs by Lemke's method, one :class:`Result` each, in input order.
 
@@ -176,6 +176,7 @@ def solve_lcp_batch(problems: Any, qs: Any = None, *, tol: float = 1e-8, paralle
     return out  # type: ignore[return-value]
 
 
+#: fc3d (Coulomb-cone) solvers: name -> module (``solve(W, q, mu, options=None, **overrides)``)
 FC3D_SOLVERS: dict[str, str] = {
     "newton": "contactmp.solvers.fc3d_newton",
     "nsgs": "contactmp.solvers.fc3d_nsgs",
@@ -329,9 +330,84 @@ def _solve_fc3d_lean(W: Any, q: Any, mu: Any, options: dict[str, Any]) -> Result
     first = quick_pass(W, q, mu, tol, QUICK_NSGS_SWEEPS, t0)
     if first is None:
         return None
+    return _after_quick_pass(first, W, q, mu, {k: v for k, v in options.items() if k != "quick"}, t0)
+
+
+def _after_quick_pass(first: Result, W: np.ndarray, q: np.ndarray, mu: np.ndarray, options: dict[str, Any],
+                      t0: float) -> Result:
+    """The default chain once its quick NSGS pass gave ``first``: ``first`` itself when it verified
+    (with its ``attempts``), else the rest of :data:`DEFAULT_FC3D_ORDER` from ``t0`` with ``first``
+    as the first attempt."""
     if first.success:  # its time_s already counts from t0 (the quick pass is the whole call)
         first.extras["attempts"] = [_attempt(first)]
         return first
-    options = {k: v for k, v in options.items() if k != "quick"}
-    return _try_in_order(order[1:], fc3d_solver, (W, q, mu), options, _AUTO_OPTIONS,
-                         _fc3d_per_entry(order, nc)[1:], tried=[first], t0=t0)[0]
+    return _try_in_order(DEFAULT_FC3D_ORDER[1:], fc3d_solver, (W, q, mu), options, _AUTO_OPTIONS,
+                         _fc3d_per_entry(DEFAULT_FC3D_ORDER, mu.shape[0])[1:], tried=[first], t0=t0)[0]
+
+
+def solve_fc3d_batch(problems: Any, qs: Any = None, mus: Any = None, *, tol: float = 1e-8,
+                     parallel: bool | None = None) -> list[Result]:
+    """Solve a batch of fc3d problems by the default solver (``solve_fc3d(W, q, mu, tol=tol)``), one
+    :class:`Result` each, in input order.
+
+    ``problems`` is either a stacked array ``Ws`` of shape ``(B, 3nc, 3nc)`` with ``qs`` ``(B, 3nc)``
+    and ``mus`` ``(B, nc)`` (or one number for all) -- equal sizes: the quick NSGS pass of the
+    default chain runs on the whole batch in one compiled call
+    (:func:`contactmp.solvers.fc3d_nsgs.quick_batch`, numba threads when ``parallel`` or, by
+    default, for large batches) -- or a list of ``(W, q, mu)`` triples of any sizes (grouped by
+    size, one compiled call per size). Every problem is checked (non-finite data or ``mu < 0`` raise
+    :class:`~contactmp.errors.InputError` naming ``Ws[b]``, ``qs[b]`` or ``mus[b]``) and every
+    answer verified independently; a problem the quick pass does not solve goes on through the
+    rest of the default chain alone (Newton, NSGS, QVI, IPOPT), exactly as in
+    :func:`solve_fc3d`, whose answer (``r``, status, residual, message, attempts) each Result
+    equals. Problems of more than :data:`QUICK_NSGS_MAX_NC` contacts are solved one by one."""
+    from contactmp.validate import validate_fc3d
+
+    if qs is None:
+        triples = [validate_fc3d(W, q, mu) for W, q, mu in problems]
+        out: list[Result | None] = [None] * len(triples)
+        for m in sorted({q.shape[0] for _, q, _ in triples}):
+            idx = [i for i, (_, q, _) in enumerate(triples) if q.shape[0] == m]
+            res = solve_fc3d_batch(np.stack([triples[i][0] for i in idx]), np.stack([triples[i][1] for i in idx]),
+                                   np.stack([triples[i][2] for i in idx]), tol=tol, parallel=parallel)
+            for i, r in zip(idx, res):
+                out[i] = r
+        return out  # type: ignore[return-value]
+    from contactmp.solvers.fc3d_nsgs import quick_batch
+
+    if type(tol) is not float or not 0.0 < tol < math.inf:
+        raise InputError("tol", f"must be a float in (0, inf), got {tol!r}")
+    Ws = np.ascontiguousarray(problems, dtype=float)
+    qs = np.ascontiguousarray(qs, dtype=float)
+    if qs.ndim != 2 or Ws.shape != (qs.shape[0], qs.shape[1], qs.shape[1]) or qs.shape[1] == 0 or qs.shape[1] % 3:
+        raise InputError("Ws", f"expected (B, 3nc, 3nc) and qs (B, 3nc) with nc >= 1, got {Ws.shape} and {qs.shape}")
+    B, nc = qs.shape[0], qs.shape[1] // 3
+    mus = np.ascontiguousarray(np.broadcast_to(np.asarray(mus, dtype=float), (B, nc)) if np.ndim(mus) == 0
+                               else mus, dtype=float)
+    if mus.shape != (B, nc):
+        raise InputError("mus", f"expected a number or shape {(B, nc)}, got {mus.shape}")
+    if nc > QUICK_NSGS_MAX_NC or DEFAULT_FC3D_ORDER[0] != "nsgs":
+        return [solve_fc3d(Ws[b], qs[b], mus[b], tol=tol) for b in range(B)]
+    results, codes = quick_batch(Ws, qs, mus, tol, QUICK_NSGS_SWEEPS, parallel)
+    bad = np.flatnonzero((codes >= 1) & (codes <= 3))
+    if bad.size:
+        b = int(bad[0])
+        field = ("Ws", "qs", "mus")[int(codes[b]) - 1]
+        raise InputError(f"{field}[{b}]", "contains NaN or inf" + (" or a negative entry" if field == "mus" else ""))
+    out = []
+    collecting = gc.isenabled()
+    gc.disable()  # thousands of small acyclic objects: the cycle collector's passes would cost more than the work
+    try:
+        for b, first in enumerate(results):
+            if first is None:  # a block with (W_jj)_nn <= 0: the general path reports it
+                out.append(solve_fc3d(Ws[b], qs[b], mus[b], tol=tol))
+            elif first.success:
+                first.extras["attempts"] = [_attempt(first)]
+                out.append(first)
+            else:  # the rest of the chain, its clock started where this problem's share of the batch began
+                out.append(_after_quick_pass(first, Ws[b], qs[b], mus[b], {"tol": tol},
+                                             time.perf_counter() - first.time_s))
+    finally:
+        if collecting:
+            gc.enable()
+    return out

@@ -236,37 +236,20 @@ class PyramidLCP:
         """Solve LCP(q, M) and map the answer back to physics.
 
         With ``islands=True`` each independent sub-problem (:meth:`island_blocks`) is its own LCP
-        ``(M[I, I], q[I])``, solved by :func:`~contactmp.solvers.solve_lcp` with ``solver`` (``None``:
-        the default order) and ``options``; the pieces are assembled into one ``z``. Either way the
+        ``(M[I, I], q[I])``, solved by :func:`~contactmp.solvers.islands.solve_lcp_islands` with
+        ``solver`` (``None``: the default order; equal-size islands as one Lemke batch) and
+        ``options``; the pieces are assembled into one ``z``. Either way the
         returned :class:`~contactmp.result.Result` judges the whole ``z`` by the whole LCP's residual
         ``||min(z, M z + q)||_inf <= tol``, so ``solved`` means the whole problem is solved;
         ``extras["islands"]`` lists each island's size, status, solver and iterations (one entry when
         ``islands=False``). The :class:`PyramidSolution` is ``None`` when ``z`` is not finite.
         """
-        import time
+        from contactmp.solvers.islands import solve_lcp_islands
 
-        from contactmp.result import Status
-        from contactmp.solvers import solve_lcp
-        from contactmp.solvers.lcp import verified_result
-
-        t0 = time.perf_counter()
         blocks = self.island_blocks() if islands else [np.arange(self.size)]
-        z = np.zeros(self.size)
-        parts, claimed, iterations = [], Status.SOLVED, 0
-        for I in blocks:
-            res = solve_lcp(self.M[np.ix_(I, I)], self.q[I], solver, tol=tol, **options)
-            z[I] = res.x
-            iterations += res.iterations
-            parts.append({"size": int(I.size), "status": res.status.value, "solver": res.solver,
-                          "iterations": int(res.iterations), "residual": float(res.residual)})
-            if not res.success and claimed is Status.SOLVED:
-                claimed = res.status
-        names = sorted({p["solver"] for p in parts})
-        result = verified_result(
-            self.M, self.q, z, solver="+".join(names), claimed=claimed, tol=tol, iterations=iterations,
-            t_start=t0, message=f"{len(blocks)} island{'s' if len(blocks) != 1 else ''} solved separately"
-            if islands else "solved whole", islands=parts,
-        )
+        result = solve_lcp_islands(self.M, self.q, blocks, solver, tol=tol, **options)
+        if not islands:
+            result = result.replace(message="solved whole")
         sol = self.solution(result.x, tol=tol) if np.isfinite(result.x).all() else None
         return result, sol
 

@@ -23,7 +23,7 @@ from contactmp.models.rigid_bodies import GRAVITY
 from contactmp.models.symbolic import ContactSystem
 
 __all__ = ["point_mass_2d", "box_2d", "box_stack_2d", "rod_2d", "hopper_2d", "cart_pole_walls", "box_3d",
-           "ball_3d", "cube_3d", "quaternion_to_rotation", "euler_zyx_rotation"]
+           "ball_3d", "cube_3d", "ensemble", "quaternion_to_rotation", "euler_zyx_rotation"]
 
 
 # --------------------------------------------------------------------------------- helpers
@@ -419,3 +419,44 @@ def cube_3d(m: float = 1.0, size: float | ArrayLike = 0.2, mu: float = 0.5, g: f
                          q_names=("x", "y", "z", "roll", "pitch", "yaw"),
                          v_names=("vx", "vy", "vz", "rolldot", "pitchdot", "yawdot"),
                          u_names=("f_x", "f_y", "f_z", "tau_roll", "tau_pitch", "tau_yaw"), contact_names=_CORNER_NAMES)
+
+
+def ensemble(systems: Sequence[ContactSystem], name: str = "ensemble") -> ContactSystem:
+    """The systems ``systems[0], systems[1], ...`` side by side as one system that never couples them
+    (many environments of a learning loop, separate objects on one floor): ``q``, ``v``, ``u``,
+    ``h``, ``phi``, ``qdot`` and ``mu`` stacked, ``M``, ``B``, ``Jn``, ``Jt``, ``Jo`` block
+    diagonal, ``V`` the sum. Every contact of member ``k`` touches only member ``k``'s coordinates,
+    so each member's contacts form their own independent contact island(s) in every step.
+    Names get the prefix ``k/``; ``planar`` when every member is planar."""
+    if isinstance(systems, ContactSystem) or not len(systems):
+        raise InputError("systems", "must be a non-empty sequence of ContactSystem")
+    for k, s in enumerate(systems):
+        if not isinstance(s, ContactSystem):
+            raise InputError(f"systems[{k}]", f"must be a ContactSystem, got {type(s).__name__}")
+    qs = [ca.SX.sym(f"q{k}", s.n_q) for k, s in enumerate(systems)]
+    vs = [ca.SX.sym(f"v{k}", s.n_v) for k, s in enumerate(systems)]
+    us = [ca.SX.sym(f"u{k}", s.n_u) for k, s in enumerate(systems)]
+
+    def member(k: int, expr: ca.SX) -> ca.SX:
+        s = systems[k]
+        return ca.substitute([expr], [s.q, s.v, s.u], [qs[k], vs[k], us[k]])[0]
+
+    def stacked(attr: str) -> ca.SX:
+        return ca.vertcat(*[member(k, getattr(s, attr)) for k, s in enumerate(systems)])
+
+    def diagonal(attr: str) -> ca.SX:
+        return ca.diagcat(*[member(k, getattr(s, attr)) for k, s in enumerate(systems)])
+
+    def names(attr: str, n: int) -> list[str]:
+        return [f"{k}/{nm}" for k, s in enumerate(systems) for nm in (getattr(s, attr) or range(getattr(s, n)))]
+
+    V = [member(k, s.V) for k, s in enumerate(systems) if s.V is not None]
+    return ContactSystem(
+        q=ca.vertcat(*qs), v=ca.vertcat(*vs), u=ca.vertcat(*us), M=diagonal("M"), h=stacked("h"), B=diagonal("B"),
+        phi=stacked("phi"), Jn=diagonal("Jn"), Jt=diagonal("Jt"), Jo=diagonal("Jo"),
+        mu=np.concatenate([np.broadcast_to(np.asarray(s.mu, dtype=float), (s.n_c,)) for s in systems]),
+        qdot=stacked("qdot"), V=sum(V[1:], V[0]) if len(V) == len(systems) else None,
+        planar=all(s.planar for s in systems),
+        q_nominal=np.concatenate([np.asarray(s.q_nominal, dtype=float) for s in systems]), name=name,
+        q_names=names("q_names", "n_q"), v_names=names("v_names", "n_v"), u_names=names("u_names", "n_u"),
+        contact_names=names("contact_names", "n_c"))

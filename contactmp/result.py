@@ -1,11 +1,13 @@
 """The outcome of a solve: a status that means the same for every solver, and verified residuals."""
 from __future__ import annotations
 
+import contextlib
 import enum
+import gc
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -48,6 +50,20 @@ class Status(str, enum.Enum):
 
 
 _set = object.__setattr__
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cycle collector paused while a batch builds its Results (thousands of small acyclic
+    objects: the collector's passes over them would cost more than the work, and made the time per
+    problem of a batch jump between 3 and 35 us). Restored on exit, also on an exception."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 @dataclass(frozen=True, init=False, eq=False)

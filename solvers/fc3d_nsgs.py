@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from contactmp.progress import CHUNK_SECONDS, Reporter
-from contactmp.result import Result, Status
+from contactmp.result import Result, Status, gc_paused
 from contactmp.solvers.fc3d import (
     residual_watch, _residual_kernel, build_options, checked_fc3d_result, dual_violation, natural_map_residual,
     validate_fc3d, verified_fc3d_result,
@@ -390,17 +390,24 @@ def quick_batch(Ws: np.ndarray, qs: np.ndarray, mus: np.ndarray, tol: float, max
     per = (time.perf_counter() - t0) / max(B, 1)
     out: list[Result | None] = []
     bound = math.sqrt(tol)
-    for (code, sweeps, gave_up), (res, check, dual), r, u in zip(ints.tolist(), floats.tolist(), list(rs), list(us)):
-        if code != 0:
-            out.append(None)
-        elif res <= tol and check <= tol and dual <= bound:  # claimed and verified: the common case, kept cheap
-            out.append(Result(Status.SOLVED, r, NAME, check, tol, sweeps, per, _converged(sweeps),
-                              {"u": u, "dual_violation": dual}))
-        else:
-            claimed, message = claim(res, tol, sweeps, bool(gave_up), False, max_iter, None)
-            out.append(checked_fc3d_result(r, u, check, dual, solver=NAME, claimed=claimed, tol=tol,
-                                           iterations=sweeps, t_start=time.perf_counter() - per, message=message))
+    with gc_paused():
+        for item in zip(ints.tolist(), floats.tolist(), list(rs), list(us)):
+            out.append(_quick_result(*item, tol, bound, max_iter, per))
     return out, ints[:, 0]
+
+
+def _quick_result(ints: list[int], floats: list[float], r: np.ndarray, u: np.ndarray, tol: float, bound: float,
+                  max_iter: int, per: float) -> Result | None:
+    """One problem's entry of :func:`quick_batch` from its kernel outputs."""
+    (code, sweeps, gave_up), (res, check, dual) = ints, floats
+    if code != 0:
+        return None
+    if res <= tol and check <= tol and dual <= bound:  # claimed and verified: the common case, kept cheap
+        return Result(Status.SOLVED, r, NAME, check, tol, sweeps, per, _converged(sweeps),
+                      {"u": u, "dual_violation": dual})
+    claimed, message = claim(res, tol, sweeps, bool(gave_up), False, max_iter, None)
+    return checked_fc3d_result(r, u, check, dual, solver=NAME, claimed=claimed, tol=tol, iterations=sweeps,
+                               t_start=time.perf_counter() - per, message=message)
 
 
 def _converged(sweeps: int) -> str:

@@ -18,7 +18,6 @@ Trinkle, Pang, Sudarsky and Lo (1995) did.
 """
 from __future__ import annotations
 
-import gc
 import math
 import time
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ import numpy as np
 
 from contactmp.errors import InputError
 from contactmp.progress import Reporter, Watch, check_progress, next_chunk
-from contactmp.result import Result, Status
+from contactmp.result import Result, Status, gc_paused
 from contactmp.solvers.lcp import (
     SolverOptions, check_bool, check_int, judged_result, residual_kernel, validate_lcp, w_and_residual_kernel,
 )
@@ -737,9 +736,7 @@ def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel
     # Python-level work per problem is what remains on tiny problems: plain lists, row views made
     # once by iteration, no per-problem numpy indexing
     zs, ws = list(zw[:, :n]), list(zw[:, n:2 * n])
-    collecting = gc.isenabled()
-    gc.disable()  # thousands of small acyclic objects: the cycle collector's passes would cost more than the work
-    try:
+    with gc_paused():
         for b, (code, piv, res, z, w) in enumerate(zip(out[:, 0].tolist(), out[:, 1].tolist(), zw[:, -1].tolist(),
                                                        zs, ws)):
             if code == _SOLVED and res <= tol:
@@ -749,7 +746,4 @@ def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel
                                        "batched": True}))
             else:
                 results.append(solve(Ms[b], qs[b], tol=tol))
-    finally:
-        if collecting:
-            gc.enable()
     return results

@@ -9,7 +9,6 @@ its own error message.
 """
 from __future__ import annotations
 
-import gc
 import importlib
 import math
 import time
@@ -19,7 +18,7 @@ import numpy as np
 
 from contactmp.errors import InputError, OptionError, did_you_mean
 from contactmp.progress import check_progress, check_time_limit
-from contactmp.result import Result, Status
+from contactmp.result import Result, Status, gc_paused
 from contactmp.solvers.lcp import validate_lcp
 
 #: name -> module implementing it (``solve`` and ``Options`` inside)
@@ -183,7 +182,16 @@ FC3D_SOLVERS: dict[str, str] = {
     "qvi": "contactmp.solvers.fc3d_qvi",
     "pyramid": "contactmp.solvers.fc3d_pyramid",
     "ipopt": "contactmp.solvers.fc3d_ipopt",
+    "prox-newton": "contactmp.solvers.fc3d_prox",
 }
+
+#: on problems with more than this many contacts the auto chain starts with the proximal
+#: semismooth Newton method on sparse 3 x 3 blocks ("prox-newton", :mod:`contactmp.solvers.fc3d_prox`):
+#: on the two Capsules problems (225 and 286 contacts, singular W) it verifies in 9 and 18
+#: factorizations where "newton" needs 19 and 12 iterations with twice as many dense-to-sparse
+#: factorizations (benchmarks/fc3d_large.py). A failed attempt hands over to the default order.
+LARGE_FC3D_MIN_NC = 65
+LARGE_FC3D_FIRST = "prox-newton"
 
 #: the order in which the default tries cone solvers: a quick nonsmooth Gauss-Seidel pass, the
 #: semismooth Newton method (PATH-like), then NSGS with its full budget, the QVI fixed point and
@@ -278,6 +286,8 @@ def _solve_fc3d_general(W: Any, q: Any, mu: Any, options: dict[str, Any]) -> Res
         raise OptionError(f"quick must be a bool, got {quick!r}")
     W, q, mu = validate_fc3d(W, q, mu)
     order = DEFAULT_FC3D_ORDER if quick else DEFAULT_FC3D_ORDER[1:]
+    if mu.shape[0] >= LARGE_FC3D_MIN_NC and LARGE_FC3D_FIRST not in order:
+        order = (LARGE_FC3D_FIRST,) + order
     return _try_in_order(order, fc3d_solver, (W, q, mu), options, _AUTO_OPTIONS,
                          _fc3d_per_entry(order, mu.shape[0]))[0]
 
@@ -395,9 +405,7 @@ def solve_fc3d_batch(problems: Any, qs: Any = None, mus: Any = None, *, tol: flo
         field = ("Ws", "qs", "mus")[int(codes[b]) - 1]
         raise InputError(f"{field}[{b}]", "contains NaN or inf" + (" or a negative entry" if field == "mus" else ""))
     out = []
-    collecting = gc.isenabled()
-    gc.disable()  # thousands of small acyclic objects: the cycle collector's passes would cost more than the work
-    try:
+    with gc_paused():
         for b, first in enumerate(results):
             if first is None:  # a block with (W_jj)_nn <= 0: the general path reports it
                 out.append(solve_fc3d(Ws[b], qs[b], mus[b], tol=tol))
@@ -407,7 +415,4 @@ def solve_fc3d_batch(problems: Any, qs: Any = None, mus: Any = None, *, tol: flo
             else:  # the rest of the chain, its clock started where this problem's share of the batch began
                 out.append(_after_quick_pass(first, Ws[b], qs[b], mus[b], {"tol": tol},
                                              time.perf_counter() - first.time_s))
-    finally:
-        if collecting:
-            gc.enable()
     return out

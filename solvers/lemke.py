@@ -29,6 +29,7 @@ import numpy as np
 from contactmp.errors import InputError
 from contactmp.progress import Reporter, Watch, check_progress, next_chunk
 from contactmp.result import Result, Status, gc_paused
+from contactmp.solvers import _pipeline
 from contactmp.solvers.lcp import (
     SolverOptions, check_bool, check_int, judged_result, residual_kernel, validate_lcp, w_and_residual_kernel,
 )
@@ -667,11 +668,11 @@ def warmup() -> None:
 # ------------------------------------------------------------------------------------------------
 # Batches of equal-size problems
 # ------------------------------------------------------------------------------------------------
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _batch_range(Ms, qs, zw, out, lo, hi):  # pragma: no cover - compiled
     """:func:`_checked_start` with the default options on the problems ``lo <= b < hi`` of the
     stacked ``Ms[b]``, ``qs[b]``, one workspace for all of them; ``out[b] = (code, pivots, bad)``
-    and the residuals in ``zw[b, 2 n]``."""
+    and the residuals in ``zw[b, 2 n]``. Releases the GIL (see :mod:`contactmp.solvers._pipeline`)."""
     work = _workspace(qs.shape[1])
     for b in range(lo, hi):
         code, piv, res, bad = _checked_start(Ms[b], qs[b], _EMPTY, 0, True, zw[b, :-1], work)
@@ -679,29 +680,24 @@ def _batch_range(Ms, qs, zw, out, lo, hi):  # pragma: no cover - compiled
         zw[b, -1] = res
 
 
-@numba.njit(cache=True)
-def _batch_serial(Ms, qs, zw, out):  # pragma: no cover - compiled
-    """Every problem of the batch in one compiled call (:func:`_batch_range` over all of them)."""
-    _batch_range(Ms, qs, zw, out, 0, qs.shape[0])
-
-
 @numba.njit(cache=True, parallel=True)
-def _batch_parallel(Ms, qs, zw, out, parts):  # pragma: no cover - compiled
-    """:func:`_batch_serial` with the batch cut into ``parts`` contiguous slices (one per numba
+def _batch_parallel(Ms, qs, zw, out, lo, hi, parts):  # pragma: no cover - compiled
+    """:func:`_batch_range` on ``lo <= b < hi`` cut into ``parts`` contiguous slices (one per numba
     thread; ``prange`` over the slices, one workspace each). Each thread works on its own copy of
     its slice: the per-problem views of a shared array would update one reference count from
     every thread (an atomic on a shared cache line, which made two threads slower than one)."""
-    B = qs.shape[0]
+    B = hi - lo
     for p in numba.prange(parts):
-        lo, hi = p * B // parts, (p + 1) * B // parts
-        zw_p, out_p = np.empty((hi - lo, zw.shape[1])), np.empty((hi - lo, 3), dtype=np.int64)
-        _batch_range(Ms[lo:hi].copy(), qs[lo:hi].copy(), zw_p, out_p, 0, hi - lo)
-        zw[lo:hi] = zw_p
-        out[lo:hi] = out_p
+        a, b = lo + p * B // parts, lo + (p + 1) * B // parts
+        zw_p, out_p = np.empty((b - a, zw.shape[1])), np.empty((b - a, 3), dtype=np.int64)
+        _batch_range(Ms[a:b].copy(), qs[a:b].copy(), zw_p, out_p, 0, b - a)
+        zw[a:b] = zw_p
+        out[a:b] = out_p
 
 
-#: a batch runs on numba's threads from this many problems x n^2 on (below, one thread is faster)
-PARALLEL_WORK = 200_000
+#: problems of at least this size solve a chunk on numba's threads (the compiled work dominates);
+#: smaller ones overlap one compiled thread with the Python that builds the Results (_pipeline)
+PARALLEL_MIN_N = 16
 
 
 def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel: bool | None = None) -> list[Result]:
@@ -710,36 +706,42 @@ def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel
     start of every problem and checks each answer independently (``||min(z, M z + q)||_inf`` from
     the original data, as :func:`solve`); a problem whose first start does not verify to ``tol`` is
     solved again by :func:`solve` (restarts). Returns one :class:`Result` per problem, equal to what
-    :func:`solve` returns for it alone (the same kernel). ``parallel``: numba threads (default: when
-    ``B n^2 >= PARALLEL_WORK``). InputError names ``Ms``/``qs`` (with the problem's index) for bad
-    shapes or a NaN/inf."""
+    :func:`solve` returns for it alone (the same kernel). ``parallel`` (default: for batches of at
+    least two chunks of :data:`~contactmp.solvers._pipeline.CHUNK` when numba has two threads or
+    more; ``False`` never): problems of ``n >= PARALLEL_MIN_N`` run on numba's threads, smaller
+    ones in one compiled thread while Python builds the Results of the previous chunk
+    (:func:`~contactmp.solvers._pipeline.pipelined`). InputError names ``Ms``/``qs`` (with the
+    problem's index) for bad shapes or a NaN/inf, before any work."""
     t0 = time.perf_counter()
     Ms = np.ascontiguousarray(Ms, dtype=float)
     qs = np.ascontiguousarray(qs, dtype=float)
     if qs.ndim != 2 or Ms.ndim != 3 or Ms.shape != (qs.shape[0], qs.shape[1], qs.shape[1]) or qs.shape[1] == 0:
         raise InputError("Ms", f"expected (B, n, n) and qs (B, n) with n >= 1, got {Ms.shape} and {qs.shape}")
     B, n = qs.shape
+    for name, arr in (("Ms", Ms), ("qs", qs)):  # before any work: the error names the first bad problem
+        finite = np.isfinite(arr.reshape(B, -1)).all(axis=1)
+        if not finite.all():
+            raise InputError(f"{name}[{int(np.argmin(finite))}]", "contains NaN or inf")
     zw = np.empty((B, 2 * n + 1))
     out = np.empty((B, 3), dtype=np.int64)
-    if B:
-        run_parallel = B * n * n >= PARALLEL_WORK if parallel is None else bool(parallel)
-        if run_parallel:
-            _batch_parallel(Ms, qs, zw, out, min(numba.get_num_threads(), B))
+    threads = numba.get_num_threads()
+    many = parallel is not False and threads > 1 and (parallel or B >= 2 * _pipeline.CHUNK)
+
+    def run(lo: int, hi: int) -> None:
+        if many and n >= PARALLEL_MIN_N:
+            _batch_parallel(Ms, qs, zw, out, lo, hi, min(threads, hi - lo))
         else:
-            _batch_serial(Ms, qs, zw, out)
-    bad = np.flatnonzero(out[:, 2]) if B else np.zeros(0, dtype=int)
-    if bad.size:
-        b = int(bad[0])
-        raise InputError(f"{_BAD_FIELD[int(out[b, 2])]}s[{b}]", "contains NaN or inf")
-    per = (time.perf_counter() - t0) / max(B, 1)
-    results: list[Result] = []
-    solved, messages = Status.SOLVED, _SOLVED_MESSAGE
-    # Python-level work per problem is what remains on tiny problems: plain lists, row views made
-    # once by iteration, no per-problem numpy indexing
-    zs, ws = list(zw[:, :n]), list(zw[:, n:2 * n])
-    with gc_paused():
-        for b, (code, piv, res, z, w) in enumerate(zip(out[:, 0].tolist(), out[:, 1].tolist(), zw[:, -1].tolist(),
-                                                       zs, ws)):
+            _batch_range(Ms, qs, zw, out, lo, hi)
+
+    def build(lo: int, hi: int) -> list[Result]:
+        per = (time.perf_counter() - t0) / hi  # the batch's time so far, shared by the problems done
+        results: list[Result] = []
+        solved, messages = Status.SOLVED, _SOLVED_MESSAGE
+        # Python-level work per problem is what remains on tiny problems: plain lists, row views made
+        # once by iteration, no per-problem numpy indexing
+        rows = zip(out[lo:hi, 0].tolist(), out[lo:hi, 1].tolist(), zw[lo:hi, -1].tolist(), list(zw[lo:hi, :n]),
+                   list(zw[lo:hi, n:2 * n]))
+        for b, (code, piv, res, z, w) in enumerate(rows, lo):
             if code == _SOLVED and res <= tol:
                 message = messages.get(piv) or _message(code, 0, "ones", piv, _ONE_SOLVED)
                 results.append(Result(solved, z, NAME, res, tol, piv, per, message,
@@ -747,4 +749,7 @@ def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel
                                        "batched": True}))
             else:
                 results.append(solve(Ms[b], qs[b], tol=tol))
-    return results
+        return results
+
+    with gc_paused():
+        return _pipeline.pipelined(B, run, build, overlap=many and n < PARALLEL_MIN_N)

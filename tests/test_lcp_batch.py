@@ -35,6 +35,20 @@ def test_batch_equals_the_unbatched_solves(parallel):
         assert np.max(np.abs(np.minimum(z, w))) <= 1e-8  # verified independently here too
 
 
+@pytest.mark.parametrize("B, n", [(2500, 3), (300, 17)])
+def test_pipelined_and_threaded_batches_equal_the_unbatched_solves(B, n):
+    """More than two chunks of tiny problems (solved in a worker thread while the Results of the
+    previous chunk are built) and problems of n >= PARALLEL_MIN_N (numba threads): the same answers."""
+    Ms, qs = _random_batch(B, n, seed=n)
+    batched = lemke.solve_batch(Ms, qs, parallel=True)
+    assert len(batched) == B
+    for b in range(0, B, 7):
+        alone = solve_lcp(Ms[b], qs[b], "lemke")
+        assert batched[b].status is alone.status is Status.SOLVED
+        np.testing.assert_array_equal(batched[b].x, alone.x)
+        np.testing.assert_array_equal(batched[b].extras["w"], alone.extras["w"])
+
+
 @pytest.mark.skipif(not SHARED.is_dir(), reason="shared LCP data not present")
 def test_list_of_unequal_shared_problems():
     """The Siconos test LCPs (n = 2 ... 60) as one list: grouped by size, each answer equal to the

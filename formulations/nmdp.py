@@ -43,8 +43,11 @@ polytope"). Note: ``min(x, 0)^2`` is C1, not C2 (its second derivative jumps fro
 Why it is maximal dissipation: the weights ``w`` pick the contact force in the polytope that
 makes the kinetic energy after the step smallest; nothing is linearized, so the program is
 nonconvex. :class:`NMDP` compiles the CasADi graphs once per (system, polytope, gains) with the
-step data ``p = (q_n, qd_n, h, q_d, qd_d, tau_0)`` as parameters, hands out the numeric callables
-of one step (:class:`NMDPFunctions`, used by the projected gradient method) and solves one step
+step data ``p = (q_n, qd_n, h, q_d, qd_d, tau_0)`` as parameters (the dynamics from the system's
+inverse-dynamics Function where it has one, see :func:`step_expressions`), and the projected
+gradient method's Functions once more as instruction tapes (:mod:`contactmp.solvers.sx_tape`), hands
+out the numeric callables of one step (:class:`NMDPFunctions`, evaluated from the tapes; with them
+:func:`~contactmp.solvers.nmdp_pgm.pgm` runs its compiled loop) and solves one step
 with IPOPT (through ``casadi.nlpsol`` or cyipopt). :func:`add_nmdp_step` writes the program's KKT
 conditions as a Program block for contact-implicit trajectory optimization.
 """
@@ -220,11 +223,26 @@ def step_expressions(system: ContactSystem, theta: ca.SX, q_n: ca.SX, qd_n: ca.S
                      W: ca.SX) -> tuple[ca.SX, ca.SX, ca.SX]:
     """``(G_free, K, qd+)`` of one backward-Euler step: ``qd+ = (theta - q_n) / h``,
     ``G_free = M(theta) (qd+ - qd_n) / h + h_b(theta, qd+) - B tau`` (``Btau`` given, may depend
-    on theta), so that ``G = G_free - W w``, and ``K = 1/2 qd+^T M(theta) qd+``."""
+    on theta), so that ``G = G_free - W w``, and ``K = 1/2 qd+^T M(theta) qd+``. When the system
+    has an inverse-dynamics Function ``system.functions["inverse_dynamics"](q, v, a) = M(q) a +
+    h_b(q, v)`` (the spider's, :func:`contactmp.models.legged.spider`) both are written with it
+    (``M(theta) x = ID(theta, 0, x) - ID(theta, 0, 0)``), and ``K`` with its kinetic-energy Function
+    ``system.functions["kinetic_energy"](q, v) = 1/2 v^T M(q) v`` if it has one: the same
+    quantities to rounding in graphs a tenth the size, which makes the step's Jacobians cheap."""
     qd = (theta - q_n) / h
-    M, hb = ca.Function("nmdp_dyn", [system.q, system.v], [system.M, system.h])(theta, qd)
-    G_free = ca.mtimes(M, qd - qd_n) / h + hb - Btau
-    return G_free, 0.5 * ca.dot(qd, ca.mtimes(M, qd)), qd
+    fast = system.functions.get("inverse_dynamics")
+    if fast is None:
+        M, hb = ca.Function("nmdp_dyn", [system.q, system.v], [system.M, system.h])(theta, qd)
+        G_free = ca.mtimes(M, qd - qd_n) / h + hb - Btau
+        return G_free, 0.5 * ca.dot(qd, ca.mtimes(M, qd)), qd
+    # the model's own inverse dynamics ID(q, v, a) = M(q) a + h_b(q, v) (a smaller graph than the
+    # expanded M and h_b); M(q) x = ID(q, 0, x) - ID(q, 0, 0)
+    G_free = fast(theta, qd, (qd - qd_n) / h) - Btau
+    kinetic = system.functions.get("kinetic_energy")
+    if kinetic is not None:
+        return G_free, kinetic(theta, qd), qd
+    zero = ca.SX.zeros(system.n_v)
+    return G_free, 0.5 * ca.dot(qd, fast(theta, zero, qd) - fast(theta, zero, zero)), qd
 
 
 # -- The numeric callables of one step ---------------------------------------------------------
@@ -244,7 +262,10 @@ class NMDPFunctions:
       ``1/2 qd+^T M(theta) qd+`` and its exact derivatives;
     * ``qd_next(theta) = (theta - q_n) / h``; ``forces(theta, w) -> (n_c, 3)``: contact forces
       ``s_i sum_j w_ij b_j`` in the contact frame (normal, t, o) [N];
-    * ``q_n``, ``qd_n``, ``h``: the step data (``q_d``, ``qd_d``, ``tau_0`` in ``params``).
+    * ``q_n``, ``qd_n``, ``h``: the step data (``q_d``, ``qd_d``, ``tau_0`` in ``params``);
+    * ``tapes``: the same functions as instruction tapes with inputs ``(theta, w, params)``
+      (:class:`~contactmp.solvers._nmdp_kernels.PGMTapes`), with which
+      :func:`~contactmp.solvers.nmdp_pgm.pgm` runs its compiled loop; None: the Python loop.
     """
 
     n: int
@@ -263,6 +284,7 @@ class NMDPFunctions:
     qd_next: Callable[[np.ndarray], np.ndarray] | None = None
     forces: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
     params: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    tapes: Any = None
 
 
 class _Compiled:
@@ -317,6 +339,24 @@ class _Compiled:
                     "g": ca.vertcat(G, ca.mtimes(E.T, w))}
         self.E = E
         self._solvers: dict[str, Any] = {}
+        # the PGM's functions as instruction tapes, all with inputs (theta, w, p), built once
+        # (None, with the reason in tapes_note, when a graph holds an operation tapes do not take:
+        # then the NMDPFunctions are CasADi's and PGM runs its Python loop)
+        from contactmp.errors import UnsupportedProgramError
+        from contactmp.solvers._nmdp_kernels import PGMTapes
+        from contactmp.solvers.sx_tape import Tape
+
+        def tape(name: str, expr: ca.SX) -> Tape:
+            return Tape.from_function(ca.Function(name, tw, [expr]))
+
+        self.tapes: PGMTapes | None = None
+        self.tapes_note = ""
+        try:
+            self.tapes = PGMTapes(G=tape("G", G), G_theta=tape("G_theta", ca.jacobian(G, theta)),
+                                  G_theta_zo=tape("G_theta_zo", G_zo), G_w=tape("G_w", -W), K=tape("K", K),
+                                  K_grad=tape("K_grad", Kg), K_hess=tape("K_hess", Kh))
+        except UnsupportedProgramError as exc:
+            self.tapes_note = str(exc)
 
 
 # -- The formulation ---------------------------------------------------------------------------
@@ -353,11 +393,40 @@ class NMDP:
 
     def functions(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
                   qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> NMDPFunctions:
-        """The numeric callables of one step (:class:`NMDPFunctions`); no recompilation."""
+        """The numeric callables of one step (:class:`NMDPFunctions`); no recompilation. They
+        evaluate the instruction tapes built once with the problem (``tapes``: PGM then runs
+        compiled), or, for a graph tapes do not take, the CasADi Functions."""
         p = self.parameters(q_n, qd_n, h, q_d, qd_d, tau_0)
         c, n = self._c, self.n
         qn = p[:n].copy()
         hh = float(p[2 * n])
+
+        t, n_w, w0 = c.tapes, self.n_w, np.zeros(self.n_w)
+        if t is None:
+            return self._casadi_functions(p)
+
+        def ev(tp: Any, th: Any, w: Any) -> np.ndarray:  # a tape's output, dense (rows, cols)
+            return tp(np.asarray(th, dtype=float), np.asarray(w, dtype=float), p)[0]
+
+        return NMDPFunctions(
+            n=n, n_w=n_w, groups=[g.copy() for g in self.groups],
+            G=lambda th, w: ev(t.G, th, w).ravel(),
+            G_theta=lambda th, w: ev(t.G_theta, th, w),
+            G_theta_zo=lambda th, w: ev(t.G_theta_zo, th, w),
+            G_w=lambda th: ev(t.G_w, th, w0),
+            K=lambda th: float(ev(t.K, th, w0)[0, 0]),
+            K_grad=lambda th: ev(t.K_grad, th, w0).ravel(),
+            K_hess=lambda th: ev(t.K_hess, th, w0),
+            q_n=qn, h=hh, qd_n=p[n:2 * n].copy(),
+            qd_next=lambda th: (np.asarray(th, dtype=float).ravel() - qn) / hh,
+            forces=lambda th, w: c.forces(th, w).full().reshape(self.system.n_c, 3),
+            params=p.copy(), tapes=t,
+        )
+
+    def _casadi_functions(self, p: np.ndarray) -> NMDPFunctions:
+        """:meth:`functions` evaluated by the CasADi Functions (no tapes: PGM's Python loop)."""
+        c, n = self._c, self.n
+        qn, hh = p[:n].copy(), float(p[2 * n])
 
         def vec(f: ca.Function, *a: Any) -> np.ndarray:
             return f(*a).full().ravel()

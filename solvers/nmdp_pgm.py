@@ -25,7 +25,29 @@ iteration, which still converges to the exact root of ``G``) and in ``J_w``.
 The problem is passed duck-typed (``formulations.nmdp.NMDPFunctions`` or any object with the same
 attributes): ``n``, ``n_w``, ``groups`` (index arrays of ``w`` per contact), ``q_n``, ``h`` and the
 callables ``G(theta, w)``, ``G_theta(theta, w)``, ``G_theta_zo(theta, w)``, ``G_w(theta)``,
-``K(theta)``, ``K_grad(theta)``, ``K_hess(theta)``.
+``K(theta)``, ``K_grad(theta)``, ``K_hess(theta)``. When it also carries ``tapes`` (the same
+functions as CasADi instruction tapes with inputs ``(theta, w, params)``,
+:class:`contactmp.solvers._nmdp_kernels.PGMTapes`; what :meth:`NMDP.functions
+<contactmp.formulations.nmdp.NMDP.functions>` hands out) the loop runs compiled
+(:func:`contactmp.solvers._nmdp_kernels.run_pgm`, the same steps with LAPACK through numba: its
+answers differ from this module's loop by rounding, e.g. ``K`` along the spider's iterations to
+1e-13 relative; where the last decreases of ``K`` are at that level a step can be accepted by one
+and rejected by the other, and the answers then differ within the tolerances); the check below is
+this module's in both cases.
+
+Cost (spider walk, ``benchmarks/nmdp_frame.py``): a frame was dominated by evaluating CasADi
+Functions from Python (82 % of a loaded 50 ms frame; ``G_theta`` alone 449 k SX instructions,
+1.9 ms a call, from the expanded Lagrangian ``M(q) a + h(q, v)``) and by this module's Python loop
+(the rest). With the spider's recursive Newton-Euler dynamics (``G_theta`` 20 k instructions), the
+instruction tapes (~40 us a ``G_theta``) and the compiled loop a frame costs 2.7 - 3.4 times the
+linearized MDP QP at dt = 10 ms (median); at 50 ms 15 - 20 times, because there a frame is 5.7 PGM runs
+of the adaptive step on average: most runs that fail stop on ``||d||_inf < tol_d`` with ``beta``
+well above ``beta_min`` (0.01 - 0.2) at a point whose stationarity (1e-6 - 7e-5) fails the check,
+and the step is halved (the rule, not the cost of an iteration, sets the price of a 50 ms frame).
+ZOPGM on the spider: the zeroth-order projection diverges at the study's steps (its contraction
+factor grows like ``k h^2 / m``: 27 - 49 at 50 ms, 1.2 - 2.7 at 10 ms) and its gradient is off by
+13 % (h = 1.6 ms) to 440 % (12.5 ms) on frames with a sliding foot; the measurements are in
+``benchmarks/nmdp_frame.py``.
 
 Statuses: ``solved`` only after an independent check at the returned point: ``||G||_inf <= tol``,
 ``w`` in ``W`` (to ``1e-12``) and first-order stationarity of the reduced problem
@@ -308,13 +330,16 @@ def _check_options(beta0: float, eta: float, beta_min: float, beta_max: float, t
         raise InputError("max_outer", f"must be a positive int, got {max_outer!r}")
 
 
-def _reduced_derivatives(fns: Any, theta: np.ndarray, w: np.ndarray, zeroth_order: bool,
-                         ) -> tuple[np.ndarray, np.ndarray]:
-    """``g = J_w^T grad K`` and ``H = J_w^T hess K J_w`` with ``J_w = -(dG/dtheta)^-1 dG/dw``."""
+def _reduced_derivatives(fns: Any, theta: np.ndarray, w: np.ndarray, zeroth_order: bool, hessian: bool = True,
+                         ) -> tuple[np.ndarray, np.ndarray | None]:
+    """``g = J_w^T grad K`` and ``H = J_w^T hess K J_w`` with ``J_w = -(dG/dtheta)^-1 dG/dw``
+    (``H`` None when not ``hessian``: the final check needs ``g`` only)."""
     A = np.asarray((fns.G_theta_zo if zeroth_order else fns.G_theta)(theta, w), dtype=float)
     Gw = np.asarray(fns.G_w(theta), dtype=float).reshape(A.shape[0], -1)
     Jw = -np.linalg.solve(A, Gw)
     g = Jw.T @ np.asarray(fns.K_grad(theta), dtype=float).ravel()
+    if not hessian:
+        return g, None
     H = Jw.T @ np.asarray(fns.K_hess(theta), dtype=float) @ Jw
     return g, 0.5 * (H + H.T)
 
@@ -364,6 +389,50 @@ def pgm(fns: Any, theta0: np.ndarray | None = None, w0: np.ndarray | None = None
         raise InputError("w0", "must satisfy w >= 0 and 1^T w_i <= 1 for every group")
     w = project_W(w, groups)
 
+    tapes = getattr(fns, "tapes", None)
+    if tapes is not None:
+        theta, w, K, outer, qp_solves, n_newton, beta, failure, stop, history = _compiled_loop(
+            fns, tapes, theta, w, groups, zeroth_order, beta0, eta, beta_min, beta_max, tol_d, tol_decrease,
+            max_outer, tol, max_newton)
+    else:
+        theta, w, K, outer, qp_solves, n_newton, beta, failure, stop, history = _loop(
+            fns, theta, w, groups, zeroth_order, beta0, eta, beta_min, beta_max, tol_d, tol_decrease,
+            max_outer, tol, max_newton)
+    return _verdict(fns, theta, w, K, outer, qp_solves, n_newton, beta, failure, stop, history, groups,
+                    zeroth_order, tol, tol_stationarity, max_outer, t0)
+
+
+def _compiled_loop(fns: Any, tapes: Any, theta: np.ndarray, w: np.ndarray, groups: list[np.ndarray],
+                   zeroth_order: bool, beta0: float, eta: float, beta_min: float, beta_max: float, tol_d: float,
+                   tol_decrease: float, max_outer: int, tol: float, max_newton: int) -> tuple[Any, ...]:
+    """:func:`_loop` compiled (:func:`contactmp.solvers._nmdp_kernels.run_pgm`) on the problem's
+    instruction tapes (``fns.tapes``, inputs ``(theta, w, fns.params)``)."""
+    from contactmp.solvers._nmdp_kernels import FAILURES, STOPS, run_pgm
+
+    p = np.asarray(fns.params, dtype=float).ravel()
+    J = tapes.G_theta_zo if zeroth_order else tapes.G_theta
+    parts = []
+    for tp in (tapes.G, J, tapes.G_w, tapes.K, tapes.K_grad, tapes.K_hess):
+        if tp.n_x != theta.size + w.size + p.size:
+            raise InputError("fns", f"tape {tp.name!r} takes {tp.n_x} inputs, not (theta, w, params)")
+        parts += [tp.code, tp.consts, tp.runs, tp.work()]
+    sizes = np.array([g.size for g in groups], dtype=np.int64)
+    gidx = np.concatenate(groups).astype(np.int64) if groups else np.zeros(0, dtype=np.int64)
+    gptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    (theta, w, K, outer, qp_solves, n_newton, beta, failure, stop, hist, nh) = run_pgm(
+        *parts, p, theta, w, gidx, gptr, float(beta0), float(eta), float(beta_min), float(beta_max),
+        float(tol_d), float(tol_decrease), int(max_outer), float(tol), int(max_newton))
+    why = FAILURES[int(failure)] + (f"={beta_max:g}" if int(failure) == 4 else "")
+    return (theta, w, float(K), int(outer), int(qp_solves), int(n_newton), float(beta), why,
+            STOPS[int(stop)], [float(k) for k in hist[:nh]])
+
+
+def _loop(fns: Any, theta: np.ndarray, w: np.ndarray, groups: list[np.ndarray], zeroth_order: bool,
+          beta0: float, eta: float, beta_min: float, beta_max: float, tol_d: float, tol_decrease: float,
+          max_outer: int, tol: float, max_newton: int) -> tuple[Any, ...]:
+    """The loop of :func:`pgm` (its docstring): ``(theta, w, K, outer, qp_solves, projections,
+    beta, failure, stop, K_history)``."""
+    n_w = w.size
     n_newton = 0
     qp_solves = 0
     outer = 0
@@ -420,13 +489,18 @@ def pgm(fns: Any, theta0: np.ndarray | None = None, w0: np.ndarray | None = None
         beta = max(beta / eta, beta_min)
         if decrease < tol_decrease and at_floor:
             stop = "decrease below tol_decrease"
+    return theta, w, K, outer, qp_solves, n_newton, beta, failure, stop, history
 
-    # independent check at the returned point, with the full derivative
+
+def _verdict(fns: Any, theta: np.ndarray, w: np.ndarray, K: float, outer: int, qp_solves: int, n_newton: int,
+             beta: float, failure: str, stop: str, history: list[float], groups: list[np.ndarray],
+             zeroth_order: bool, tol: float, tol_stationarity: float, max_outer: int, t0: float) -> Result:
+    """The independent check at the returned point (with the full derivative) and the Result."""
     Gv = np.asarray(fns.G(theta, w), dtype=float)
     res = float(np.max(np.abs(Gv), initial=0.0)) if np.all(np.isfinite(Gv)) else float("inf")
     infeas = _infeasibility(w, groups)
     try:
-        g_full, _ = _reduced_derivatives(fns, theta, w, False)
+        g_full, _ = _reduced_derivatives(fns, theta, w, False, hessian=False)
         stat = stationarity(w, g_full, groups)
     except np.linalg.LinAlgError:
         stat = float("inf")

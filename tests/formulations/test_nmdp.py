@@ -262,3 +262,52 @@ def test_solo12_sagittal_standing_step():
     mass = s.eval_M(q)[0, 0]  # x translation of the floating base: the total mass
     assert np.all(r.extras["forces"][:, 0] > 0) and np.all(np.abs(r.extras["forces"][:, 1:][:, 0]) <= s.mu * r.extras["forces"][:, 0] + 1e-8)
     assert r.extras["forces"][:, 0].sum() == pytest.approx(mass * G0, rel=0.05)
+
+
+@pytest.fixture(scope="module")
+def spider_pair():
+    """The spider's NMDP built from its inverse-dynamics Functions, and from M and h (the old graph)."""
+    from contactmp.models.legged import spider
+
+    fast, old = spider(), spider()
+    del old.functions["inverse_dynamics"], old.functions["kinetic_energy"]
+    opts = dict(stiffness=2.5e7, relax=1.0, kp=2000.0, kd=20.0)
+    return NMDP(fast, **opts), NMDP(old, **opts)
+
+
+def test_spider_step_graph_equals_the_lagrangian_one(spider_pair):
+    """The small graph (inverse dynamics, tapes) gives the old graph's G, its Jacobians and K to rounding
+    at a loaded frame, in a tenth of the instructions."""
+    fast, old = spider_pair
+    rng = np.random.default_rng(0)
+    q = np.array(fast.system.q_nominal) + np.concatenate([[0.01, -0.003, 0.02], rng.normal(scale=0.02, size=16)])
+    qd, h = rng.normal(scale=0.2, size=19), 0.02
+    a, b = fast.functions(q, qd, h), old.functions(q, qd, h)
+    assert a.tapes is not None and b.tapes is not None
+    th, w = q + h * qd, np.full(16, 0.2)
+    for name, args in (("G", (th, w)), ("G_theta", (th, w)), ("G_theta_zo", (th, w)), ("G_w", (th,)),
+                       ("K", (th,)), ("K_grad", (th,)), ("K_hess", (th,))):
+        x, y = np.asarray(getattr(a, name)(*args)), np.asarray(getattr(b, name)(*args))
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-11 * max(1.0, np.abs(y).max()), err_msg=name)
+        # the tapes are the CasADi Functions' own values
+        ref = getattr(fast._c, name)(*(args[:1] + ((args[1],) if len(args) > 1 else ()) + (a.params,))).full()
+        np.testing.assert_array_equal(np.asarray(x).reshape(ref.shape), ref, err_msg=name)
+    assert fast._c.G_theta.n_instructions() < 0.15 * old._c.G_theta.n_instructions()
+
+
+@pytest.mark.parametrize("h", [0.01, 0.05])
+def test_spider_frame_new_path_equals_old_answer(spider_pair, h):
+    """One loaded spider frame: the new path (recursive dynamics, tapes, compiled PGM) and the old one
+    (expanded Lagrangian, CasADi Functions, Python loop) give the same verified answer."""
+    from contactmp.solvers.nmdp_pgm import pgm
+
+    fast, old = spider_pair
+    rng = np.random.default_rng(1)
+    q = np.array(fast.system.q_nominal) + np.concatenate([[0.0, -0.003, 0.01], rng.normal(scale=0.01, size=16)])
+    qd = np.concatenate([[0.1, -0.05, 0.0], rng.normal(scale=0.1, size=16)])
+    a = pgm(fast.functions(q, qd, h), q + h * qd)
+    p = old.parameters(q, qd, h)
+    b = pgm(old._casadi_functions(p), q + h * qd)
+    assert a.status is b.status is Status.SOLVED and a.iterations == b.iterations, (a.message, b.message)
+    np.testing.assert_allclose(a.x, b.x, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(a.extras["w"], b.extras["w"], atol=1e-7)

@@ -102,3 +102,15 @@ def test_bad_input_names_field():
     with pytest.raises(InputError) as e:
         spider_standing(body_height=2.0)
     assert e.value.field == "body_height"
+
+
+def test_inverse_dynamics_and_kinetic_energy_match_the_lagrangian(sp):
+    """The compact Kane-form Functions the NMDP uses are M a + h and 1/2 v^T M v to rounding."""
+    rng = np.random.default_rng(3)
+    ID, T = sp.functions["inverse_dynamics"], sp.functions["kinetic_energy"]
+    for _ in range(4):
+        q, v, a = _random_q(rng), rng.normal(size=19), rng.normal(size=19)
+        ref = sp.eval_M(q) @ a + sp.eval_h(q, v)
+        np.testing.assert_allclose(np.array(ID(q, v, a)).ravel(), ref, rtol=0, atol=1e-11 * np.abs(ref).max())
+        assert abs(float(T(q, v)) - 0.5 * v @ sp.eval_M(q) @ v) <= 1e-12 * max(1.0, float(T(q, v)))
+    assert ID.n_instructions() < 0.2 * (sp.functions["M"].n_instructions() + sp.functions["h"].n_instructions())

@@ -351,3 +351,44 @@ def test_zopgm_agrees_with_ipopt_on_hopper_small_step(hopper_nmdp):
     np.testing.assert_allclose(zo.extras["w"], ip.extras["w"], atol=1e-6)
     np.testing.assert_allclose(zo.x, ip.x, atol=1e-9)
     assert zo.extras["projections"] > 2 * fo.extras["projections"]  # quasi-Newton projections: linear convergence
+
+
+# ------------------------------------------------------------- the compiled loop (tapes)
+
+
+@pytest.fixture(scope="module")
+def spider_nmdp():
+    from contactmp.formulations.nmdp import NMDP
+    from contactmp.models.legged import spider
+
+    system = spider()
+    form = NMDP(system, stiffness=2.5e7, relax=1.0, kp=2000.0, kd=20.0)
+    rng = np.random.default_rng(0)
+    q_n = np.array(system.q_nominal, float)
+    q_n[1] -= 0.003  # every foot 3 mm into the ground (a loaded frame)
+    qd_n = np.concatenate([[0.05, -0.1, 0.02], rng.normal(scale=0.1, size=16)])
+    return form, q_n, qd_n
+
+
+@pytest.mark.parametrize("h, zeroth_order", [(0.01, False), (0.05, False), (0.01, True)])
+def test_compiled_loop_equals_python_loop_on_spider_frame(spider_nmdp, h, zeroth_order):
+    """pgm on the tapes (numba) takes the Python loop's steps: the same accepted and rejected steps,
+    projections and verdict, and the same answer to rounding."""
+    import dataclasses
+
+    form, q_n, qd_n = spider_nmdp
+    fns = form.functions(q_n, qd_n, h)
+    assert fns.tapes is not None
+    opts = {"beta_max": 1e4} if zeroth_order else {}
+    a = pgm(fns, q_n + h * qd_n, zeroth_order=zeroth_order, **opts)
+    b = pgm(dataclasses.replace(fns, tapes=None), q_n + h * qd_n, zeroth_order=zeroth_order, **opts)
+    assert a.status is b.status and a.message == b.message
+    assert (a.iterations, a.extras["qp_solves"]) == (b.iterations, b.extras["qp_solves"])
+    # a polish step is taken when it lowers ||G|| at ~1e-12 N: a rounding decision, at most one per
+    # projection (the initial one and one per proximal QP)
+    assert abs(a.extras["projections"] - b.extras["projections"]) <= 1 + a.extras["qp_solves"]
+    np.testing.assert_allclose(a.x, b.x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(a.extras["w"], b.extras["w"], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(a.extras["K_history"], b.extras["K_history"], rtol=1e-12)
+    if not zeroth_order:
+        assert a.status is Status.SOLVED, a.message

@@ -41,7 +41,8 @@ distance, speed and linearity (R^2 of ``x(t)``), frames per second (frames / sum
 mean outer iterations per frame (PGM accepted steps, IPOPT iterations, qpOASES iterations), the
 smallest adaptive substep, failed frames (status not ``solved``), and the mean total normal force.
 A run is also stopped after ``WALL_BUDGET_S`` (``METHOD_BUDGET_S`` for ZOPGM) of wall time (``budget_stopped``: ZOPGM on the spider
-fails nearly every loaded frame down to ``h_min`` and runs at ~0.05 frames/s).
+fails nearly every loaded frame down to ``h_min``: ~0.05 frames/s before its loop was compiled
+(issue 18), a few frames/s since; why it fails is measured in ``benchmarks/nmdp_frame.py``).
 
 Checks (``summary.json["checks"]``), per gait:
 
@@ -85,7 +86,8 @@ DRIFT_REL, DRIFT_ABS, DRIFT_TILT_DEG, SMALL_TILT_DEG = 0.25, 0.05, 20.0, 10.0
 #: a run stops (``budget_stopped``, metrics over the frames done) after this much wall time [s]
 WALL_BUDGET_S = 1800.0
 #: a tighter budget per method: ZOPGM on the stiff spider fails nearly every loaded frame down to
-#: h_min (measured ~0.05 frames/s), so its runs are cut early and reported as incomplete
+#: h_min (its projection diverges: benchmarks/nmdp_frame.py), so its runs are cut early and reported as
+#: incomplete
 METHOD_BUDGET_S: dict[str, float] = {"zopgm": 150.0}
 #: per-method solver options: ZOPGM's derivative-free Jacobian misses ``2 k min(phi, 0) Jn`` of the
 #: stiff polytope, its proximal search then fails; ``beta_max = 1e4`` makes it fail (and halve) fast

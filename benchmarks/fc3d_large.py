@@ -1,7 +1,7 @@
 """Large fc3d problems with a singular Delassus matrix: ours against Siconos' PROX, NSN_AC, ADMM, NSGS.
 
     python benchmarks/fc3d_large.py [--out DIR] [--time-cap S] [--siconos-cap S] [--repeats N]
-        [--only NAME,...] [--stress] [--no-siconos]
+        [--only NAME,...] [--siconos NAME,...] [--stress] [--no-siconos]
 
 Problems (issue 18, item 2):
 
@@ -19,7 +19,10 @@ the generated scenes) and ``auto`` (the default chain, dense W), both through
 ``solve_fc3d(..., tol=1e-8, time_limit=CAP)``. Siconos: ``shared/tools/siconos_solve.py`` in a
 subprocess on an ``.npz`` of the problem (written to the output folder for the generated scenes),
 its time the median of its repeats of the driver call alone; skipped with a message when Siconos
-is not installed. Every answer, Siconos' too, is judged by OUR residual ``fc3d_residual`` at 1e-8.
+is not installed (``--siconos`` picks a subset of its solvers, e.g. ``PROX,NSGS`` for a shorter
+run). Every answer, Siconos' too, is judged by OUR residual ``fc3d_residual`` at 1e-8. The last two
+columns are the time ratios to PROX of ``prox-newton`` and of ``auto`` (issue 18 asks for
+``auto / PROX <= 1`` on the Capsules), within the same run.
 
 Output (``--out``, default ``benchmarks/out/fc3d_large/``): ``results.json`` (machine, versions,
 options, per-problem records, the table).
@@ -145,9 +148,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--siconos-cap", type=float, default=60.0, help="seconds per Siconos solve (default 60)")
     ap.add_argument("--repeats", type=int, default=5, help="timed repeats below one second (default 5)")
     ap.add_argument("--only", default=None, help="comma-separated problem names")
+    ap.add_argument("--siconos", default=",".join(SICONOS),
+                    help=f"comma-separated Siconos solvers (default {','.join(SICONOS)})")
     ap.add_argument("--stress", action="store_true", help="add the sphere pyramid (unsolved by all)")
     ap.add_argument("--no-siconos", action="store_true")
     args = ap.parse_args(argv)
+    siconos = tuple(s.strip() for s in args.siconos.split(",") if s.strip())
+    unknown = sorted(set(siconos) - set(SICONOS))
+    if unknown:
+        ap.error(f"unknown Siconos solver(s) {unknown}; known: {', '.join(SICONOS)}")
     t_start = time.perf_counter()
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -167,28 +176,30 @@ def main(argv: list[str] | None = None) -> int:
         rank = int(np.linalg.matrix_rank(p.W))
         solves = {s: run_ours(p, s, args.repeats, args.time_cap) for s in OURS}
         if with_siconos:
-            for s in SICONOS:
+            for s in siconos:
                 solves[f"S:{s}"] = run_siconos(p, s, args.repeats, args.siconos_cap)
         prox = solves.get("S:PROX")
-        ratio = (solves["prox-newton"]["time_s"] / prox["time_s"]
-                 if prox and prox["solved"] and solves["prox-newton"]["solved"] else None)
+        ratios = {k: (solves[k]["time_s"] / prox["time_s"] if prox and prox["solved"] and solves[k]["solved"] else None)
+                  for k in OURS}
         records.append({"problem": p.name, "generated": p.generated, "nc": p.nc, "rows": 3 * p.nc,
                         "rank_W": rank, "rank_deficiency": 3 * p.nc - rank, "mu": float(np.max(p.mu)),
-                        "nnz_W": int(p.Ws.nnz), "solves": solves, "ratio_prox_newton_vs_PROX": ratio})
-    keys = list(OURS) + ([f"S:{s}" for s in SICONOS] if with_siconos else [])
+                        "nnz_W": int(p.Ws.nnz), "solves": solves, "ratio_prox_newton_vs_PROX": ratios["prox-newton"],
+                        "ratio_auto_vs_PROX": ratios["auto"]})
+    keys = list(OURS) + ([f"S:{s}" for s in siconos] if with_siconos else [])
     rows = []
     for r in records:
-        ratio = r["ratio_prox_newton_vs_PROX"]
         rows.append([r["problem"], r["nc"], r["rank_deficiency"], f"{r['mu']:g}"]
                     + [cell(r["solves"][k]) for k in keys]
-                    + [common.fmt_residual(r["solves"]["prox-newton"]["residual"]),
-                       "-" if ratio is None else f"{ratio:.2f}"])
+                    + [common.fmt_residual(r["solves"]["prox-newton"]["residual"])]
+                    + ["-" if x is None else f"{x:.2f}"
+                       for x in (r["ratio_prox_newton_vs_PROX"], r["ratio_auto_vs_PROX"])])
     common.print_table(f"Large fc3d: time when solved (our residual <= {TOL:g}); 'x RES (t)' = stopped at RES",
-                       ["problem", "nc", "3nc-rank W", "mu"] + keys + ["prox-newton residual", "prox-newton/PROX"],
+                       ["problem", "nc", "3nc-rank W", "mu"] + keys
+                       + ["prox-newton residual", "prox-newton/PROX", "auto/PROX"],
                        rows, caption="ours: median of the whole solve_fc3d call; S:NAME = Siconos' NAME (driver only)")
     return common.finish(out / "results.json", {
         **header, "tol": TOL, "time_cap_s": args.time_cap, "siconos_cap_s": args.siconos_cap,
-        "repeats": args.repeats, "siconos": list(SICONOS) if with_siconos else [],
+        "repeats": args.repeats, "siconos": list(siconos) if with_siconos else [],
         "siconos_skipped_because": None if with_siconos else why,
         "residual": "contactmp.solvers.fc3d.fc3d_residual (normalized natural map, Siconos 4.4)",
         "problems": records,

@@ -277,19 +277,37 @@ def _fc3d_per_entry(order: tuple[str, ...], nc: int) -> list[dict[str, Any] | No
 
 
 def _solve_fc3d_general(W: Any, q: Any, mu: Any, options: dict[str, Any]) -> Result:
-    """The auto chain of :func:`solve_fc3d` for any input: validate, then ``_try_in_order``."""
+    """The auto chain of :func:`solve_fc3d` for any input: validate, then ``_try_in_order``.
+
+    On problems of at least :data:`LARGE_FC3D_MIN_NC` contacts (a ``W`` array of that size) the
+    dense ``W`` is checked once, in the same compiled pass that splits it into the nonzero 3 x 3
+    blocks :data:`LARGE_FC3D_FIRST` works on
+    (:func:`contactmp.solvers.fc3d_prox.validate_dense_fc3d`): that solver gets the blocks, the
+    rest of the chain the checked dense arrays (no second scan, no second conversion)."""
     from contactmp.solvers.fc3d import validate_fc3d
 
+    t0 = time.perf_counter()
     options = dict(options)
     quick = options.pop("quick", True)
     if not isinstance(quick, (bool, np.bool_)):
         raise OptionError(f"quick must be a bool, got {quick!r}")
-    W, q, mu = validate_fc3d(W, q, mu)
     order = DEFAULT_FC3D_ORDER if quick else DEFAULT_FC3D_ORDER[1:]
+    lookup = fc3d_solver
+    m = W.shape[0] if isinstance(W, np.ndarray) and W.ndim == 2 else 0
+    if m // 3 >= LARGE_FC3D_MIN_NC and LARGE_FC3D_FIRST == "prox-newton" and LARGE_FC3D_FIRST not in order:
+        from contactmp.solvers.fc3d_prox import validate_dense_fc3d
+
+        W, blocks, q, mu = validate_dense_fc3d(W, q, mu)
+
+        def lookup(name: str) -> Callable[..., Result]:
+            fn = fc3d_solver(name)
+            return (lambda W, q, mu, **kw: fn(blocks, q, mu, **kw)) if name == LARGE_FC3D_FIRST else fn
+    else:
+        W, q, mu = validate_fc3d(W, q, mu)
     if mu.shape[0] >= LARGE_FC3D_MIN_NC and LARGE_FC3D_FIRST not in order:
         order = (LARGE_FC3D_FIRST,) + order
-    return _try_in_order(order, fc3d_solver, (W, q, mu), options, _AUTO_OPTIONS,
-                         _fc3d_per_entry(order, mu.shape[0]))[0]
+    return _try_in_order(order, lookup, (W, q, mu), options, _AUTO_OPTIONS,
+                         _fc3d_per_entry(order, mu.shape[0]), t0=t0)[0]
 
 
 def _solve_fc3d_lean(W: Any, q: Any, mu: Any, options: dict[str, Any]) -> Result | None:

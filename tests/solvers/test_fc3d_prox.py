@@ -102,3 +102,68 @@ def test_time_limit_is_honoured() -> None:
     res = fc3d_prox.solve(pile.W, pile.q, pile.mu, time_limit=0.3, max_iter=100000)
     assert res.status in (Status.TIME_LIMIT, Status.SOLVED)
     assert res.time_s < 2.0
+
+
+def test_dense_input_is_checked_and_split_into_blocks_in_one_pass(shared_data) -> None:
+    W, q, mu = load(shared_data, "Capsules-i101-404")
+    Wd, Wb, q2, mu2 = fc3d_prox.validate_dense_fc3d(W, q, mu)
+    assert Wb.blocksize == (3, 3) and Wb.has_canonical_format
+    np.testing.assert_array_equal(Wb.toarray(), W)  # the nonzero blocks, exactly
+    ref = fc3d_prox.block_matrix(sp.csr_matrix(W))  # the sparse route: the same blocks
+    np.testing.assert_array_equal(Wb.indptr, ref.indptr)
+    np.testing.assert_array_equal(Wb.indices, ref.indices)
+    np.testing.assert_array_equal(Wb.data, ref.data)
+    # a BSR matrix in the working form is taken as it is, and gives the dense answer
+    dense = fc3d_prox.solve(W, q, mu)
+    blocks = fc3d_prox.solve(Wb, q, mu)
+    assert blocks.success and np.array_equal(blocks.x, dense.x)
+    # a zero diagonal block is stored (explicitly) either way
+    Wz = np.zeros((6, 6))
+    Wz[3:, 3:] = np.eye(3)
+    _, Wzb, _, _ = fc3d_prox.validate_dense_fc3d(Wz, np.zeros(6), 0.5)
+    assert Wzb.indices.tolist() == [0, 1]
+    for field, args in (("W", (np.where(np.eye(6) > 0, np.nan, 0.0), np.zeros(6), 0.5)),
+                        ("W", (np.eye(6)[:, :5], np.zeros(6), 0.5)),
+                        ("q", (np.eye(6), [0, 0, np.inf, 0, 0, 0], 0.5)),
+                        ("q", (np.eye(6), np.zeros(5), 0.5)),
+                        ("mu", (np.eye(6), np.zeros(6), [0.5, -1.0])),
+                        ("mu", (np.eye(6), np.zeros(6), [0.5]))):
+        with pytest.raises(InputError, match=f"^{field}"):
+            fc3d_prox.validate_dense_fc3d(*args)
+    with pytest.raises(InputError, match="^W"):
+        fc3d_prox.solve(sp.bsr_matrix(np.where(np.eye(6) > 0, np.inf, 0.0), blocksize=(3, 3)), np.zeros(6), 0.5)
+
+
+def test_block_norms_and_ordering() -> None:
+    rng = np.random.default_rng(0)
+    blocks = rng.standard_normal((200, 3, 3))
+    blocks[:50] += blocks[:50].transpose(0, 2, 1)
+    blocks[50] = 0.0
+    blocks[51] = np.diag([1e-9, 2.0, 2.0])
+    blocks[52] = np.outer([1.0, 2.0, 3.0], [1.0, 0.0, 1.0])
+    ref = np.array([np.linalg.norm(b, 2) for b in blocks])
+    np.testing.assert_allclose(fc3d_prox._block_norms(blocks), ref, rtol=1e-13, atol=0)
+    pile = sphere_pile(3, 0.9, seed=2)
+    Wb = fc3d_prox.block_matrix(pile.W)
+    order = fc3d_prox.block_ordering(Wb.indptr.astype(np.int64), Wb.indices.astype(np.int64))
+    assert sorted(order.tolist()) == list(range(pile.nc))
+
+
+def test_auto_on_large_dense_input_checks_once_and_names_the_field(shared_data) -> None:
+    W, q, mu = load(shared_data, "Capsules-i101-404")
+    res = solve_fc3d(W, q, mu)
+    assert res.success and res.extras["attempts"][0]["solver"] == "prox-newton"
+    assert fc3d_residual(W, q, mu, res.x) <= 1e-8
+    np.testing.assert_allclose(res.extras["u"], W @ res.x + q, atol=1e-12)
+    assert np.array_equal(res.x, fc3d_prox.solve(W, q, mu).x)  # the same answer as the solver alone
+    bad = W.copy()
+    bad[5, 7] = np.nan
+    with pytest.raises(InputError, match="^W"):
+        solve_fc3d(bad, q, mu)
+    with pytest.raises(InputError, match="^q"):
+        solve_fc3d(W, np.where(np.arange(q.shape[0]) == 4, np.inf, q), mu)
+    with pytest.raises(InputError, match="^mu"):
+        solve_fc3d(W, q, -np.asarray(mu))
+    # a list of lists takes the general validation and the same chain
+    res_list = solve_fc3d(W.tolist(), q, mu)
+    assert res_list.success and res_list.extras["attempts"][0]["solver"] == "prox-newton"

@@ -29,7 +29,6 @@ import numpy as np
 from contactmp.errors import InputError
 from contactmp.progress import Reporter, Watch, check_progress, next_chunk
 from contactmp.result import Result, Status, gc_paused
-from contactmp.solvers import _pipeline
 from contactmp.solvers.lcp import (
     SolverOptions, check_bool, check_int, judged_result, residual_kernel, validate_lcp, w_and_residual_kernel,
 )
@@ -668,11 +667,11 @@ def warmup() -> None:
 # ------------------------------------------------------------------------------------------------
 # Batches of equal-size problems
 # ------------------------------------------------------------------------------------------------
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True)
 def _batch_range(Ms, qs, zw, out, lo, hi):  # pragma: no cover - compiled
     """:func:`_checked_start` with the default options on the problems ``lo <= b < hi`` of the
     stacked ``Ms[b]``, ``qs[b]``, one workspace for all of them; ``out[b] = (code, pivots, bad)``
-    and the residuals in ``zw[b, 2 n]``. Releases the GIL (see :mod:`contactmp.solvers._pipeline`)."""
+    and the residuals in ``zw[b, 2 n]``."""
     work = _workspace(qs.shape[1])
     for b in range(lo, hi):
         code, piv, res, bad = _checked_start(Ms[b], qs[b], _EMPTY, 0, True, zw[b, :-1], work)
@@ -695,8 +694,10 @@ def _batch_parallel(Ms, qs, zw, out, lo, hi, parts):  # pragma: no cover - compi
         out[a:b] = out_p
 
 
-#: problems of at least this size solve a chunk on numba's threads (the compiled work dominates);
-#: smaller ones overlap one compiled thread with the Python that builds the Results (_pipeline)
+#: a batch runs on numba's threads from this many problems x n^2 on, for problems of at least
+#: PARALLEL_MIN_N unknowns: below that the compiled work is a small part of the time (building one
+#: Result per problem in Python is most of it) and one thread is as fast
+PARALLEL_WORK = 200_000
 PARALLEL_MIN_N = 16
 
 
@@ -706,12 +707,10 @@ def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel
     start of every problem and checks each answer independently (``||min(z, M z + q)||_inf`` from
     the original data, as :func:`solve`); a problem whose first start does not verify to ``tol`` is
     solved again by :func:`solve` (restarts). Returns one :class:`Result` per problem, equal to what
-    :func:`solve` returns for it alone (the same kernel). ``parallel`` (default: for batches of at
-    least two chunks of :data:`~contactmp.solvers._pipeline.CHUNK` when numba has two threads or
-    more; ``False`` never): problems of ``n >= PARALLEL_MIN_N`` run on numba's threads, smaller
-    ones in one compiled thread while Python builds the Results of the previous chunk
-    (:func:`~contactmp.solvers._pipeline.pipelined`). InputError names ``Ms``/``qs`` (with the
-    problem's index) for bad shapes or a NaN/inf, before any work."""
+    :func:`solve` returns for it alone (the same kernel). ``parallel``: numba threads (default:
+    when ``B n^2 >= PARALLEL_WORK`` and ``n >= PARALLEL_MIN_N``; ``True`` forces them for
+    ``n >= PARALLEL_MIN_N``, ``False`` never). InputError names ``Ms``/``qs`` (with the problem's
+    index) for bad shapes or a NaN/inf, before any work."""
     t0 = time.perf_counter()
     Ms = np.ascontiguousarray(Ms, dtype=float)
     qs = np.ascontiguousarray(qs, dtype=float)
@@ -725,23 +724,18 @@ def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel
     zw = np.empty((B, 2 * n + 1))
     out = np.empty((B, 3), dtype=np.int64)
     threads = numba.get_num_threads()
-    many = parallel is not False and threads > 1 and (parallel or B >= 2 * _pipeline.CHUNK)
-
-    def run(lo: int, hi: int) -> None:
-        if many and n >= PARALLEL_MIN_N:
-            _batch_parallel(Ms, qs, zw, out, lo, hi, min(threads, hi - lo))
-        else:
-            _batch_range(Ms, qs, zw, out, lo, hi)
-
-    def build(lo: int, hi: int) -> list[Result]:
-        per = (time.perf_counter() - t0) / hi  # the batch's time so far, shared by the problems done
-        results: list[Result] = []
-        solved, messages = Status.SOLVED, _SOLVED_MESSAGE
-        # Python-level work per problem is what remains on tiny problems: plain lists, row views made
-        # once by iteration, no per-problem numpy indexing
-        rows = zip(out[lo:hi, 0].tolist(), out[lo:hi, 1].tolist(), zw[lo:hi, -1].tolist(), list(zw[lo:hi, :n]),
-                   list(zw[lo:hi, n:2 * n]))
-        for b, (code, piv, res, z, w) in enumerate(rows, lo):
+    if B and parallel is not False and threads > 1 and (parallel or B * n * n >= PARALLEL_WORK) and n >= PARALLEL_MIN_N:
+        _batch_parallel(Ms, qs, zw, out, 0, B, min(threads, B))
+    elif B:
+        _batch_range(Ms, qs, zw, out, 0, B)
+    per = (time.perf_counter() - t0) / max(B, 1)
+    results: list[Result] = []
+    solved, messages = Status.SOLVED, _SOLVED_MESSAGE
+    # Python-level work per problem is what remains on tiny problems: plain lists, row views made
+    # once by iteration, no per-problem numpy indexing
+    rows = zip(out[:, 0].tolist(), out[:, 1].tolist(), zw[:, -1].tolist(), list(zw[:, :n]), list(zw[:, n:2 * n]))
+    with gc_paused():
+        for b, (code, piv, res, z, w) in enumerate(rows):
             if code == _SOLVED and res <= tol:
                 message = messages.get(piv) or _message(code, 0, "ones", piv, _ONE_SOLVED)
                 results.append(Result(solved, z, NAME, res, tol, piv, per, message,
@@ -749,7 +743,4 @@ def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel
                                        "batched": True}))
             else:
                 results.append(solve(Ms[b], qs[b], tol=tol))
-        return results
-
-    with gc_paused():
-        return _pipeline.pipelined(B, run, build, overlap=many and n < PARALLEL_MIN_N)
+    return results

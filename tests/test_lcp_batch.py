@@ -36,9 +36,9 @@ def test_batch_equals_the_unbatched_solves(parallel):
 
 
 @pytest.mark.parametrize("B, n", [(2500, 3), (300, 17)])
-def test_pipelined_and_threaded_batches_equal_the_unbatched_solves(B, n):
-    """More than two chunks of tiny problems (solved in a worker thread while the Results of the
-    previous chunk are built) and problems of n >= PARALLEL_MIN_N (numba threads): the same answers."""
+def test_large_and_threaded_batches_equal_the_unbatched_solves(B, n):
+    """A batch of thousands of tiny problems (one workspace for all) and problems of
+    n >= PARALLEL_MIN_N on numba's threads (one workspace per thread): the same answers."""
     Ms, qs = _random_batch(B, n, seed=n)
     batched = lemke.solve_batch(Ms, qs, parallel=True)
     assert len(batched) == B

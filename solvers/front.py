@@ -23,6 +23,11 @@ __all__ = ["solve", "routes", "ROUTES"]
 
 #: the routes of :func:`solve`, in the order tried
 ROUTES = ("lcp", "cone", "nlp")
+#: an LCP step is split into islands from this many unknowns on: below, finding and assembling them
+#: costs more than Lemke on the whole (benchmarks/batch.py, cube ensembles stepped with the pyramid:
+#: 4 cubes, 96 unknowns, 337 us as islands against 253 us whole; 16 cubes, 384 unknowns, 1.07 ms
+#: against 4.18 ms; 64 cubes 10 ms against 247 ms)
+ISLANDS_MIN_LCP = 128
 #: an fc3d problem whose islands cannot be batched (a named solver, or options) is solved island by
 #: island only above this many contacts
 ISLANDS_MIN_NC = 64
@@ -88,7 +93,7 @@ def _lcp(prog: Program, solver: Any, tol: float, options: dict[str, Any], island
     from contactmp.solvers.registry import solve_lcp
 
     red = prog.to_lcp()
-    blocks = coupling_components(red.M) if islands and red.q.shape[0] > 1 else []
+    blocks = coupling_components(red.M) if islands and red.q.shape[0] >= ISLANDS_MIN_LCP else []
     if len(blocks) > 1:
         res = solve_lcp_islands(red.M, red.q, blocks, solver, tol=tol, **options)
     else:

@@ -83,9 +83,13 @@ def test_fc3d_islands_equal_each_island_alone():
 
 
 @pytest.mark.parametrize("formulation", ["pyramid", "cone"])
-def test_an_ensemble_steps_like_its_members_alone(formulation):
+def test_an_ensemble_steps_like_its_members_alone(formulation, monkeypatch):
     """Three cubes and a ball on one floor, never touching each other: stepped as one system (their
-    islands solved separately) each follows exactly the trajectory it has alone."""
+    islands solved separately, also below the size from which the front door splits by default)
+    each follows exactly the trajectory it has alone."""
+    import contactmp.solvers.front as front
+
+    monkeypatch.setattr(front, "ISLANDS_MIN_LCP", 2)
     members = [cube_3d(mu=0.3), cube_3d(mu=0.6, size=0.3), cube_3d(mu=0.45), ball_3d(mu=0.4)]
     S = ensemble(members)
     v0s = [np.array([1.0, 0.2, 0, 0, 0, 0.5]), np.array([0.5, 0, 0, 0, 0, 0]), np.array([2.0, -1.0, 0, 0, 0, 0]),

@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--T", type=float, default=1.0, help="simulated seconds per run (default 1)")
     ap.add_argument("--dts", default="10,50", help="frame steps in ms (default 10,50)")
     ap.add_argument("--methods", default="mdp,pgm,zopgm")
-    ap.add_argument("--zopgm-frames", type=int, default=10, help="frames of the zopgm runs (default 10)")
+    ap.add_argument("--zopgm-frames", type=int, default=10, help="frames of the zopgm runs (default 10; 0 leaves zopgm out)")
     ap.add_argument("--zopgm-budget", type=float, default=120.0,
                     help="wall seconds after which a zopgm run stops (after its current frame; default 120)")
     ap.add_argument("--out", type=Path, default=common.REPO / "benchmarks" / "out" / NAME)
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                              {**common.run_header(NAME, sys.argv if argv is None else [NAME, *argv], 0),
                               "rows": rows}, t_start)
     dts = [int(x) for x in args.dts.split(",") if x]
-    methods = [m for m in args.methods.split(",") if m]
+    methods = [m for m in args.methods.split(",") if m and not (m == "zopgm" and args.zopgm_frames <= 0)]
     runs = []
     for dt in dts:
         for m in methods:

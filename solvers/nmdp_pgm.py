@@ -41,8 +41,9 @@ Functions from Python (82 % of a loaded 50 ms frame; ``G_theta`` alone 449 k SX 
 (the rest). With the spider's recursive Newton-Euler dynamics (``G_theta`` 20 k instructions), the
 instruction tapes (~40 us a ``G_theta``) and the compiled loop a frame costs 2.7 - 3.4 times the
 linearized MDP QP at dt = 10 ms (median); at 50 ms 15 - 20 times, because there a frame is 5.7 PGM runs
-of the adaptive step on average: most runs that fail stop on ``||d||_inf < tol_d`` with ``beta``
-well above ``beta_min`` (0.01 - 0.2) at a point whose stationarity (1e-6 - 7e-5) fails the check,
+of the adaptive step on average: most runs that fail stop on ``||d||_inf < tol_d`` at a point whose
+stationarity (1e-6 - 7e-5) fails the check, also when retried at ``beta_min`` (the stiff contacts'
+curvature makes the step tiny while the absolute projected gradient is above ``tol_stationarity``),
 and the step is halved (the rule, not the cost of an iteration, sets the price of a 50 ms frame).
 ZOPGM on the spider: the zeroth-order projection diverges at the study's steps (its contraction
 factor grows like ``k h^2 / m``: 27 - 49 at 50 ms, 1.2 - 2.7 at 10 ms) and its gradient is off by

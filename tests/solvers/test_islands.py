@@ -82,8 +82,8 @@ def test_fc3d_islands_equal_each_island_alone():
         np.testing.assert_array_equal(res.x[I], solve_fc3d(W_I, q_I, mu_I, tol=1e-10).x)
 
 
-@pytest.mark.parametrize("formulation", ["pyramid", "cone"])
-def test_an_ensemble_steps_like_its_members_alone(formulation, monkeypatch):
+@pytest.mark.parametrize("formulation, solver", [("pyramid", None), ("cone", None), ("cone", "auto")])
+def test_an_ensemble_steps_like_its_members_alone(formulation, solver, monkeypatch):
     """Three cubes and a ball on one floor, never touching each other: stepped as one system (their
     islands solved separately, also below the size from which the front door splits by default)
     each follows exactly the trajectory it has alone."""
@@ -95,13 +95,13 @@ def test_an_ensemble_steps_like_its_members_alone(formulation, monkeypatch):
     v0s = [np.array([1.0, 0.2, 0, 0, 0, 0.5]), np.array([0.5, 0, 0, 0, 0, 0]), np.array([2.0, -1.0, 0, 0, 0, 0]),
            np.array([1.0, 0, 0, 0, 0, 0])]
     h, n = 0.01, 25
-    tr = TimeStepping(S, h, formulation).simulate(S.q_nominal, np.concatenate(v0s), n_steps=n)
+    tr = TimeStepping(S, h, formulation, solver=solver).simulate(S.q_nominal, np.concatenate(v0s), n_steps=n)
     assert tr.n_failed == 0
-    if formulation == "pyramid":  # the batched islands: one per member (the cone's default has its own rule)
+    if formulation == "pyramid" or solver == "auto":  # batched islands (Lemke; the fc3d quick pass), one per member
         assert {r.message for r in tr.results} == {"4 islands solved separately"}
     k = 0
     for sys_k, v0 in zip(members, v0s):
-        alone = TimeStepping(sys_k, h, formulation).simulate(sys_k.q_nominal, v0, n_steps=n)
+        alone = TimeStepping(sys_k, h, formulation, solver=solver).simulate(sys_k.q_nominal, v0, n_steps=n)
         np.testing.assert_allclose(tr.q[:, k:k + sys_k.n_q], alone.q, rtol=0, atol=1e-9)
         k += sys_k.n_q
 

@@ -82,15 +82,42 @@ def validate_fc3d(W: Any, q: Any, mu: Any) -> tuple[np.ndarray, np.ndarray, np.n
         W = np.ascontiguousarray(W, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise InputError("W", f"cannot be read as a float matrix ({exc})") from None
-    try:
-        q = np.ascontiguousarray(q, dtype=np.float64).ravel()
-    except (TypeError, ValueError) as exc:
-        raise InputError("q", f"cannot be read as a float vector ({exc})") from None
+    q = _fc3d_q(q)  # read before W's shape is judged, as always: a bad q is named first
+    q, mu_arr = fc3d_q_mu(q, mu, fc3d_size(W))
+    bad = _first_bad(W, q, mu_arr)
+    if bad == 1:
+        raise InputError("W", "contains NaN or inf")
+    if bad == 2:
+        raise InputError("q", "contains NaN or inf")
+    if bad == 3:
+        raise InputError("mu", "friction coefficients must be finite and >= 0")
+    return W, q, mu_arr
+
+
+def fc3d_size(W: Any) -> int:
+    """``m = 3 nc`` of an fc3d matrix ``W`` (dense or scipy.sparse: anything with ``ndim`` and
+    ``shape``), or :class:`InputError` naming ``W`` when it is not square with a positive multiple
+    of 3 rows."""
     if W.ndim != 2 or W.shape[0] != W.shape[1]:
         raise InputError("W", f"must be a square matrix, got shape {W.shape}")
     m = W.shape[0]
     if m == 0 or m % 3:
         raise InputError("W", f"must be 3 nc x 3 nc (nc >= 1 contacts), got {m} x {m}")
+    return m
+
+
+def _fc3d_q(q: Any) -> np.ndarray:
+    """``q`` as a float64 vector, or :class:`InputError` naming ``q``."""
+    try:
+        return np.ascontiguousarray(q, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as exc:
+        raise InputError("q", f"cannot be read as a float vector ({exc})") from None
+
+
+def fc3d_q_mu(q: Any, mu: Any, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """``q`` (``m = 3 nc`` entries) and ``mu`` (``nc``, a scalar broadcast) of an fc3d problem as
+    float64 vectors, or :class:`InputError` naming the field (finiteness is the caller's check)."""
+    q = _fc3d_q(q)
     if q.shape[0] != m:
         raise InputError("q", f"has length {q.shape[0]} but W is {m} x {m}")
     nc = m // 3
@@ -101,14 +128,7 @@ def validate_fc3d(W: Any, q: Any, mu: Any) -> tuple[np.ndarray, np.ndarray, np.n
         raise InputError("mu", f"cannot be read as friction coefficients ({exc})") from None
     if mu_arr.shape[0] != nc:
         raise InputError("mu", f"has {mu_arr.shape[0]} entries but W has {nc} contacts")
-    bad = _first_bad(W, q, mu_arr)
-    if bad == 1:
-        raise InputError("W", "contains NaN or inf")
-    if bad == 2:
-        raise InputError("q", "contains NaN or inf")
-    if bad == 3:
-        raise InputError("mu", "friction coefficients must be finite and >= 0")
-    return W, q, mu_arr
+    return q, mu_arr
 
 
 @numba.njit(cache=True)

@@ -69,7 +69,7 @@ from contactmp.solvers.fc3d import (
 )
 from contactmp.solvers.fc3d_newton import _ac_eval, _merit_kernel
 from contactmp.solvers.lcp import SolverOptions, check_int, check_real
-from contactmp.validate import validate_start
+from contactmp.validate import fc3d_q_mu, fc3d_size, validate_start
 
 NAME = "prox-newton"
 
@@ -138,11 +138,7 @@ def validate_block_fc3d(W: Any, q: Any, mu: Any) -> tuple[sp.bsr_matrix, np.ndar
     if not sp.issparse(W):
         _, Wb, q, mu = validate_dense_fc3d(W, q, mu)
         return Wb, q, mu
-    if W.ndim != 2 or W.shape[0] != W.shape[1]:
-        raise InputError("W", f"must be a square matrix, got shape {W.shape}")
-    m = W.shape[0]
-    if m == 0 or m % 3:
-        raise InputError("W", f"must be 3 nc x 3 nc (nc >= 1 contacts), got {m} x {m}")
+    m = fc3d_size(W)
     if (W.format == "bsr" and W.blocksize == (3, 3) and W.dtype == np.float64 and W.has_canonical_format
             and (_diag_positions(W.indptr.astype(np.int64), W.indices.astype(np.int64)) >= 0).all()):
         Wb = W  # already the working form (e.g. from validate_dense_fc3d)
@@ -156,11 +152,8 @@ def validate_block_fc3d(W: Any, q: Any, mu: Any) -> tuple[sp.bsr_matrix, np.ndar
         if not np.isfinite(Wc.data).all():
             raise InputError("W", "contains NaN or inf")
         Wb = block_matrix(Wc)
-    q, mu_arr = _check_q_mu(q, mu, m)
-    if not np.isfinite(q).all():
-        raise InputError("q", "contains NaN or inf")
-    if not (np.isfinite(mu_arr).all() and (mu_arr >= 0).all()):
-        raise InputError("mu", "friction coefficients must be finite and >= 0")
+    q, mu_arr = fc3d_q_mu(q, mu, m)
+    _check_finite_q_mu(q, mu_arr)
     return Wb, q, mu_arr
 
 
@@ -175,40 +168,21 @@ def validate_dense_fc3d(W: Any, q: Any, mu: Any) -> tuple[np.ndarray, sp.bsr_mat
         W = np.ascontiguousarray(W, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise InputError("W", f"cannot be read as a float matrix ({exc})") from None
-    if W.ndim != 2 or W.shape[0] != W.shape[1]:
-        raise InputError("W", f"must be a square matrix, got shape {W.shape}")
-    m = W.shape[0]
-    if m == 0 or m % 3:
-        raise InputError("W", f"must be 3 nc x 3 nc (nc >= 1 contacts), got {m} x {m}")
-    q, mu_arr = _check_q_mu(q, mu, m)
+    m = fc3d_size(W)
+    q, mu_arr = fc3d_q_mu(q, mu, m)
     indptr, indices, data, finite = _dense_blocks(W)
     if not finite:
         raise InputError("W", "contains NaN or inf")
-    if not np.isfinite(q).all():
-        raise InputError("q", "contains NaN or inf")
-    if not (np.isfinite(mu_arr).all() and (mu_arr >= 0).all()):
-        raise InputError("mu", "friction coefficients must be finite and >= 0")
+    _check_finite_q_mu(q, mu_arr)
     return W, sp.bsr_matrix((data, indices, indptr), shape=(m, m)), q, mu_arr
 
 
-def _check_q_mu(q: Any, mu: Any, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """``q`` (``m = 3 nc`` entries) and ``mu`` (``nc``, a scalar broadcast) as float64 vectors, or
-    :class:`InputError` naming the field (finiteness is checked by the callers)."""
-    nc = m // 3
-    try:
-        q = np.ascontiguousarray(q, dtype=np.float64).ravel()
-    except (TypeError, ValueError) as exc:
-        raise InputError("q", f"cannot be read as a float vector ({exc})") from None
-    if q.shape[0] != m:
-        raise InputError("q", f"has length {q.shape[0]} but W is {m} x {m}")
-    try:
-        mu_arr = np.asarray(mu, dtype=np.float64)
-        mu_arr = np.ascontiguousarray(np.broadcast_to(mu_arr, (nc,)) if mu_arr.ndim == 0 else mu_arr.ravel())
-    except (TypeError, ValueError) as exc:
-        raise InputError("mu", f"cannot be read as friction coefficients ({exc})") from None
-    if mu_arr.shape[0] != nc:
-        raise InputError("mu", f"has {mu_arr.shape[0]} entries but W has {nc} contacts")
-    return q, mu_arr
+def _check_finite_q_mu(q: np.ndarray, mu: np.ndarray) -> None:
+    """:class:`InputError` naming ``q`` (a NaN or inf) or ``mu`` (not finite, or negative)."""
+    if not np.isfinite(q).all():
+        raise InputError("q", "contains NaN or inf")
+    if not (np.isfinite(mu).all() and (mu >= 0).all()):
+        raise InputError("mu", "friction coefficients must be finite and >= 0")
 
 
 def block_matrix(W: sp.spmatrix) -> sp.bsr_matrix:

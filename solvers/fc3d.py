@@ -224,6 +224,19 @@ def verified_fc3d_result(W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: np.nda
                                iterations=iterations, t_start=t_start, message=message, **extras)
 
 
+def ending_status(reason: str, done: str, res: float) -> tuple[Status, str] | None:
+    """The claim and message of an fc3d iteration that ended ``"converged"``, on its ``"budget"`` or
+    on its ``"time"`` limit after ``done`` (e.g. ``"12 iterations"``) at natural-map residual ``res``;
+    None for any other ending (the solver says what that means)."""
+    if reason == "converged":
+        return Status.SOLVED, f"natural-map residual {res:.3e} <= tol"
+    if reason == "budget":
+        return Status.MAX_ITER, f"{done}, natural-map residual {res:.3e}"
+    if reason == "time":
+        return Status.TIME_LIMIT, f"time limit after {done}, residual {res:.3e}"
+    return None
+
+
 def checked_fc3d_result(r: np.ndarray, u: np.ndarray, res: float, dual: float, *, solver: str, claimed: Status,
                         tol: float, iterations: int, t_start: float, message: str = "", **extras: Any) -> Result:
     """The judgment of :func:`verified_fc3d_result` once its two measures are known: ``res`` (the

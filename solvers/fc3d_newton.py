@@ -92,7 +92,8 @@ from contactmp.errors import InputError, OptionError
 from contactmp.progress import Reporter, check_progress
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import (
-    build_options, dual_violation, fc3d_residual, project_cone, validate_fc3d, verified_fc3d_result,
+    build_options, dual_violation, ending_status, fc3d_residual, project_cone, validate_fc3d,
+    verified_fc3d_result,
 )
 from contactmp.solvers.lcp import SolverOptions, check_int, check_real
 from contactmp.validate import validate_start
@@ -807,12 +808,9 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, progress: Rep
 
 def _status(reason: str, iterations: int, res: float) -> tuple[Status, str]:
     """The status and message for how the last phase ended."""
-    if reason == "converged":
-        return Status.SOLVED, f"natural-map residual {res:.3e} <= tol"
-    if reason == "budget":
-        return Status.MAX_ITER, f"{iterations} iterations, natural-map residual {res:.3e}"
-    if reason == "time":
-        return Status.TIME_LIMIT, f"time limit after {iterations} iterations, residual {res:.3e}"
+    common = ending_status(reason, f"{iterations} iterations", res)
+    if common is not None:
+        return common
     if reason == "nonfinite":
         return Status.NUMERICAL_ERROR, f"non-finite merit after {iterations} iterations"
     return Status.NOT_SOLVED, (

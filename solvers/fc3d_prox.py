@@ -65,7 +65,7 @@ from contactmp.errors import InputError, OptionError
 from contactmp.progress import Reporter, check_progress
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import (
-    build_options, checked_fc3d_result, dual_violation, natural_map_residual,
+    build_options, checked_fc3d_result, dual_violation, ending_status, natural_map_residual,
 )
 from contactmp.solvers.fc3d_newton import _ac_eval, _merit_kernel
 from contactmp.solvers.lcp import SolverOptions, check_int, check_real
@@ -640,11 +640,8 @@ def solve(W: Any, q: Any, mu: Any, options: Options | None = None, progress: Rep
 
 def _status(how: str, solves: int, res: float) -> tuple[Status, str]:
     """The status and message for how the last phase ended."""
-    if how == "converged":
-        return Status.SOLVED, f"natural-map residual {res:.3e} <= tol"
-    if how == "budget":
-        return Status.MAX_ITER, f"{solves} factorizations, natural-map residual {res:.3e}"
-    if how == "time":
-        return Status.TIME_LIMIT, f"time limit after {solves} factorizations, residual {res:.3e}"
+    common = ending_status(how, f"{solves} factorizations", res)
+    if common is not None:
+        return common
     return Status.NOT_SOLVED, (f"stalled after {solves} factorizations (best residual {res:.3e}): neither "
                                "the regularized Newton steps nor the proximal-point phase decrease it")

@@ -113,12 +113,8 @@ def solve_lcp_islands(M: np.ndarray, q: np.ndarray, blocks: list[np.ndarray], so
     first = solver[0] if isinstance(solver, tuple) and solver else solver
     parts: list[Result | None] = [None] * len(blocks)
     if first in (None, "auto", "lemke") and not options:
-        for size in sorted({I.size for I in blocks}):
-            which = [k for k, I in enumerate(blocks) if I.size == size]
-            Ms = np.stack([M[np.ix_(blocks[k], blocks[k])] for k in which])
-            qs = np.stack([q[blocks[k]] for k in which])
-            for k, res in zip(which, solve_lcp_batch(Ms, qs, tol=tol)):
-                parts[k] = res if res.success or solver == "lemke" else None
+        batched = solve_lcp_batch([(M[np.ix_(I, I)], q[I]) for I in blocks], tol=tol)
+        parts = [r if r.success or solver == "lemke" else None for r in batched]
     for k, I in enumerate(blocks):
         if parts[k] is None:
             parts[k] = solve_lcp(M[np.ix_(I, I)], q[I], solver, tol=tol, **options)
@@ -142,13 +138,7 @@ def solve_fc3d_islands(W: np.ndarray, q: np.ndarray, mu: np.ndarray, blocks: lis
     t0 = time.perf_counter()
     parts: list[Result | None] = [None] * len(blocks)
     if solver in (None, "auto") and not options:
-        for size in sorted({I.size for I in blocks}):
-            which = [k for k, I in enumerate(blocks) if I.size == size]
-            res = solve_fc3d_batch(np.stack([W[np.ix_(blocks[k], blocks[k])] for k in which]),
-                                   np.stack([q[blocks[k]] for k in which]),
-                                   np.stack([mu[blocks[k][::3] // 3] for k in which]), tol=tol)
-            for k, r in zip(which, res):
-                parts[k] = r
+        parts = list(solve_fc3d_batch([(W[np.ix_(I, I)], q[I], mu[I[::3] // 3]) for I in blocks], tol=tol))
     for k, I in enumerate(blocks):
         if parts[k] is None:
             parts[k] = solve_fc3d(W[np.ix_(I, I)], q[I], mu[I[::3] // 3], solver=solver, tol=tol, **options)

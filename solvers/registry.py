@@ -164,13 +164,19 @@ def solve_lcp_batch(problems: Any, qs: Any = None, *, tol: float = 1e-8, paralle
 
     if qs is not None:
         return solve_batch(problems, qs, tol=tol, parallel=parallel)
-    pairs = [validate_lcp(M, q) for M, q in problems]
-    out: list[Result | None] = [None] * len(pairs)
-    for n in sorted({q.shape[0] for _, q in pairs}):
-        idx = [i for i, (_, q) in enumerate(pairs) if q.shape[0] == n]
-        res = solve_batch(np.stack([pairs[i][0] for i in idx]), np.stack([pairs[i][1] for i in idx]), tol=tol,
-                          parallel=parallel)
-        for i, r in zip(idx, res):
+    return _by_size([validate_lcp(M, q) for M, q in problems],
+                    lambda Ms, qs: solve_batch(Ms, qs, tol=tol, parallel=parallel))
+
+
+def _by_size(problems: list[tuple[np.ndarray, ...]], solve_stacked: Callable[..., list[Result]]) -> list[Result]:
+    """``solve_stacked(*stacked)`` on the validated ``problems`` (tuples of arrays: ``(M, q)`` or
+    ``(W, q, mu)``) of each size (the length of ``q``), each array stacked over the group; the
+    Results in input order."""
+    out: list[Result | None] = [None] * len(problems)
+    for m in sorted({p[1].shape[0] for p in problems}):
+        idx = [i for i, p in enumerate(problems) if p[1].shape[0] == m]
+        stacked = [np.stack([problems[i][k] for i in idx]) for k in range(len(problems[idx[0]]))]
+        for i, r in zip(idx, solve_stacked(*stacked)):
             out[i] = r
     return out  # type: ignore[return-value]
 
@@ -392,15 +398,8 @@ def solve_fc3d_batch(problems: Any, qs: Any = None, mus: Any = None, *, tol: flo
     from contactmp.validate import validate_fc3d
 
     if qs is None:
-        triples = [validate_fc3d(W, q, mu) for W, q, mu in problems]
-        out: list[Result | None] = [None] * len(triples)
-        for m in sorted({q.shape[0] for _, q, _ in triples}):
-            idx = [i for i, (_, q, _) in enumerate(triples) if q.shape[0] == m]
-            res = solve_fc3d_batch(np.stack([triples[i][0] for i in idx]), np.stack([triples[i][1] for i in idx]),
-                                   np.stack([triples[i][2] for i in idx]), tol=tol, parallel=parallel)
-            for i, r in zip(idx, res):
-                out[i] = r
-        return out  # type: ignore[return-value]
+        return _by_size([validate_fc3d(W, q, mu) for W, q, mu in problems],
+                        lambda Ws, qs_, mus_: solve_fc3d_batch(Ws, qs_, mus_, tol=tol, parallel=parallel))
     from contactmp.solvers.fc3d_nsgs import quick_batch
 
     if type(tol) is not float or not 0.0 < tol < math.inf:

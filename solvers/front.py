@@ -120,7 +120,7 @@ def _cone(prog: Program, solver: Any, tol: float, options: dict[str, Any], islan
     from contactmp.solvers.registry import solve_fc3d
 
     nc = red.mu.shape[0]
-    batched = solver in (None, "auto") and set(options) <= {"tol"}
+    batched = solver in (None, "auto") and not options  # what solve_fc3d_islands batches (tol is separate)
     # islands pay when they are batched (one compiled quick pass for all) or large; otherwise each
     # island's solve costs the fixed Python overhead of a Newton solve (0.2-1 ms) and the whole
     # problem is faster (8 cubes on a floor, 32 contacts: 2.4 ms whole, 7 ms as 8 Newton solves)

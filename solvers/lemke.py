@@ -670,12 +670,13 @@ def warmup() -> None:
 @numba.njit(cache=True)
 def _batch_range(Ms, qs, zw, out, lo, hi):  # pragma: no cover - compiled
     """:func:`_checked_start` with the default options on the problems ``lo <= b < hi`` of the
-    stacked ``Ms[b]``, ``qs[b]``, one workspace for all of them; ``out[b] = (code, pivots, bad)``
-    and the residuals in ``zw[b, 2 n]``."""
+    stacked ``Ms[b]``, ``qs[b]``, one workspace for all of them; ``out[b] = (code, pivots)`` and the
+    residuals in ``zw[b, 2 n]`` (the caller has checked the data: a NaN would end with code
+    ``_MAX_ITER`` and residual inf)."""
     work = _workspace(qs.shape[1])
     for b in range(lo, hi):
-        code, piv, res, bad = _checked_start(Ms[b], qs[b], _EMPTY, 0, True, zw[b, :-1], work)
-        out[b, 0], out[b, 1], out[b, 2] = code, piv, bad
+        code, piv, res, _ = _checked_start(Ms[b], qs[b], _EMPTY, 0, True, zw[b, :-1], work)
+        out[b, 0], out[b, 1] = code, piv
         zw[b, -1] = res
 
 
@@ -688,7 +689,7 @@ def _batch_parallel(Ms, qs, zw, out, lo, hi, parts):  # pragma: no cover - compi
     B = hi - lo
     for p in numba.prange(parts):
         a, b = lo + p * B // parts, lo + (p + 1) * B // parts
-        zw_p, out_p = np.empty((b - a, zw.shape[1])), np.empty((b - a, 3), dtype=np.int64)
+        zw_p, out_p = np.empty((b - a, zw.shape[1])), np.empty((b - a, 2), dtype=np.int64)
         _batch_range(Ms[a:b].copy(), qs[a:b].copy(), zw_p, out_p, 0, b - a)
         zw[a:b] = zw_p
         out[a:b] = out_p
@@ -722,7 +723,7 @@ def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel
         if not finite.all():
             raise InputError(f"{name}[{int(np.argmin(finite))}]", "contains NaN or inf")
     zw = np.empty((B, 2 * n + 1))
-    out = np.empty((B, 3), dtype=np.int64)
+    out = np.empty((B, 2), dtype=np.int64)
     threads = numba.get_num_threads()
     if B and parallel is not False and threads > 1 and (parallel or B * n * n >= PARALLEL_WORK) and n >= PARALLEL_MIN_N:
         _batch_parallel(Ms, qs, zw, out, 0, B, min(threads, B))

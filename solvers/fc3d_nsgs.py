@@ -273,7 +273,7 @@ def claim(res: float, tol: float, sweeps: int, gave_up: bool, timed_out: bool, m
     residual ``res``: ``solved`` (``res <= tol``), ``not_solved`` (the early stop gave up),
     ``numerical_error`` (iterates not finite), ``time_limit`` or ``max_iter``."""
     if res <= tol:
-        return Status.SOLVED, f"converged in {sweeps} sweeps"
+        return Status.SOLVED, _converged(sweeps)
     if gave_up:
         return Status.NOT_SOLVED, (f"stopped early after {sweeps} sweeps: the residual ({res:.3e}) does not "
                                    f"fall fast enough to reach tol within {max_iter} sweeps")

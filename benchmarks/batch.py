@@ -9,7 +9,9 @@ whole problem.
 ``lcp``: every ``.npz`` of ``shared/data/lcp`` up to n = 40. ``alone`` -- median over ``5 x
 --repeats`` calls of ``solve_lcp(M, q, "lemke")``; ``batched`` -- ``solve_lcp_batch`` on ``B``
 copies (default 10,000), median over ``--repeats`` batch calls, divided by ``B`` (every problem
-still validated, checked and returned as its own Result); ``Siconos`` -- ``LEMKE`` through
+still validated, solved and checked; the answers read through the returned BatchResult's arrays
+``x``, ``residual``, ``success``); ``+ Results`` -- the same call followed by building every
+problem's Result (``list(batch)``); ``Siconos`` -- ``LEMKE`` through
 ``shared/tools/siconos_solve.py`` (median per call of ``--repeats``). ``fc3d``: every problem of
 ``shared/data/fc3d`` with 1-5 contacts; ``solve_fc3d(W, q, mu)`` (the default solver) alone,
 ``solve_fc3d_batch`` on ``B`` copies, Siconos' ``NSGS``. Every batched answer is compared with the
@@ -49,15 +51,20 @@ LCP_MAX_N = 40
 FC3D_MAX_NC = 5
 
 
-def _batched_time(solve_batch: Callable[[], list], batch: int, repeats: int) -> tuple[float, list]:
-    """Median over ``repeats`` calls of ``solve_batch()`` per problem, after one warm-up call."""
+def _batched_time(solve_batch: Callable[[], Any], batch: int, repeats: int) -> tuple[float, float, Any]:
+    """Median over ``repeats`` calls of ``solve_batch()`` per problem, after one warm-up call: the
+    call alone (its answer read through the BatchResult's arrays) and the call followed by building
+    every problem's Result (``list(batch)``)."""
     res = solve_batch()
-    times = []
+    arrays, results = [], []
     for _ in range(repeats):
         t0 = time.perf_counter()
         res = solve_batch()
-        times.append((time.perf_counter() - t0) / batch)
-    return statistics.median(times), res
+        arrays.append((time.perf_counter() - t0) / batch)
+        t0 = time.perf_counter()
+        list(solve_batch())
+        results.append((time.perf_counter() - t0) / batch)
+    return statistics.median(arrays), statistics.median(results), res
 
 
 def _kind(kind: str, args: argparse.Namespace, with_siconos: bool) -> dict[str, Any]:
@@ -89,8 +96,8 @@ def _kind(kind: str, args: argparse.Namespace, with_siconos: bool) -> dict[str, 
             siconos_solver = "NSGS"
         alone = alone_fn()  # warm-up and the reference answer
         t_alone, _, _ = common.median_time(alone_fn, args.repeats * 5)
-        t_batch, res = _batched_time(batch_fn, args.batch, args.repeats)
-        dx = max(float(np.max(np.abs(r.x - alone.x))) for r in res)
+        t_batch, t_results, res = _batched_time(batch_fn, args.batch, args.repeats)
+        dx = float(np.max(np.abs(res.x - alone.x[None])))
         solved = sum(r.success and residual(r.x) <= TOL for r in res[:100])
         t_sic = None
         if with_siconos:
@@ -98,8 +105,9 @@ def _kind(kind: str, args: argparse.Namespace, with_siconos: bool) -> dict[str, 
                                        timeout_s=60)
             t_sic = rec.get("time_s") if "error" not in rec else None
         recs.append({"problem": f.stem, "size": int(size), "alone_s": t_alone, "batched_s": t_batch,
-                     "siconos_s": t_sic, "max_dx": dx, "solved_first_100": solved, "status": alone.status.value})
-        rows.append([f.stem, size, common.fmt_time(t_alone), common.fmt_time(t_batch), common.fmt_time(t_sic),
+                     "batched_with_results_s": t_results, "siconos_s": t_sic, "max_dx": dx, "solved_first_100": solved, "status": alone.status.value})
+        rows.append([f.stem, size, common.fmt_time(t_alone), common.fmt_time(t_batch), common.fmt_time(t_results),
+                     common.fmt_time(t_sic),
                      f"{t_batch / t_alone:.3f}", "-" if t_sic is None else f"{t_batch / t_sic:.2f}", f"{dx:.0e}",
                      f"{solved}/100"])
     rows.sort(key=lambda r: (r[1], r[0]))
@@ -107,16 +115,19 @@ def _kind(kind: str, args: argparse.Namespace, with_siconos: bool) -> dict[str, 
     ours = "Lemke" if kind == "lcp" else "the default solver"
     common.print_table(f"{kind}: {ours} on the shared problems ({what}), batches of {args.batch}",
                        ["problem", "n" if kind == "lcp" else "nc", "alone",
-                        "batched / problem", f"Siconos {'LEMKE' if kind == 'lcp' else 'NSGS'}", "batched / alone",
+                        "batched / problem", "+ Results", f"Siconos {'LEMKE' if kind == 'lcp' else 'NSGS'}", "batched / alone",
                         "batched / Siconos", "max |dx|", "verified"], rows)
-    med = {k: statistics.median([r[k] for r in recs]) for k in ("alone_s", "batched_s")}
+    med = {k: statistics.median([r[k] for r in recs]) for k in ("alone_s", "batched_s", "batched_with_results_s")}
     sic = [r["siconos_s"] for r in recs if r["siconos_s"] is not None]
     summary: dict[str, Any] = {"problems": len(recs), "median_alone_s": med["alone_s"],
                                "median_batched_s": med["batched_s"],
+                               "median_batched_with_results_s": med["batched_with_results_s"],
                                "median_siconos_s": statistics.median(sic) if sic else None,
                                "max_dx": max(r["max_dx"] for r in recs)}
     if sic:
         summary["ratio_of_medians_batched_over_siconos"] = med["batched_s"] / summary["median_siconos_s"]
+        summary["ratio_of_medians_with_results_over_siconos"] = (med["batched_with_results_s"]
+                                                                 / summary["median_siconos_s"])
     print(kind, summary)
     return {"summary": summary, "problems": recs}
 

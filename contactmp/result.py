@@ -7,7 +7,8 @@ import gc
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from collections.abc import Callable, Sequence
+from typing import Any, Iterator, overload
 
 import numpy as np
 
@@ -180,3 +181,80 @@ class Result:
             "x": jsonable(np.asarray(self.x, dtype=float)),
             "extras": jsonable(self.extras),
         }
+
+
+class BatchResult(Sequence[Result]):
+    """The answers of a batch of equal-size problems: arrays over the batch, and one :class:`Result`
+    per problem, built when it is first read (``batch[b]``, iteration).
+
+    The arrays are what a batch of thousands of tiny problems is read through; building a Result
+    per problem in Python costs a few microseconds each, more than the compiled solve of a small
+    problem, so none is built unless asked for. ``batch[b]`` equals what the unbatched solve returns
+    for problem ``b`` (every field), and is the same object on every read.
+
+    Attributes
+    ----------
+    solver : str
+        What solved the batch (``"lemke"``; ``"auto"`` for fc3d: the default chain, whose quick
+        NSGS pass runs batched); ``batch[b].solver`` names the solver that answered problem ``b``.
+    x : numpy.ndarray
+        ``(B, n)``: row ``b`` equals ``batch[b].x``.
+    residual : numpy.ndarray
+        ``(B,)``: each problem's independently checked residual (``batch[b].residual``).
+    iterations : numpy.ndarray
+        ``(B,)`` integers (``batch[b].iterations``).
+    success : numpy.ndarray
+        ``(B,)`` booleans: ``batch[b].status is Status.SOLVED``, set only after the residual check.
+    time_s : float
+        Wall-clock time of the whole batch (validation, solves, checks and fallbacks).
+    """
+
+    def __init__(self, solver: str, x: np.ndarray, residual: np.ndarray, iterations: np.ndarray,
+                 success: np.ndarray, make: Callable[[list[int]], list[Result]], alone: dict[int, Result],
+                 time_s: float) -> None:
+        """``make(bs)`` builds the Results of the problems ``bs`` the batch solved (a list: reading
+        the whole batch builds them in one pass); ``alone`` holds the Results of the problems solved
+        on their own (their rows of the arrays are overwritten from them)."""
+        self.solver, self.x, self.residual, self.iterations, self.success = solver, x, residual, iterations, success
+        self.time_s = time_s
+        self._make = make
+        self._results: list[Result | None] = [None] * x.shape[0]
+        for b, r in alone.items():
+            self._results[b] = r
+            x[b] = r.x
+            residual[b], iterations[b], success[b] = r.residual, r.iterations, r.success
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    @overload
+    def __getitem__(self, b: int) -> Result: ...
+
+    @overload
+    def __getitem__(self, b: slice) -> list[Result]: ...
+
+    def __getitem__(self, b: int | slice) -> Result | list[Result]:
+        if isinstance(b, slice):
+            return [self[i] for i in range(*b.indices(len(self)))]
+        r = self._results[b]
+        if r is None:
+            b = range(len(self))[b]
+            r = self._results[b] = self._make([b])[0]
+        return r
+
+    def __iter__(self) -> Iterator[Result]:
+        missing = [b for b, r in enumerate(self._results) if r is None]
+        if missing:
+            with gc_paused():
+                for b, r in zip(missing, self._make(missing)):
+                    self._results[b] = r
+        return iter(list(self._results))  # type: ignore[arg-type]
+
+    @property
+    def statuses(self) -> list[Status]:
+        """Every problem's status (``batch[b].status``)."""
+        return [Status.SOLVED if ok else self[b].status for b, ok in enumerate(self.success.tolist())]
+
+    def __repr__(self) -> str:
+        return (f"BatchResult(solver={self.solver!r}, problems={len(self)}, solved={int(self.success.sum())}, "
+                f"time_s={self.time_s:.3g})")

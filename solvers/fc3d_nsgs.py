@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from contactmp.progress import CHUNK_SECONDS, Reporter
-from contactmp.result import Result, Status, gc_paused
+from contactmp.result import Result, Status
 from contactmp.solvers.fc3d import (
     residual_watch, _residual_kernel, build_options, checked_fc3d_result, dual_violation, natural_map_residual,
     validate_fc3d, verified_fc3d_result,
@@ -369,15 +369,52 @@ def _quick_parallel(Ws, qs, mus, tol, sweeps, rs, us, ints, floats, parts):  # p
 PARALLEL_WORK = 20_000
 
 
+@dataclass(frozen=True)
+class QuickBatch:
+    """The outputs of :func:`quick_batch`: per problem ``b``, ``r[b]``, ``u[b] = W r + q``,
+    ``ints[b] = (code, sweeps, gave_up)`` (``code``: ``0`` data checked; ``1``, ``2``, ``3``: ``W``,
+    ``q``, ``mu`` not finite or ``mu < 0``; ``4``: a block with ``(W_jj)_nn <= 0``), ``floats[b] =
+    (sweep_residual, residual, dual_violation)``; ``per``: the batch's time per problem."""
+
+    r: np.ndarray
+    u: np.ndarray
+    ints: np.ndarray
+    floats: np.ndarray
+    tol: float
+    max_iter: int
+    per: float
+
+    def verified(self) -> np.ndarray:
+        """Where the pass claimed convergence and the independent check agrees (the common case:
+        :meth:`results` are then solved Results)."""
+        res, check, dual = self.floats.T
+        return (self.ints[:, 0] == 0) & (res <= self.tol) & (check <= self.tol) & (dual <= math.sqrt(self.tol))
+
+    def results(self, bs: list[int]) -> list[Result | None]:
+        """What :func:`quick_pass` returns for each problem ``b`` of ``bs`` alone (``None`` where it
+        does), in one pass over the batch's arrays."""
+        tol, bound, out = self.tol, math.sqrt(self.tol), []
+        for (code, sweeps, gave_up), (res, check, dual), r, u in zip(
+                self.ints[bs].tolist(), self.floats[bs].tolist(), list(self.r[bs]), list(self.u[bs])):
+            if code != 0:
+                out.append(None)
+            elif res <= tol and check <= tol and dual <= bound:  # claimed and verified: kept cheap
+                out.append(Result(Status.SOLVED, r, NAME, check, tol, sweeps, self.per, _converged(sweeps),
+                                  {"u": u, "dual_violation": dual}))
+            else:
+                claimed, message = claim(res, tol, sweeps, bool(gave_up), False, self.max_iter, None)
+                out.append(checked_fc3d_result(r, u, check, dual, solver=NAME, claimed=claimed, tol=tol,
+                                               iterations=sweeps, t_start=time.perf_counter() - self.per,
+                                               message=message))
+        return out
+
+
 def quick_batch(Ws: np.ndarray, qs: np.ndarray, mus: np.ndarray, tol: float, max_iter: int,
-                parallel: bool | None = None) -> tuple[list[Result | None], np.ndarray]:
+                parallel: bool | None = None) -> QuickBatch:
     """:func:`quick_pass` on every problem ``b`` of a stacked batch (``Ws`` (B, 3nc, 3nc), ``qs``
     (B, 3nc), ``mus`` (B, nc); float64, C-contiguous) in one compiled call (numba threads when
-    ``parallel``, default from :data:`PARALLEL_WORK`). Returns one entry per problem -- the
-    :class:`Result` :func:`quick_pass` gives it alone (same ``r``, status, residuals, message), or
-    ``None`` where :func:`quick_pass` gives ``None`` -- and the codes of the data check (``0``
-    checked; ``1``, ``2``, ``3``: ``W``, ``q``, ``mu`` not finite or ``mu < 0``; ``4``: a block with
-    ``(W_jj)_nn <= 0``)."""
+    ``parallel``, default from :data:`PARALLEL_WORK`); no Result is built until
+    :meth:`QuickBatch.results` asks for them."""
     t0 = time.perf_counter()
     B, m = qs.shape
     rs, us = np.zeros((B, m)), np.empty((B, m))
@@ -387,27 +424,7 @@ def quick_batch(Ws: np.ndarray, qs: np.ndarray, mus: np.ndarray, tol: float, max
             _quick_parallel(Ws, qs, mus, tol, max_iter, rs, us, ints, floats, min(numba.get_num_threads(), B))
         else:
             _quick_serial(Ws, qs, mus, tol, max_iter, rs, us, ints, floats)
-    per = (time.perf_counter() - t0) / max(B, 1)
-    out: list[Result | None] = []
-    bound = math.sqrt(tol)
-    with gc_paused():
-        for item in zip(ints.tolist(), floats.tolist(), list(rs), list(us)):
-            out.append(_quick_result(*item, tol, bound, max_iter, per))
-    return out, ints[:, 0]
-
-
-def _quick_result(ints: list[int], floats: list[float], r: np.ndarray, u: np.ndarray, tol: float, bound: float,
-                  max_iter: int, per: float) -> Result | None:
-    """One problem's entry of :func:`quick_batch` from its kernel outputs."""
-    (code, sweeps, gave_up), (res, check, dual) = ints, floats
-    if code != 0:
-        return None
-    if res <= tol and check <= tol and dual <= bound:  # claimed and verified: the common case, kept cheap
-        return Result(Status.SOLVED, r, NAME, check, tol, sweeps, per, _converged(sweeps),
-                      {"u": u, "dual_violation": dual})
-    claimed, message = claim(res, tol, sweeps, bool(gave_up), False, max_iter, None)
-    return checked_fc3d_result(r, u, check, dual, solver=NAME, claimed=claimed, tol=tol, iterations=sweeps,
-                               t_start=time.perf_counter() - per, message=message)
+    return QuickBatch(rs, us, ints, floats, tol, max_iter, (time.perf_counter() - t0) / max(B, 1))
 
 
 def _converged(sweeps: int) -> str:

@@ -28,7 +28,7 @@ import numpy as np
 
 from contactmp.errors import InputError
 from contactmp.progress import Reporter, Watch, check_progress, next_chunk
-from contactmp.result import Result, Status, gc_paused
+from contactmp.result import BatchResult, Result, Status
 from contactmp.solvers.lcp import (
     SolverOptions, check_bool, check_int, judged_result, residual_kernel, validate_lcp, w_and_residual_kernel,
 )
@@ -702,13 +702,14 @@ PARALLEL_WORK = 200_000
 PARALLEL_MIN_N = 16
 
 
-def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel: bool | None = None) -> list[Result]:
+def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel: bool | None = None) -> BatchResult:
     """Solve the ``B`` problems LCP(``qs[b]``, ``Ms[b]``) of equal size ``n`` (``Ms``: ``(B, n, n)``,
     ``qs``: ``(B, n)``) by Lemke's method with the default options: one compiled call runs the first
     start of every problem and checks each answer independently (``||min(z, M z + q)||_inf`` from
     the original data, as :func:`solve`); a problem whose first start does not verify to ``tol`` is
-    solved again by :func:`solve` (restarts). Returns one :class:`Result` per problem, equal to what
-    :func:`solve` returns for it alone (the same kernel). ``parallel``: numba threads (default:
+    solved again by :func:`solve` (restarts). Returns a :class:`~contactmp.result.BatchResult`: the
+    arrays ``x``, ``residual``, ``iterations``, ``success`` over the batch, and ``batch[b]``, built
+    when read, equal to what :func:`solve` returns for problem ``b`` alone (the same kernel). ``parallel``: numba threads (default:
     when ``B n^2 >= PARALLEL_WORK`` and ``n >= PARALLEL_MIN_N``; ``True`` forces them for
     ``n >= PARALLEL_MIN_N``, ``False`` never). InputError names ``Ms``/``qs`` (with the problem's
     index) for bad shapes or a NaN/inf, before any work."""
@@ -730,18 +731,19 @@ def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel
     elif B:
         _batch_range(Ms, qs, zw, out, 0, B)
     per = (time.perf_counter() - t0) / max(B, 1)
-    results: list[Result] = []
-    solved, messages = Status.SOLVED, _SOLVED_MESSAGE
-    # Python-level work per problem is what remains on tiny problems: plain lists, row views made
-    # once by iteration, no per-problem numpy indexing
-    rows = zip(out[:, 0].tolist(), out[:, 1].tolist(), zw[:, -1].tolist(), list(zw[:, :n]), list(zw[:, n:2 * n]))
-    with gc_paused():
-        for b, (code, piv, res, z, w) in enumerate(rows):
-            if code == _SOLVED and res <= tol:
-                message = messages.get(piv) or _message(code, 0, "ones", piv, _ONE_SOLVED)
-                results.append(Result(solved, z, NAME, res, tol, piv, per, message,
-                                      {"w": w, "starts": 1, "start_statuses": ["solved"], "pivots_per_start": [piv],
-                                       "batched": True}))
-            else:
-                results.append(solve(Ms[b], qs[b], tol=tol))
-    return results
+    codes, pivots, residuals = out[:, 0], out[:, 1], zw[:, -1]
+    verified = (codes == _SOLVED) & (residuals <= tol)
+    alone = {b: solve(Ms[b], qs[b], tol=tol) for b in np.flatnonzero(~verified).tolist()}
+
+    def make(bs: list[int]) -> list[Result]:
+        """The Results of the problems ``bs``, which the batch's first start solved and verified."""
+        made = []
+        for piv, res, z, w in zip(pivots[bs].tolist(), residuals[bs].tolist(), list(zw[bs, :n]), list(zw[bs, n:2 * n])):
+            message = _SOLVED_MESSAGE.get(piv) or _message(_SOLVED, 0, "ones", piv, _ONE_SOLVED)
+            made.append(Result(Status.SOLVED, z, NAME, res, tol, piv, per, message,
+                               {"w": w, "starts": 1, "start_statuses": ["solved"], "pivots_per_start": [piv],
+                                "batched": True}))
+        return made
+
+    return BatchResult(NAME, zw[:, :n], residuals.copy(), pivots.copy(), verified, make, alone,
+                       time.perf_counter() - t0)

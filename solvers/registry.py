@@ -12,13 +12,14 @@ from __future__ import annotations
 import importlib
 import math
 import time
+from collections.abc import Sequence
 from typing import Any, Callable
 
 import numpy as np
 
 from contactmp.errors import InputError, OptionError, did_you_mean
 from contactmp.progress import check_progress, check_time_limit
-from contactmp.result import Result, Status, gc_paused
+from contactmp.result import BatchResult, Result, Status
 from contactmp.solvers.lcp import validate_lcp
 
 #: name -> module implementing it (``solve`` and ``Options`` inside)
@@ -150,8 +151,11 @@ def _attempt(r: Result) -> dict[str, Any]:
             "iterations": r.iterations, "time_s": r.time_s}
 
 
-def solve_lcp_batch(problems: Any, qs: Any = None, *, tol: float = 1e-8, parallel: bool | None = None) -> list[Result]:
-    """Solve a batch of LCPs by Lemke's method, one :class:`Result` each, in input order.
+def solve_lcp_batch(problems: Any, qs: Any = None, *, tol: float = 1e-8,
+                    parallel: bool | None = None) -> BatchResult | list[Result]:
+    """Solve a batch of LCPs by Lemke's method, one :class:`Result` each, in input order: a
+    :class:`~contactmp.result.BatchResult` for a stacked batch (arrays ``x``, ``residual``,
+    ``iterations``, ``success`` over the batch; each Result built when read), a list for a list.
 
     ``problems`` is either a stacked array ``Ms`` of shape ``(B, n, n)`` with ``qs`` of shape
     ``(B, n)`` (equal sizes: one compiled call, :func:`contactmp.solvers.lemke.solve_batch`), or a
@@ -168,7 +172,7 @@ def solve_lcp_batch(problems: Any, qs: Any = None, *, tol: float = 1e-8, paralle
                     lambda Ms, qs: solve_batch(Ms, qs, tol=tol, parallel=parallel))
 
 
-def _by_size(problems: list[tuple[np.ndarray, ...]], solve_stacked: Callable[..., list[Result]]) -> list[Result]:
+def _by_size(problems: list[tuple[np.ndarray, ...]], solve_stacked: Callable[..., Sequence[Result]]) -> list[Result]:
     """``solve_stacked(*stacked)`` on the validated ``problems`` (tuples of arrays: ``(M, q)`` or
     ``(W, q, mu)``) of each size (the length of ``q``), each array stacked over the group; the
     Results in input order."""
@@ -380,9 +384,11 @@ def _after_quick_pass(first: Result, W: np.ndarray, q: np.ndarray, mu: np.ndarra
 
 
 def solve_fc3d_batch(problems: Any, qs: Any = None, mus: Any = None, *, tol: float = 1e-8,
-                     parallel: bool | None = None) -> list[Result]:
+                     parallel: bool | None = None) -> BatchResult | list[Result]:
     """Solve a batch of fc3d problems by the default solver (``solve_fc3d(W, q, mu, tol=tol)``), one
-    :class:`Result` each, in input order.
+    :class:`Result` each, in input order: a :class:`~contactmp.result.BatchResult` for a stacked
+    batch (arrays ``x`` = the ``r``, ``residual``, ``iterations``, ``success``; each Result built
+    when read), a list for a list.
 
     ``problems`` is either a stacked array ``Ws`` of shape ``(B, 3nc, 3nc)`` with ``qs`` ``(B, 3nc)``
     and ``mus`` ``(B, nc)`` (or one number for all) -- equal sizes: the quick NSGS pass of the
@@ -402,6 +408,7 @@ def solve_fc3d_batch(problems: Any, qs: Any = None, mus: Any = None, *, tol: flo
                         lambda Ws, qs_, mus_: solve_fc3d_batch(Ws, qs_, mus_, tol=tol, parallel=parallel))
     from contactmp.solvers.fc3d_nsgs import quick_batch
 
+    t0 = time.perf_counter()
     if type(tol) is not float or not 0.0 < tol < math.inf:
         raise InputError("tol", f"must be a float in (0, inf), got {tol!r}")
     Ws = np.ascontiguousarray(problems, dtype=float)
@@ -414,22 +421,32 @@ def solve_fc3d_batch(problems: Any, qs: Any = None, mus: Any = None, *, tol: flo
     if mus.shape != (B, nc):
         raise InputError("mus", f"expected a number or shape {(B, nc)}, got {mus.shape}")
     if nc > QUICK_NSGS_MAX_NC or DEFAULT_FC3D_ORDER[0] != "nsgs":
-        return [solve_fc3d(Ws[b], qs[b], mus[b], tol=tol) for b in range(B)]
-    results, codes = quick_batch(Ws, qs, mus, tol, QUICK_NSGS_SWEEPS, parallel)
+        alone = {b: solve_fc3d(Ws[b], qs[b], mus[b], tol=tol) for b in range(B)}
+        return BatchResult("auto", np.empty((B, 3 * nc)), np.empty(B), np.empty(B, dtype=np.int64),
+                           np.empty(B, dtype=bool), lambda bs: [alone[b] for b in bs], alone,
+                           time.perf_counter() - t0)
+    quick = quick_batch(Ws, qs, mus, tol, QUICK_NSGS_SWEEPS, parallel)
+    codes = quick.ints[:, 0]
     bad = np.flatnonzero((codes >= 1) & (codes <= 3))
     if bad.size:
         b = int(bad[0])
         field = ("Ws", "qs", "mus")[int(codes[b]) - 1]
         raise InputError(f"{field}[{b}]", "contains NaN or inf" + (" or a negative entry" if field == "mus" else ""))
-    out = []
-    with gc_paused():
-        for b, first in enumerate(results):
-            if first is None:  # a block with (W_jj)_nn <= 0: the general path reports it
-                out.append(solve_fc3d(Ws[b], qs[b], mus[b], tol=tol))
-            elif first.success:
-                first.extras["attempts"] = [_attempt(first)]
-                out.append(first)
-            else:  # the rest of the chain, its clock started where this problem's share of the batch began
-                out.append(_after_quick_pass(first, Ws[b], qs[b], mus[b], {"tol": tol},
-                                             time.perf_counter() - first.time_s))
-    return out
+    verified = quick.verified()
+    alone = {}
+    unverified = np.flatnonzero(~verified).tolist()
+    for b, first in zip(unverified, quick.results(unverified)):
+        if first is None:  # a block with (W_jj)_nn <= 0: the general path reports it
+            alone[b] = solve_fc3d(Ws[b], qs[b], mus[b], tol=tol)
+        else:  # the rest of the chain, its clock started where this problem's share of the batch began
+            alone[b] = _after_quick_pass(first, Ws[b], qs[b], mus[b], {"tol": tol}, time.perf_counter() - first.time_s)
+
+    def make(bs: list[int]) -> list[Result]:
+        """The Results of the problems ``bs``, which the quick pass solved and verified."""
+        made = quick.results(bs)
+        for first in made:
+            first.extras["attempts"] = [_attempt(first)]
+        return made
+
+    return BatchResult("auto", quick.r, quick.floats[:, 1].copy(), quick.ints[:, 1].copy(), verified, make,
+                       alone, time.perf_counter() - t0)

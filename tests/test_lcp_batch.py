@@ -11,7 +11,7 @@ from contactmp.errors import InputError
 from contactmp.io import load_lcp
 from contactmp.solvers import lemke
 from contactmp.solvers.registry import solve_lcp, solve_lcp_batch
-from contactmp.result import Status
+from contactmp.result import BatchResult, Status
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "lcp"
 
@@ -80,3 +80,25 @@ def test_a_first_start_that_fails_falls_back_to_restarts():
     r = lemke.solve_batch(M[None], q[None])[0]
     alone = lemke.solve(M, q)
     assert r.status is alone.status and r.status is not Status.SOLVED
+
+
+def test_batch_arrays_agree_with_the_results_built_on_access():
+    """A stacked batch returns a BatchResult: its arrays hold every problem's answer and verdict
+    (including a problem solved again alone after its first start failed), and ``batch[b]`` is
+    built once, on first access, with the same values."""
+    Ms, qs = _random_batch(50, 4, seed=3)
+    Ms[7], qs[7] = np.array([[-1.0, 1.0, 0, 0], [1.0, -1.0, 0, 0], [0, 0, 1.0, 0], [0, 0, 0, 1.0]]), -np.ones(4)
+    batch = solve_lcp_batch(Ms, qs)
+    assert isinstance(batch, BatchResult) and len(batch) == 50 and batch.solver == "lemke"
+    assert batch[3] is batch[3] and batch[-1] is batch[49]
+    assert [r.x.tolist() for r in batch[10:13]] == [batch[b].x.tolist() for b in (10, 11, 12)]
+    for b, r in enumerate(batch):
+        alone = solve_lcp(Ms[b], qs[b], "lemke")
+        assert r.status is alone.status and r.message == alone.message and r.iterations == alone.iterations
+        np.testing.assert_array_equal(batch.x[b], r.x)
+        assert batch.residual[b] == r.residual and batch.iterations[b] == r.iterations
+        assert batch.success[b] == r.success == (b != 7)
+    assert batch.statuses[7] is batch[7].status is not Status.SOLVED
+    assert int(batch.success.sum()) == 49
+    with pytest.raises(IndexError):
+        batch[50]

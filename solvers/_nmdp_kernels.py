@@ -340,11 +340,12 @@ def _reduced(cJ, kJ, rJ, wJ, cW, kW, rW, wW, cKg, kKg, rKg, wKg, cKh, kKh, rKh, 
 def run_pgm(cG, kG, rG, wG, cJ, kJ, rJ, wJ, cW, kW, rW, wW, cK, kK, rK, wK, cKg, kKg, rKg, wKg,
             cKh, kKh, rKh, wKh,
             p, theta0, w0, gidx, gptr, beta0, eta, beta_min, beta_max, tol_d, tol_decrease,
-            max_outer, tol, max_newton):  # pragma: no cover (compiled)
+            max_outer, tol, max_newton, tol_stationarity, max_polish):  # pragma: no cover (compiled)
     """One run of ``nmdp_pgm.pgm``'s loop (``cX, kX, rX, wX``: code, constants, runs and work of tape X;
     ``cJ`` is ``G_theta`` or ``G_theta_zo``). Returns ``(theta, w, K, outer, qp_solves,
     projections, beta, failure, stop, history, n_history)`` (codes: :data:`FAILURES`,
-    :data:`STOPS`)."""
+    :data:`STOPS`). Steps below ``tol_d`` at a point not yet stationary are taken as in
+    ``nmdp_pgm._loop`` (at most ``max_polish``)."""
     n = theta0.shape[0]
     n_w = w0.shape[0]
     x = np.zeros(n + n_w + p.shape[0])
@@ -370,6 +371,8 @@ def run_pgm(cG, kG, rG, wG, cJ, kJ, rJ, wJ, cW, kW, rW, wW, cK, kK, rK, wK, cKg,
     K_new = np.nan
     w_new = w
     th_new = theta
+    polish = 0
+    polish_stat = np.inf
     while failure == 0 and stop == 0:
         if outer >= max_outer:
             stop = 1
@@ -379,9 +382,14 @@ def run_pgm(cG, kG, rG, wG, cJ, kJ, rJ, wJ, cW, kW, rW, wW, cK, kK, rK, wK, cKg,
         if code != 0:
             failure = code
             break
-        if _stationarity(w, g, gidx, gptr) == 0.0:
+        stat = _stationarity(w, g, gidx, gptr)
+        if stat == 0.0:
             stop = 2
             break
+        if polish > 0 and stat >= polish_stat:  # the steps below tol_d stopped helping
+            stop = 3
+            break
+        tiny = False
         while True:
             if beta > beta_max:
                 failure = 4
@@ -392,7 +400,8 @@ def run_pgm(cG, kG, rG, wG, cJ, kJ, rJ, wJ, cW, kW, rW, wW, cK, kK, rK, wK, cKg,
             if not qp_ok:
                 failure = 5
                 break
-            if (np.max(np.abs(d)) if n_w else 0.0) < tol_d:
+            tiny = (np.max(np.abs(d)) if n_w else 0.0) < tol_d
+            if tiny and (stat <= tol_stationarity or polish >= max_polish):
                 stop = 3
                 break
             w_new = w + d
@@ -403,6 +412,10 @@ def run_pgm(cG, kG, rG, wG, cJ, kJ, rJ, wJ, cW, kW, rW, wW, cK, kK, rK, wK, cKg,
             if ok:
                 _set(x, th_new, w_new)
                 K_new = _ev(cK, kK, rK, wK, x, 1)[0]
+            if tiny:
+                if not ok:
+                    stop = 3
+                break
             if ok and K_new < K:
                 break
             beta *= eta
@@ -413,6 +426,10 @@ def run_pgm(cG, kG, rG, wG, cJ, kJ, rJ, wJ, cW, kW, rW, wW, cK, kK, rK, wK, cKg,
         history[nh] = K
         nh += 1
         outer += 1
+        if tiny:
+            polish += 1
+            polish_stat = stat
+            continue
         at_floor = beta <= beta_min * (1.0 + 1e-12)
         beta = max(beta / eta, beta_min)
         if decrease < tol_decrease and at_floor:

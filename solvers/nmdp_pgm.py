@@ -39,12 +39,15 @@ Cost (spider walk, ``benchmarks/nmdp_frame.py``): a frame was dominated by evalu
 Functions from Python (82 % of a loaded 50 ms frame; ``G_theta`` alone 449 k SX instructions,
 1.9 ms a call, from the expanded Lagrangian ``M(q) a + h(q, v)``) and by this module's Python loop
 (the rest). With the spider's recursive Newton-Euler dynamics (``G_theta`` 20 k instructions), the
-instruction tapes (~40 us a ``G_theta``) and the compiled loop a frame costs 2.7 - 3.4 times the
-linearized MDP QP at dt = 10 ms (median); at 50 ms 15 - 20 times, because there a frame is 5.7 PGM runs
-of the adaptive step on average: most runs that fail stop on ``||d||_inf < tol_d`` at a point whose
-stationarity (1e-6 - 7e-5) fails the check, also when retried at ``beta_min`` (the stiff contacts'
-curvature makes the step tiny while the absolute projected gradient is above ``tol_stationarity``),
-and the step is halved (the rule, not the cost of an iteration, sets the price of a 50 ms frame).
+instruction tapes (~40 us a ``G_theta``) and the compiled loop a frame costs 2.7 - 3.5 times the
+linearized MDP QP at dt = 10 ms (median). At 50 ms it cost 12 - 20 times, because a frame was 5.7 PGM
+runs of the adaptive step on average: most failed runs had stopped on ``||d||_inf < tol_d`` at a
+point whose stationarity (1e-6 - 7e-5) failed the check, and the step was halved. There the stiff
+contacts' Gauss-Newton curvature (to 5e5) makes the step tiny while the projected gradient is still
+above ``tol_stationarity``, and the predicted decrease of such a step (1e-14 - 1e-17) is below the
+rounding of ``K`` (~1e-14), so the decrease test rejects it at every ``beta``; the steps below
+``tol_d`` (:func:`pgm`) are now taken without that test, each dividing the projected gradient by
+10 - 25, and a 50 ms frame costs about 4 times the QP (median; 1.3 PGM runs a frame).
 ZOPGM on the spider: the zeroth-order projection diverges at the study's steps (its contraction
 factor grows like ``k h^2 / m``: 27 - 49 at 50 ms, 1.2 - 2.7 at 10 ms) and its gradient is off by
 13 % (h = 1.6 ms) to 440 % (12.5 ms) on frames with a sliding foot; the measurements are in
@@ -349,13 +352,14 @@ def pgm(fns: Any, theta0: np.ndarray | None = None, w0: np.ndarray | None = None
         zeroth_order: bool = False, beta0: float = 1.0, eta: float = 1.5, beta_min: float = 1e-4,
         beta_max: float = 1e8, tol_d: float = 1e-8, tol_decrease: float = 1e-6,
         max_outer: int = 200, tol: float = 1e-8, tol_stationarity: float = 1e-6,
-        max_newton: int = 50) -> Result:
+        max_newton: int = 50, max_polish: int = 5) -> Result:
     """Projected gradient method on ``min K(theta) s.t. G(theta, w) = 0, w in W`` (one NMDP step).
 
     Starts at ``w = w0`` (default 0) and ``theta = project(theta0)`` (default ``q_n``), then takes
     proximal Gauss-Newton steps on ``f(w) = K(theta(w))`` (see the module docstring) with the
     proximal weight ``beta`` adapted by ``eta`` in ``[beta_min, beta_max]``. The loop stops when
-    ``||d||_inf < tol_d`` (``d = 0`` exactly at a stationary point), when a decrease of ``K``
+    ``||d||_inf < tol_d`` (``d = 0`` exactly at a stationary point) at a point whose projected
+    gradient is within ``tol_stationarity`` (else see *steps below tol_d*), when a decrease of ``K``
     below ``tol_decrease`` (the paper's rule) is accepted from a step taken with ``beta`` at its
     floor ``beta_min`` (with a larger ``beta`` the step is damped, and a small decrease says little:
     on a point mass with ``H ~ 0.04`` the unguarded rule stops with ``w`` off by ``2e-3``), or
@@ -365,6 +369,18 @@ def pgm(fns: Any, theta0: np.ndarray | None = None, w0: np.ndarray | None = None
     current ``theta`` and polished by one extra Newton step. ``tol_stationarity`` is absolute
     (units of ``K`` per unit weight). Never raises on non-convergence; raises
     :class:`InputError` (naming the field) on malformed ``fns``, starts or options.
+
+    *Steps below tol_d.* With stiff contacts the Gauss-Newton curvature ``H`` reaches 1e5 - 1e6
+    while the projected gradient is still 1e-6 - 1e-4, so the step ``d`` falls below ``tol_d``
+    before the point is stationary. Such a step changes ``K`` by ``|g^T d| <= ||g||_1 tol_d``, and
+    its predicted decrease (1e-14 - 1e-17 on the spider at 50 ms, against ``eps |K|`` ~ 1e-14)
+    is below what the values of ``K`` resolve, so the decrease test cannot judge it (measured: it
+    rejects every such step up to ``beta_max``). It is taken instead when its projection
+    converges (``beta`` unchanged), at most ``max_polish`` times per run, while each lowers the
+    projected gradient below the previous one; the loop stops (``step below tol_d``) when the
+    point is stationary to ``tol_stationarity``, the budget is spent or the projected gradient
+    stops falling. On the spider each such Newton step divides the projected gradient by 10-25.
+    ``max_polish = 0`` stops at the first step below ``tol_d`` (the behaviour before).
 
     Returns a :class:`~contactmp.result.Result`: ``x = theta = q_{n+1}`` at the last accepted
     iterate, ``SOLVED`` only after the independent check (module docstring); ``residual`` is
@@ -380,6 +396,8 @@ def pgm(fns: Any, theta0: np.ndarray | None = None, w0: np.ndarray | None = None
                    tol_stationarity)
     if not isinstance(max_newton, (int, np.integer)) or isinstance(max_newton, bool) or max_newton < 1:
         raise InputError("max_newton", f"must be a positive int, got {max_newton!r}")
+    if not isinstance(max_polish, (int, np.integer)) or isinstance(max_polish, bool) or max_polish < 0:
+        raise InputError("max_polish", f"must be a non-negative int, got {max_polish!r}")
     theta = q_n.copy() if theta0 is None else np.array(theta0, dtype=float).ravel()
     if theta.shape != (n,) or not np.all(np.isfinite(theta)):
         raise InputError("theta0", f"must be a finite vector of length n={n}")
@@ -394,18 +412,19 @@ def pgm(fns: Any, theta0: np.ndarray | None = None, w0: np.ndarray | None = None
     if tapes is not None:
         theta, w, K, outer, qp_solves, n_newton, beta, failure, stop, history = _compiled_loop(
             fns, tapes, theta, w, groups, zeroth_order, beta0, eta, beta_min, beta_max, tol_d, tol_decrease,
-            max_outer, tol, max_newton)
+            max_outer, tol, max_newton, tol_stationarity, max_polish)
     else:
         theta, w, K, outer, qp_solves, n_newton, beta, failure, stop, history = _loop(
             fns, theta, w, groups, zeroth_order, beta0, eta, beta_min, beta_max, tol_d, tol_decrease,
-            max_outer, tol, max_newton)
+            max_outer, tol, max_newton, tol_stationarity, max_polish)
     return _verdict(fns, theta, w, K, outer, qp_solves, n_newton, beta, failure, stop, history, groups,
                     zeroth_order, tol, tol_stationarity, max_outer, t0)
 
 
 def _compiled_loop(fns: Any, tapes: Any, theta: np.ndarray, w: np.ndarray, groups: list[np.ndarray],
                    zeroth_order: bool, beta0: float, eta: float, beta_min: float, beta_max: float, tol_d: float,
-                   tol_decrease: float, max_outer: int, tol: float, max_newton: int) -> tuple[Any, ...]:
+                   tol_decrease: float, max_outer: int, tol: float, max_newton: int, tol_stationarity: float,
+                   max_polish: int) -> tuple[Any, ...]:
     """:func:`_loop` compiled (:func:`contactmp.solvers._nmdp_kernels.run_pgm`) on the problem's
     instruction tapes (``fns.tapes``, inputs ``(theta, w, fns.params)``)."""
     from contactmp.solvers._nmdp_kernels import FAILURES, STOPS, run_pgm
@@ -422,7 +441,8 @@ def _compiled_loop(fns: Any, tapes: Any, theta: np.ndarray, w: np.ndarray, group
     gptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     (theta, w, K, outer, qp_solves, n_newton, beta, failure, stop, hist, nh) = run_pgm(
         *parts, p, theta, w, gidx, gptr, float(beta0), float(eta), float(beta_min), float(beta_max),
-        float(tol_d), float(tol_decrease), int(max_outer), float(tol), int(max_newton))
+        float(tol_d), float(tol_decrease), int(max_outer), float(tol), int(max_newton), float(tol_stationarity),
+        int(max_polish))
     why = FAILURES[int(failure)] + (f"={beta_max:g}" if int(failure) == 4 else "")
     return (theta, w, float(K), int(outer), int(qp_solves), int(n_newton), float(beta), why,
             STOPS[int(stop)], [float(k) for k in hist[:nh]])
@@ -430,7 +450,7 @@ def _compiled_loop(fns: Any, tapes: Any, theta: np.ndarray, w: np.ndarray, group
 
 def _loop(fns: Any, theta: np.ndarray, w: np.ndarray, groups: list[np.ndarray], zeroth_order: bool,
           beta0: float, eta: float, beta_min: float, beta_max: float, tol_d: float, tol_decrease: float,
-          max_outer: int, tol: float, max_newton: int) -> tuple[Any, ...]:
+          max_outer: int, tol: float, max_newton: int, tol_stationarity: float, max_polish: int) -> tuple[Any, ...]:
     """The loop of :func:`pgm` (its docstring): ``(theta, w, K, outer, qp_solves, projections,
     beta, failure, stop, K_history)``."""
     n_w = w.size
@@ -445,6 +465,7 @@ def _loop(fns: Any, theta: np.ndarray, w: np.ndarray, groups: list[np.ndarray], 
     K = float(fns.K(theta)) if ok else float("nan")
     history = [K]
     stop = ""
+    polish, polish_stat = 0, math.inf  # steps below tol_d taken, and the projected gradient before the last
     while not failure and not stop:
         if outer >= max_outer:
             stop = "max_outer"
@@ -457,9 +478,14 @@ def _loop(fns: Any, theta: np.ndarray, w: np.ndarray, groups: list[np.ndarray], 
         if not (np.all(np.isfinite(g)) and np.all(np.isfinite(H))):
             failure = "non-finite gradient or Hessian"
             break
-        if stationarity(w, g, groups) == 0.0:
+        stat = stationarity(w, g, groups)
+        if stat == 0.0:
             stop = "stationary"
             break
+        if polish and stat >= polish_stat:  # the steps below tol_d stopped helping
+            stop = "step below tol_d"
+            break
+        tiny = False
         while True:  # proximal weight search
             if beta > beta_max:
                 failure = f"beta exceeded beta_max={beta_max:g}"
@@ -469,7 +495,8 @@ def _loop(fns: Any, theta: np.ndarray, w: np.ndarray, groups: list[np.ndarray], 
             if not qp_ok:
                 failure = "proximal QP did not converge"
                 break
-            if float(np.max(np.abs(d), initial=0.0)) < tol_d:
+            tiny = float(np.max(np.abs(d), initial=0.0)) < tol_d
+            if tiny and (stat <= tol_stationarity or polish >= max_polish):
                 stop = "step below tol_d"
                 break
             w_new = w + d
@@ -477,6 +504,10 @@ def _loop(fns: Any, theta: np.ndarray, w: np.ndarray, groups: list[np.ndarray], 
                                      max_iter=max_newton, polish=1)
             n_newton += it
             K_new = float(fns.K(th_new)) if ok else float("nan")
+            if tiny:  # below what K resolves: taken without the decrease test (see pgm)
+                if not ok:
+                    stop = "step below tol_d"
+                break
             if ok and K_new < K:
                 break
             beta *= eta
@@ -486,6 +517,9 @@ def _loop(fns: Any, theta: np.ndarray, w: np.ndarray, groups: list[np.ndarray], 
         theta, w, K = th_new, w_new, K_new
         history.append(K)
         outer += 1
+        if tiny:
+            polish, polish_stat = polish + 1, stat
+            continue
         at_floor = beta <= beta_min * (1.0 + 1e-12)
         beta = max(beta / eta, beta_min)
         if decrease < tol_decrease and at_floor:

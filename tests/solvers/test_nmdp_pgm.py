@@ -290,6 +290,30 @@ def test_bad_options_name_the_field(kwargs, field):
     assert e.value.field == field
 
 
+def test_bad_max_polish_names_the_field():
+    for bad in (-1, 1.5, True):
+        with pytest.raises(InputError) as e:
+            pgm(point_mass([0.0, 0.0], [0.0, 0.0]), max_polish=bad)
+        assert e.value.field == "max_polish"
+
+
+def test_steps_below_tol_d_reach_stationarity():
+    """With ``tol_d = 1e-3`` the proximal step of the sticking point mass falls below ``tol_d`` while
+    the projected gradient is still 1.5e-5: stopping there fails the check (``max_polish = 0``);
+    the steps below ``tol_d`` (taken without the decrease test) reach the closed-form answer."""
+    fns = point_mass([0.0, 0.0], [0.02, 0.0])
+    stopped = pgm(fns, tol_d=1e-3, max_polish=0)
+    assert stopped.status is Status.NOT_SOLVED and stopped.residuals["stationarity"] > 1e-5
+    res = pgm(fns, tol_d=1e-3)
+    assert res.status is Status.SOLVED and res.residuals["stationarity"] <= 1e-6
+    assert 1 <= res.iterations - stopped.iterations <= 5
+    # the reduced curvature along the pyramid is ~0.04, so a projected gradient below 1e-6 puts w
+    # within 1e-6 / 0.04 = 2.5e-5 of the closed form, and theta = q_n + h^2 s V0 dw / m within 1e-7
+    np.testing.assert_allclose(res.extras["w"], stick_weights([0.02, 0.0], S), atol=5e-5)
+    np.testing.assert_allclose(res.x, fns.q_n, atol=1e-7)
+    assert "step below tol_d" in res.message
+
+
 def test_bad_problem_name_the_field():
     fns = point_mass([0.0, 0.0], [0.0, 0.0])
     fns.groups = [np.array([0, 1]), np.array([1])]
@@ -370,16 +394,19 @@ def spider_nmdp():
     return form, q_n, qd_n
 
 
-@pytest.mark.parametrize("h, zeroth_order", [(0.01, False), (0.05, False), (0.01, True)])
-def test_compiled_loop_equals_python_loop_on_spider_frame(spider_nmdp, h, zeroth_order):
+@pytest.mark.parametrize("h, zeroth_order, tol_d", [(0.01, False, 1e-8), (0.05, False, 1e-8), (0.01, True, 1e-8),
+                                                   (0.05, False, 1e-4)])
+def test_compiled_loop_equals_python_loop_on_spider_frame(spider_nmdp, h, zeroth_order, tol_d):
     """pgm on the tapes (numba) takes the Python loop's steps: the same accepted and rejected steps,
-    projections and verdict, and the same answer to rounding."""
+    projections and verdict, and the same answer to rounding (with ``tol_d = 1e-4`` through steps
+    below ``tol_d``)."""
     import dataclasses
 
     form, q_n, qd_n = spider_nmdp
     fns = form.functions(q_n, qd_n, h)
     assert fns.tapes is not None
     opts = {"beta_max": 1e4} if zeroth_order else {}
+    opts["tol_d"] = tol_d
     a = pgm(fns, q_n + h * qd_n, zeroth_order=zeroth_order, **opts)
     b = pgm(dataclasses.replace(fns, tapes=None), q_n + h * qd_n, zeroth_order=zeroth_order, **opts)
     assert a.status is b.status and a.message == b.message

@@ -201,6 +201,8 @@ def _prox_qp(g: np.ndarray, P: np.ndarray, w: np.ndarray, gidx: np.ndarray,
             k += 1
     lam_w = np.zeros(0)
     ok = False
+    full_step = 0.0
+    rounding_step = 1e-8  # nmdp_pgm._ROUNDING_STEP
     for _it in range(1, max_iter + 1):
         grad = P @ d + g
         kkt = np.zeros((n_w + k, n_w + k))
@@ -217,10 +219,12 @@ def _prox_qp(g: np.ndarray, P: np.ndarray, w: np.ndarray, gidx: np.ndarray,
             sol = np.linalg.lstsq(kkt, rhs, rcond=_EPS * (n_w + k))[0]
         p = sol[:n_w].copy()
         lam_w = sol[n_w:].copy()
-        if k == n_w:
-            p = np.zeros(n_w)
-        dmax = np.max(np.abs(d)) if n_w else 0.0
         pmax = np.max(np.abs(p)) if n_w else 0.0
+        if k == n_w or pmax <= rounding_step * full_step:  # as nmdp_pgm.prox_qp
+            p = np.zeros(n_w)
+            pmax = 0.0
+        full_step = 0.0
+        dmax = np.max(np.abs(d)) if n_w else 0.0
         if pmax <= 1e-12 * max(1.0, dmax):
             if k == 0 or lam_w.min() >= -1e-13 * scale:
                 ok = True
@@ -244,6 +248,8 @@ def _prox_qp(g: np.ndarray, P: np.ndarray, w: np.ndarray, gidx: np.ndarray,
             work[k] = block
             inwork[block] = True
             k += 1
+        else:
+            full_step = pmax
     x = w + d
     if _infeasibility(x, gidx, gptr) > 0.0:
         x = _project_W(x, gidx, gptr)

@@ -13,6 +13,7 @@ with either a constant magnitude ``s = S`` or the pose-dependent ``s = k min(z -
 from __future__ import annotations
 
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -227,6 +228,26 @@ def test_prox_qp_kkt_on_random_instances(seed):
     for _ in range(5):
         y = project_W(w + rng.standard_normal(n_w), groups) - w
         assert f <= g @ y + 0.5 * y @ P @ y + 1e-12
+
+
+def test_prox_qp_after_a_full_step_on_an_ill_conditioned_spider_frame():
+    """A proximal QP of a 50 ms spider frame (cond(P) ~ 5.6e6, |g| ~ 600, weights at 1e-17): after
+    its first full step the KKT solve returns a step of 1.8e-12 (rounding), which the method used to
+    take again and again up to its iteration limit ("proximal QP did not converge"). Both the
+    Python method and the compiled one now stop on the multipliers, with the KKT conditions
+    verified."""
+    from contactmp.solvers._nmdp_kernels import _prox_qp
+
+    data = np.load(Path(__file__).parent / "data" / "prox_qp_spider_frame.npz")
+    g, P, w, sizes = data["g"], data["P"], data["w"], data["group_sizes"]
+    groups = np.split(np.arange(w.size), np.cumsum(sizes)[:-1])
+    d, lam, ok, iterations = prox_qp(g, P, w, groups)
+    assert ok and iterations <= 10
+    # the rounding of P d bounds the KKT residual: eps |P| |d| ~ 3e-10 here (measured 5e-13)
+    assert qp_kkt_residual(P, g, w, groups, d, lam) < 4 * np.finfo(float).eps * np.max(np.abs(P)) * np.max(np.abs(d))
+    d_compiled, ok_compiled = _prox_qp(g, P, w, np.arange(w.size), np.concatenate([[0], np.cumsum(sizes)]))
+    assert ok_compiled
+    np.testing.assert_allclose(d_compiled, d, rtol=0, atol=1e-12)
 
 
 def test_project_W_and_stationarity():

@@ -47,7 +47,8 @@ contacts' Gauss-Newton curvature (to 5e5) makes the step tiny while the projecte
 above ``tol_stationarity``, and the predicted decrease of such a step (1e-14 - 1e-17) is below the
 rounding of ``K`` (~1e-14), so the decrease test rejects it at every ``beta``; the steps below
 ``tol_d`` (:func:`pgm`) are now taken without that test, each dividing the projected gradient by
-10 - 25, and a 50 ms frame costs about 4 times the QP (median; 1.3 PGM runs a frame).
+10 - 25; with the proximal QP's full-step rule (:func:`prox_qp`) every 50 ms frame of the walk is
+one PGM run, 2.9 times the QP (median; 3.8 mean).
 ZOPGM on the spider: the zeroth-order projection diverges at the study's steps (its contraction
 factor grows like ``k h^2 / m``: 27 - 49 at 50 ms, 1.2 - 2.7 at 10 ms) and its gradient is off by
 13 % (h = 1.6 ms) to 440 % (12.5 ms) on frames with a sliding foot; the measurements are in

@@ -86,7 +86,9 @@ def test_adaptive_substeps_are_chained() -> None:
     (each substep's length is half of it)."""
     ts = _stepper("nmdp", h=0.1, adaptive=True, polish=True)
     s = ts.system
-    q, v, u = s.q_nominal + np.array([0.0, 0.01, 0.0, 0.0, 0.0]), np.array([0.5, -1.0, 0.0, 0.0, 0.0]), np.zeros(2)
+    # the foot 2 cm up, landing at 2 m/s while moving at 1 m/s: PGM cannot take the whole 0.1 s (its
+    # proximal weight exceeds beta_max: no step decreases K), each half it solves
+    q, v, u = s.q_nominal + np.array([0.0, 0.02, 0.0, 0.0, 0.0]), np.array([1.0, -2.0, 0.0, 0.0, 0.0]), np.zeros(2)
     out = ts.step(q, v, u)
     assert out.result.extras["substeps"] == [0.05, 0.05]
     J = step_jacobian(ts.formulation, s, ts.h, q, v, u, out)

@@ -69,9 +69,14 @@ so PGM now takes them (at most ``max_polish = 5`` a run, while the projected gra
 "proximal QP did not converge": after a full unblocked step the active-set QP (cond(P) ~ 5.6e6)
 computed a next step of 1.8e-12 (rounding; 0 in exact arithmetic) and took it again and again up
 to its iteration limit; such a step is now taken as 0 (``nmdp_pgm.prox_qp``). After both (T = 1 s,
-one run, each method warmed up by one untimed frame): a 50 ms frame 6.14 ms against the QP's
-2.1 ms (2.93x median, 3.84x mean), every frame one PGM run solved at 50 ms (20 runs; 114 before),
-231 proximal steps (713 before); 10 ms unchanged bit for bit (2.95x median, 2.91x mean). The walk at
+each method warmed up by one untimed frame; two runs): a 50 ms frame 6.14 / 5.18 ms against the
+QP's 2.10 / 1.27 ms (2.93x / 4.08x median, 3.84x / 5.32x mean: a few frames take 12 - 19 ms), every
+frame one PGM run solved at 50 ms (20 runs; 114 before), 231 proximal steps (713 before); 10 ms
+unchanged bit for bit (2.95x / 1.95x median, 2.91x / 1.98x mean). The second run's QP builds a new
+qpOASES Function per frame (``solvers.qp.solve_qp``: a cached one hot-started from the previous
+frame's QP, which made answers depend on history); measured side by side in one process that costs
+nothing visible (1.48 against 1.61 ms a 10 ms frame, 2.03 against 1.81 ms at 50 ms; PGM / QP 3.0 -
+3.4 against either). The walk at
 50 ms changes, because the frames that were halved (67 substeps in 20 frames) are now solved at
 50 ms: distance 0.2646 -> 0.2476 m, tilt 2.11 -> 2.52 deg (the 10 ms run: 0.2619 m, 3.41 deg). Before the steps
 below ``tol_d``, the trade-off of a looser stationarity test was measured (T = 1 s, MDP ~1.5 ms a

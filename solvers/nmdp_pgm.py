@@ -48,7 +48,7 @@ above ``tol_stationarity``, and the predicted decrease of such a step (1e-14 - 1
 rounding of ``K`` (~1e-14), so the decrease test rejects it at every ``beta``; the steps below
 ``tol_d`` (:func:`pgm`) are now taken without that test, each dividing the projected gradient by
 10 - 25; with the proximal QP's full-step rule (:func:`prox_qp`) every 50 ms frame of the walk is
-one PGM run, 2.9 times the QP (median; 3.8 mean).
+one PGM run, 2.9 - 4.1 times the QP (median over two runs; mean 3.8 - 5.3).
 ZOPGM on the spider: the zeroth-order projection diverges at the study's steps (its contraction
 factor grows like ``k h^2 / m``: 27 - 49 at 50 ms, 1.2 - 2.7 at 10 ms) and its gradient is off by
 13 % (h = 1.6 ms) to 440 % (12.5 ms) on frames with a sliding foot; the measurements are in

@@ -244,11 +244,14 @@ class BatchResult(Sequence[Result]):
 
     def __iter__(self) -> Iterator[Result]:
         missing = [b for b, r in enumerate(self._results) if r is None]
-        if missing:
+        if len(missing) == len(self._results):  # nothing read yet: every Result in one pass
+            with gc_paused():
+                self._results = self._make(missing)  # type: ignore[assignment]
+        elif missing:
             with gc_paused():
                 for b, r in zip(missing, self._make(missing)):
                     self._results[b] = r
-        return iter(list(self._results))  # type: ignore[arg-type]
+        return iter(self._results[:])  # type: ignore[arg-type]
 
     @property
     def statuses(self) -> list[Status]:

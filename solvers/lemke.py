@@ -738,7 +738,9 @@ def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel
     def make(bs: list[int]) -> list[Result]:
         """The Results of the problems ``bs``, which the batch's first start solved and verified."""
         made = []
-        for piv, res, z, w in zip(pivots[bs].tolist(), residuals[bs].tolist(), list(zw[bs, :n]), list(zw[bs, n:2 * n])):
+        rows = slice(None) if len(bs) == B else bs  # the whole batch: row views, no copies
+        for piv, res, z, w in zip(pivots[rows].tolist(), residuals[rows].tolist(), list(zw[rows, :n]),
+                                  list(zw[rows, n:2 * n])):
             message = _SOLVED_MESSAGE.get(piv) or _message(_SOLVED, 0, "ones", piv, _ONE_SOLVED)
             made.append(Result(Status.SOLVED, z, NAME, res, tol, piv, per, message,
                                {"w": w, "starts": 1, "start_statuses": ["solved"], "pivots_per_start": [piv],

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from contactmp.solvers.nmdp_pgm import QP_ROUNDING_STEP
 from contactmp.solvers.sx_tape import Tape, tape_eval
 
 __all__ = ["PGMTapes", "run_pgm", "FAILURES", "STOPS"]
@@ -202,7 +203,6 @@ def _prox_qp(g: np.ndarray, P: np.ndarray, w: np.ndarray, gidx: np.ndarray,
     lam_w = np.zeros(0)
     ok = False
     full_step = 0.0
-    rounding_step = 1e-8  # nmdp_pgm._ROUNDING_STEP
     for _it in range(1, max_iter + 1):
         grad = P @ d + g
         kkt = np.zeros((n_w + k, n_w + k))
@@ -220,7 +220,7 @@ def _prox_qp(g: np.ndarray, P: np.ndarray, w: np.ndarray, gidx: np.ndarray,
         p = sol[:n_w].copy()
         lam_w = sol[n_w:].copy()
         pmax = np.max(np.abs(p)) if n_w else 0.0
-        if k == n_w or pmax <= rounding_step * full_step:  # as nmdp_pgm.prox_qp
+        if k == n_w or pmax <= QP_ROUNDING_STEP * full_step:  # as nmdp_pgm.prox_qp
             p = np.zeros(n_w)
             pmax = 0.0
         full_step = 0.0

@@ -696,8 +696,9 @@ def _batch_parallel(Ms, qs, zw, out, lo, hi, parts):  # pragma: no cover - compi
 
 
 #: a batch runs on numba's threads from this many problems x n^2 on, for problems of at least
-#: PARALLEL_MIN_N unknowns: below that the compiled work is a small part of the time (building one
-#: Result per problem in Python is most of it) and one thread is as fast
+#: PARALLEL_MIN_N unknowns: below that one thread was as fast (measured when the batch still built
+#: every Result in Python, which was most of the time; not measured again since Results are built
+#: on access)
 PARALLEL_WORK = 200_000
 PARALLEL_MIN_N = 16
 

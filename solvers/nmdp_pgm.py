@@ -81,8 +81,9 @@ _REQUIRED = ("n", "n_w", "groups", "q_n", "h", "G", "G_theta", "G_theta_zo", "G_
              "K_grad", "K_hess")
 _FEAS_TOL = 1e-12
 #: after a full unblocked step of length ``|p|`` the active-set QP's next step is exactly 0; a
-#: computed one below ``_ROUNDING_STEP |p|`` is the rounding of the KKT solve and is taken as 0
-_ROUNDING_STEP = 1e-8
+#: computed one below ``QP_ROUNDING_STEP |p|`` is the rounding of the KKT solve and is taken as 0
+#: (the compiled method, :mod:`contactmp.solvers._nmdp_kernels`, reads it too)
+QP_ROUNDING_STEP = 1e-8
 
 
 # -- the feasible set W = prod_i {w_i >= 0, 1^T w_i <= 1} --------------------------------------
@@ -187,7 +188,7 @@ def prox_qp(g: np.ndarray, P: np.ndarray, w: np.ndarray, groups: list[np.ndarray
     method (Nocedal and Wright, Alg. 16.3) started at ``d = 0`` with the constraints active at ``w``
     as working set; each iteration solves the equality-constrained KKT system exactly. After a full
     step that no constraint blocked, ``d`` minimizes on the working set, so the next step is 0
-    in exact arithmetic: a computed one below ``_ROUNDING_STEP`` times the full step's length is
+    in exact arithmetic: a computed one below ``QP_ROUNDING_STEP`` times the full step's length is
     taken as 0 and the multipliers decide. Returns
     ``(d, lam, ok, iterations)`` with ``lam`` the multipliers of the rows of :func:`_constraints`
     (``lam >= 0``); ``ok`` is False if the iteration limit was hit.
@@ -220,7 +221,7 @@ def prox_qp(g: np.ndarray, P: np.ndarray, w: np.ndarray, groups: list[np.ndarray
             sol = np.linalg.lstsq(kkt, np.concatenate([-grad, np.zeros(k)]), rcond=None)[0]
         p, lam_w = sol[:n_w], sol[n_w:]
         pmax = float(np.max(np.abs(p), initial=0.0))
-        if k == n_w or pmax <= _ROUNDING_STEP * full_step:
+        if k == n_w or pmax <= QP_ROUNDING_STEP * full_step:
             # a vertex (the only feasible direction is 0), or the step after a full unblocked step:
             # d already minimizes on the working set and p is the KKT solve's rounding (1.8e-12
             # against a step of 0.4 on a spider frame, where cond(P) ~ 5e6: taking it again and again

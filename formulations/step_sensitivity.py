@@ -404,6 +404,8 @@ class StepJacobian:
     dv_dparams: dict[str, np.ndarray] = field(default_factory=dict)
     dq_dh: np.ndarray | None = None  #: ``dq_{k+1} / dh`` (``n_q``)
     dv_dh: np.ndarray | None = None  #: ``dv_{k+1} / dh`` (``n_v``)
+    #: the ``v_{k+1}`` the Jacobian was taken at: the relaxed step's (``relaxed=True``), else the step's own
+    v_next: np.ndarray | None = None
 
     @property
     def flagged(self) -> bool:
@@ -452,7 +454,7 @@ def model_parameter_values(form: Formulation, system: ContactSystem, q: np.ndarr
 
 def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: float, q: ArrayLike, v: ArrayLike,
                   u: ArrayLike, outcome: StepOutcome, *, wrt: Sequence[str] = (), side: str = "a",
-                  tol: float = DEGENERATE_TOL, smoothing: float = 0.0) -> StepJacobian:
+                  tol: float = DEGENERATE_TOL, smoothing: float = 0.0, relaxed: bool = False) -> StepJacobian:
     """The Jacobian of the time step from ``(q, v, u)`` whose solution is ``outcome`` (what
     :meth:`TimeStepping.step` returned for it, with the same ``formulation``, system and ``h``;
     before TimeStepping's renormalization of a 3D body's quaternion, which
@@ -463,9 +465,15 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
     free-flight step (no contact in it) is differentiated in closed form. ``wrt`` names model
     parameters (:data:`MODEL_PARAMETERS`) to differentiate by as well, at their values in the step.
     ``smoothing = kappa > 0``: the derivative of the relaxed step (:func:`program_sensitivity`) over
-    the step's contacts (those within TimeStepping's ``active_gap``).
+    the step's contacts (those within TimeStepping's ``active_gap``). ``relaxed=True`` (with
+    ``kappa > 0``): the Jacobian of the relaxed step itself, taken at its solution ``v_{k+1}(kappa)``
+    (every pair ``a b = kappa``), which is returned in ``v_next``: the step of a smoothed model whose
+    rollout (:func:`~contactmp.transcriptions.rollout_gradient.differentiable_rollout` with
+    ``relaxed=True``) is a smooth function of the inputs, differentiated exactly.
     """
     s = system
+    if relaxed and not smoothing > 0:
+        raise InputError("relaxed", "needs smoothing = kappa > 0 (the relaxed step is the one of a b = kappa)")
     form = for_system(formulation, s, h) if not isinstance(formulation, Formulation) else formulation
     qv = s._vec("q", q, s.n_q)
     vv = s._vec("v", v, s.n_v)
@@ -473,6 +481,8 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
     values = model_parameter_values(form, s, qv, list(wrt))
     if getattr(form, "substeps_differentiable", False):  # the wrench-polytope steps (NMDP, linearized MDP)
         from contactmp.formulations.polytope_sensitivity import polytope_step_jacobian
+        if relaxed:
+            raise InputError("relaxed", f"{form.name}'s steps are solved in substeps: no relaxed step is defined for them")
         return polytope_step_jacobian(form, s, h, outcome, wrt=wrt, side=side, tol=tol, smoothing=smoothing)
     idx = np.flatnonzero(outcome.active)
     key = (s, idx.tobytes(), tuple(values))  # a system hashes by identity; h is a parameter
@@ -499,7 +509,7 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
                              "not the outcome of this formulation's step")
         sens = program_sensitivity(prog, x, side=side, tol=tol, smoothing=smoothing, outputs=blk.v_next.index)
         dv_dp = sens.dx_dp()[blk.v_next.index]
-        v_next, degenerate, singular = x[blk.v_next.index], sens.degenerate, sens.core.singular
+        v_next, degenerate, singular = (sens.x if relaxed else x)[blk.v_next.index], sens.degenerate, sens.core.singular
     # q+ = q + h qdot(q, v+): dq+/dp = [I 0 0] + h (dqdot/dq [I 0 0] + dqdot/dv+ dv+/dp)
     jq, jv = (np.asarray(m, dtype=float) for m in qdot_jac(qv, v_next))
     eye_q = np.zeros((s.n_q, n_p))
@@ -511,7 +521,7 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
     return StepJacobian(dq_dp[:, :nq], dq_dp[:, nq:nq + nv], dq_dp[:, nq + nv:n_state], dv_dp[:, :nq],
                         dv_dp[:, nq:nq + nv], dv_dp[:, nq + nv:n_state], degenerate, singular,
                         {k: dq_dp[:, c] for k, c in cols.items()}, {k: dv_dp[:, c] for k, c in cols.items()},
-                        dq_dp[:, -1].copy(), dv_dp[:, -1].copy())
+                        dq_dp[:, -1].copy(), dv_dp[:, -1].copy(), np.array(v_next, dtype=float))
 
 
 def _step_program(form: Formulation, s: ContactSystem, idx: np.ndarray, values: dict[str, np.ndarray]

@@ -110,7 +110,7 @@ class Rollout:
 
 def differentiable_rollout(ts: TimeStepping, q0: ArrayLike, v0: ArrayLike, u: ArrayLike, *,
                            wrt: Sequence[str] = (), side: str = "a", tol: float = 1e-8,
-                           smoothing: float = 0.0) -> Rollout:
+                           smoothing: float = 0.0, relaxed: bool = False) -> Rollout:
     """Simulate ``len(u)`` steps of ``ts`` from ``(q0, v0)`` under the inputs ``u`` (N, n_u) and
     differentiate each step (module docstring), also with respect to the model parameters ``wrt``
     (:data:`~contactmp.formulations.step_sensitivity.MODEL_PARAMETERS`: ``mu``, the compliant
@@ -118,7 +118,12 @@ def differentiable_rollout(ts: TimeStepping, q0: ArrayLike, v0: ArrayLike, u: Ar
     (pairs ``a b = kappa``; :func:`~contactmp.formulations.step_sensitivity.program_sensitivity`):
     the trajectory is still the exact simulator's, its gradient that of a smoothed model, which
     sees contacts about to open or close (a gradient for gradient-based control through contact
-    switches, as Dojo's). A step that is not solved is not hidden: its status is kept in ``statuses`` and its
+    switches, as Dojo's). ``relaxed=True`` as well: the trajectory itself is that of the smoothed
+    model -- each step's ``(q, v)_{k+1}`` is the relaxed step's solution (every pair ``a b = kappa``,
+    found by Newton's method from the exact step's), so the rollout is a smooth function of the
+    inputs and the gradient is its exact gradient (the smoothed-dynamics homotopy of Pang et al.
+    2023: a shooting method may solve at a sequence of ``kappa`` down to the exact model). A relaxed
+    step whose Newton solve does not converge is flagged (:attr:`Rollout.flagged_steps`). A step that is not solved is not hidden: its status is kept in ``statuses`` and its
     Jacobian is that of the returned point (a returned point that is not finite has none: InputError
     naming ``x``)."""
     s = ts.system
@@ -130,12 +135,20 @@ def differentiable_rollout(ts: TimeStepping, q0: ArrayLike, v0: ArrayLike, u: Ar
     qs, vs, jacs, statuses, As, Bs, Cs = [q], [v], [], [], [], [], []
     for k in range(U.shape[0]):
         out = ts.step(q, v, U[k])
-        J = step_jacobian(ts.formulation, s, ts.h, q, v, U[k], out, wrt=wrt, side=side, tol=tol, smoothing=smoothing)
+        J = step_jacobian(ts.formulation, s, ts.h, q, v, U[k], out, wrt=wrt, side=side, tol=tol, smoothing=smoothing,
+                          relaxed=relaxed)
         A, B, C = J.state(), J.input(), {name: J.param(name) for name in wrt}
+        v_next = J.v_next if relaxed else out.v
+        q_raw = q + ts.h * s.eval_qdot(q, v_next)
         if ts._quat is not None:  # TimeStepping renormalizes the quaternion: chain d(x / |x|)
-            R = _renormalization(q + ts.h * s.eval_qdot(q, out.v), ts._quat, s.n_q, s.n_v)
+            R = _renormalization(q_raw, ts._quat, s.n_q, s.n_v)
             A, B, C = R @ A, R @ B, {name: R @ c for name, c in C.items()}
-        q, v = out.q, out.v
+        if relaxed:
+            q, v = q_raw, np.array(v_next, dtype=float)
+            if ts._quat is not None and np.linalg.norm(q[ts._quat]) > 0:
+                q[ts._quat] /= np.linalg.norm(q[ts._quat])
+        else:
+            q, v = out.q, out.v
         qs.append(q), vs.append(v), jacs.append(J), statuses.append(out.result.status.value)
         As.append(A), Bs.append(B), Cs.append(C)
     return Rollout(np.array(qs), np.array(vs), U, jacs, statuses, tuple(wrt), As, Bs, Cs)

@@ -14,7 +14,11 @@ optimization (``ContactImplicitTO``, Scholtes, the study's options), measured in
 Starts: box from the linear ramp 9 -> -9 N; hopper from standing still (leg force = weight), from
 the contact-implicit solution's inputs, and from those inputs with noise (N(0, 0.5 N) on the leg
 force, N(0, 0.05 N m) on the hip torque; 2 seeds), each also with the smoothed rollout gradient
-(``smoothing = 1e-2``, Dojo's relaxed derivative). The hopper's reference drops the task's
+(``smoothing = 1e-2``, Dojo's relaxed derivative), and from standing still through the relaxed
+models (:func:`relaxed_continuation`: shooting on the rollout of the smoothed model, every contact
+pair ``a b = kappa``, for ``kappa = 1, 0.3, ..., 1e-4``, then on the exact model; the smoothed-dynamics
+homotopy of Pang et al. 2023, "Global planning for contact-rich manipulation via local smoothing of
+quasi-dynamic contact models"). The hopper's reference drops the task's
 configuration bounds (a simulator has none; with them the optimizer leans on the bounds as free
 constraint forces) and the simulator takes every contact in every step, as the transcription does
 (:func:`hopper_shooting`).
@@ -49,12 +53,18 @@ from contactmp.transcriptions.rollout_gradient import Rollout, differentiable_ro
 from contactmp.transcriptions.time_stepping import TimeStepping  # noqa: E402
 
 PENALTIES = (1e2, 1e4, 1e6, 1e8)
+#: the relaxed models of the continuation (``kappa``, in N s x m/s: the hopper's stance impulse per
+#: step is ~5 N s), each solved with the penalties RELAXED_PENALTIES (the first with 1e2 first)
+KAPPAS = (1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 3e-4, 1e-4)
+RELAXED_PENALTIES = (1e4, 1e6)
+#: the exact model's penalties after the continuation (its end conditions already met to ~1e-2)
+FINAL_PENALTIES = (1e6, 1e8, 1e10)
 
 
 def shooting(ts: TimeStepping, q0: np.ndarray, qf: np.ndarray, N: int, cost: Callable[[Rollout], tuple[float, np.ndarray, np.ndarray]],
              end: Callable[[Rollout], np.ndarray], x0: np.ndarray, bounds: list[tuple[float, float]],
              inputs: Callable[[np.ndarray], np.ndarray], unknowns: Callable[[np.ndarray], np.ndarray], *,
-             smoothing: float = 0.0) -> dict[str, Any]:
+             smoothing: float = 0.0, relaxed: bool = False, penalties: tuple[float, ...] = PENALTIES) -> dict[str, Any]:
     """Penalty-continuation single shooting (module docstring). ``cost(R)`` returns the running cost
     and its partials ``(q_bar, u_bar)`` with respect to the trajectory; ``end(R)`` the end-condition
     residual reported (``q_N - qf`` entries and ``v_N``); the penalty is on ``q_N - qf`` and ``v_N``;
@@ -69,7 +79,8 @@ def shooting(ts: TimeStepping, q0: np.ndarray, qf: np.ndarray, N: int, cost: Cal
         if key not in memo:
             memo.clear()
             try:
-                memo[key] = differentiable_rollout(ts, q0, np.zeros(s.n_v), inputs(x), smoothing=smoothing)
+                memo[key] = differentiable_rollout(ts, q0, np.zeros(s.n_v), inputs(x), smoothing=smoothing,
+                                                     relaxed=relaxed)
             except InputError:  # a non-finite state: the simulation blew up
                 memo[key] = None
         return memo[key]
@@ -92,7 +103,7 @@ def shooting(ts: TimeStepping, q0: np.ndarray, qf: np.ndarray, N: int, cost: Cal
         return J + W * float(c @ c), unknowns(g)
 
     t0, x, iterations, rollouts, stages = time.perf_counter(), x0.copy(), 0, 0, []
-    for W in PENALTIES:
+    for W in penalties:
         res = minimize(objective, x, args=(W,), jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": 1000})
         x, iterations, rollouts = res.x, iterations + int(res.nit), rollouts + int(res.nfev)
         stages.append({"W": W, "message": str(res.message), "iterations": int(res.nit), "violation": violation(x)})
@@ -102,6 +113,33 @@ def shooting(ts: TimeStepping, q0: np.ndarray, qf: np.ndarray, N: int, cost: Cal
     if R is None:
         return {**out, "cost": float("inf"), "statuses": ["non-finite"], "flagged_steps": 0}
     return {**out, "cost": float(cost(R)[0]), "statuses": sorted(set(R.statuses)), "flagged_steps": len(R.flagged_steps)}
+
+
+def relaxed_continuation(ts: TimeStepping, q0: np.ndarray, qf: np.ndarray, N: int, cost: Callable[[Rollout], tuple[float, np.ndarray, np.ndarray]],
+                         end: Callable[[Rollout], np.ndarray], x0: np.ndarray, bounds: list[tuple[float, float]],
+                         inputs: Callable[[np.ndarray], np.ndarray], unknowns: Callable[[np.ndarray], np.ndarray]
+                         ) -> dict[str, Any]:
+    """Single shooting on the relaxed models (``differentiable_rollout(..., smoothing=kappa,
+    relaxed=True)``: every contact pair ``a b = kappa``, a rollout smooth in the inputs) for
+    ``kappa`` in :data:`KAPPAS`, each warm-started from the previous, then on the exact model
+    (:data:`FINAL_PENALTIES`): the smoothed-dynamics homotopy of Pang et al. (2023), where a foot
+    off the ground still feels the ground and a stuck foot can creep, so the gradient sees the
+    contacts a hop needs. Each stage's inputs are also simulated exactly (``exact_violation``)."""
+    t0, x, stages, iterations, rollouts = time.perf_counter(), x0.copy(), [], 0, 0
+    for i, kappa in enumerate(KAPPAS):
+        out = shooting(ts, q0, qf, N, cost, end, x, bounds, inputs, unknowns, smoothing=kappa, relaxed=True,
+                       penalties=((PENALTIES[0],) if i == 0 else ()) + RELAXED_PENALTIES)
+        x = np.asarray(out["inputs"], dtype=float).ravel()
+        exact = ts.simulate(q0, np.zeros(ts.system.n_v), inputs(x), n_steps=N)
+        exact_violation = float(np.abs(np.concatenate([exact.q[-1] - qf, exact.v[-1]])).max())
+        stages.append({"kappa": kappa, "violation": out["violation"], "exact_violation": exact_violation,
+                       "cost": out["cost"], "iterations": out["iterations"], "time_s": out["time_s"]})
+        iterations, rollouts = iterations + out["iterations"], rollouts + out["rollouts"]
+    out = shooting(ts, q0, qf, N, cost, end, x, bounds, inputs, unknowns, penalties=FINAL_PENALTIES)
+    stages.append({"kappa": 0.0, "violation": out["violation"], "exact_violation": out["violation"], "cost": out["cost"],
+                   "iterations": out["iterations"], "time_s": out["time_s"]})
+    return {**out, "iterations": iterations + out["iterations"], "rollouts": rollouts + out["rollouts"],
+            "time_s": time.perf_counter() - t0, "continuation": stages}
 
 
 def cito(task: str, q_bounds: bool = True) -> dict[str, Any]:
@@ -141,10 +179,11 @@ def box_shooting(ref: dict[str, Any]) -> dict[str, Any]:
 
 
 def hopper_shooting(ref: dict[str, Any], start: str, *, smoothing: float = 0.0, noise: float = 0.0,
-                    seed: int = 0) -> dict[str, Any]:
+                    seed: int = 0, relaxed: bool = False) -> dict[str, Any]:
     """The hopper's 0.3 m move by shooting, from standing still (``start="standing"``) or from the
     reference's inputs (plus Gaussian noise of ``noise`` N on the leg force and ``noise / 10`` N m
-    on the hip torque). Every contact is in every step (``active_gap = inf``), as in the
+    on the hip torque); ``relaxed``: through the relaxed models first (:func:`relaxed_continuation`).
+    Every contact is in every step (``active_gap = inf``), as in the
     contact-implicit transcription: with TimeStepping's default 0.1 m, the reference's step 7 --
     whose linearized gap ``phi + h Jn v`` closes while the foot is 0.98 m up, the swinging leg's
     Jacobian being large -- is not the simulator's step, and its inputs replayed end 8 m away."""
@@ -167,9 +206,11 @@ def hopper_shooting(ref: dict[str, Any], start: str, *, smoothing: float = 0.0, 
     else:
         U = np.asarray(ref["u"], dtype=float)
         x0 = (U + np.random.default_rng(seed).normal(size=U.shape) * np.array([noise, noise / 10])).ravel()
-    out = shooting(ts, q0, qf, N, cost, end, x0, [(-300.0, 300.0), (-50.0, 50.0)] * N, lambda x: x.reshape(N, 2),
-                   lambda g: g.ravel(), smoothing=smoothing)
-    label = start + (f" + N(0, {noise:g} N)" if noise else "") + (f", kappa {smoothing:g}" if smoothing else "")
+    problem = (ts, q0, qf, N, cost, end, x0, [(-300.0, 300.0), (-50.0, 50.0)] * N, lambda x: x.reshape(N, 2),
+               lambda g: g.ravel())
+    out = relaxed_continuation(*problem) if relaxed else shooting(*problem, smoothing=smoothing)
+    label = (start + (f" + N(0, {noise:g} N)" if noise else "") + (f", kappa {smoothing:g}" if smoothing else "")
+             + (", relaxed models kappa 1 -> 1e-4" if relaxed else ""))
     return {"task": "hopper", "start": label, "smoothing": smoothing, "noise": noise, **out,
             "reference": {k: v for k, v in ref.items() if k != "u"}}
 
@@ -215,10 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     header = common.run_header("differentiable_uses", [sys.executable] + sys.argv, args.seed)
     box_ref, hop_bounded, hop_ref = cito("box"), cito("hopper"), cito("hopper", q_bounds=False)
     runs = [box_shooting(box_ref), hopper_shooting(hop_ref, "standing"),
-            hopper_shooting(hop_ref, "standing", smoothing=1e-2),
+            hopper_shooting(hop_ref, "standing", smoothing=1e-2), hopper_shooting(hop_ref, "standing", relaxed=True),
             hopper_shooting(hop_ref, "CITO inputs"),
             *[hopper_shooting(hop_ref, "CITO inputs", noise=0.5, seed=k) for k in range(2)],
-            *[hopper_shooting(hop_ref, "CITO inputs", noise=0.5, seed=k, smoothing=1e-2) for k in range(2)]]
+            *[hopper_shooting(hop_ref, "CITO inputs", noise=0.5, seed=k, smoothing=1e-2) for k in range(2)],
+            hopper_shooting(hop_ref, "CITO inputs", noise=0.5, seed=0, relaxed=True)]
     common.print_table(
         "Single shooting through the simulator (rollout gradients) against contact-implicit TO (reference)",
         ["task", "start", "shooting cost", "end violation", "L-BFGS-B its", "rollouts", "time", "CITO cost",
@@ -228,6 +270,13 @@ def main(argv: list[str] | None = None) -> int:
           common.fmt_time(r["reference"]["time_s"]), f"{r['time_s'] / r['reference']['time_s']:.1f}"] for r in runs],
         caption=f"hopper reference: the task without its configuration bounds (the simulator has none); with them "
                 f"CITO reaches {hop_bounded['cost']:.6g} ({hop_bounded['status']}, {hop_bounded['time_s']:.1f} s)")
+    for r in runs:
+        if "continuation" in r:
+            common.print_table(f"{r['task']} from {r['start']}: the continuation",
+                               ["kappa", "violation (relaxed model)", "violation (exact model)", "cost", "L-BFGS-B its", "time"],
+                               [[f"{st['kappa']:g}", f"{st['violation']:.1e}", f"{st['exact_violation']:.1e}",
+                                 f"{st['cost']:.6g}", st["iterations"], common.fmt_time(st["time_s"])]
+                                for st in r["continuation"]])
     ident = identification(args.seed)
     common.print_table("System identification of the thrown box (compliant contact)",
                        ["parameter", "truth", "start", "recovered", "relative error"],

@@ -14,9 +14,10 @@ optimization (``ContactImplicitTO``, Scholtes, the study's options), measured in
 Starts: box from the linear ramp 9 -> -9 N; hopper from standing still (leg force = weight), from
 the contact-implicit solution's inputs, and from those inputs with noise (N(0, 0.5 N) on the leg
 force, N(0, 0.05 N m) on the hip torque; 2 seeds), each also with the smoothed rollout gradient
-(``smoothing = 1e-2``, Dojo's relaxed derivative), and from standing still through the relaxed
-models (:func:`relaxed_continuation`: shooting on the rollout of the smoothed model, every contact
-pair ``a b = kappa``, for ``kappa = 1, 0.3, ..., 1e-4``, then on the exact model; the smoothed-dynamics
+(``smoothing = 1e-2``, Dojo's relaxed derivative); and through the relaxed models
+(:func:`relaxed_continuation`: shooting on the rollout of the smoothed model, every contact pair
+``a b = kappa``, for ``kappa = 1, 0.3, ..., 1e-6``, then on the exact model) from standing still,
+from standing with noise (N(0, 10 N), N(0, 1 N m)) and from the first noisy CITO start; the smoothed-dynamics
 homotopy of Pang et al. 2023, "Global planning for contact-rich manipulation via local smoothing of
 quasi-dynamic contact models"). The hopper's reference drops the task's
 configuration bounds (a simulator has none; with them the optimizer leans on the bounds as free
@@ -54,8 +55,9 @@ from contactmp.transcriptions.time_stepping import TimeStepping  # noqa: E402
 
 PENALTIES = (1e2, 1e4, 1e6, 1e8)
 #: the relaxed models of the continuation (``kappa``, in N s x m/s: the hopper's stance impulse per
-#: step is ~5 N s), each solved with the penalties RELAXED_PENALTIES (the first with 1e2 first)
-KAPPAS = (1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 3e-4, 1e-4)
+#: step is ~5 N s), the first solved with the penalties FIRST_PENALTIES, the others with RELAXED_PENALTIES
+KAPPAS = (1.0, 0.3, 0.1, 0.03, 0.01, 3e-3, 1e-3, 3e-4, 1e-4, 1e-5, 1e-6)
+FIRST_PENALTIES = (1e2, 1e4)
 RELAXED_PENALTIES = (1e4, 1e6)
 #: the exact model's penalties after the continuation (its end conditions already met to ~1e-2)
 FINAL_PENALTIES = (1e6, 1e8, 1e10)
@@ -128,7 +130,7 @@ def relaxed_continuation(ts: TimeStepping, q0: np.ndarray, qf: np.ndarray, N: in
     t0, x, stages, iterations, rollouts = time.perf_counter(), x0.copy(), [], 0, 0
     for i, kappa in enumerate(KAPPAS):
         out = shooting(ts, q0, qf, N, cost, end, x, bounds, inputs, unknowns, smoothing=kappa, relaxed=True,
-                       penalties=((PENALTIES[0],) if i == 0 else ()) + RELAXED_PENALTIES)
+                       penalties=FIRST_PENALTIES if i == 0 else RELAXED_PENALTIES)
         x = np.asarray(out["inputs"], dtype=float).ravel()
         exact = ts.simulate(q0, np.zeros(ts.system.n_v), inputs(x), n_steps=N)
         exact_violation = float(np.abs(np.concatenate([exact.q[-1] - qf, exact.v[-1]])).max())
@@ -180,9 +182,9 @@ def box_shooting(ref: dict[str, Any]) -> dict[str, Any]:
 
 def hopper_shooting(ref: dict[str, Any], start: str, *, smoothing: float = 0.0, noise: float = 0.0,
                     seed: int = 0, relaxed: bool = False) -> dict[str, Any]:
-    """The hopper's 0.3 m move by shooting, from standing still (``start="standing"``) or from the
-    reference's inputs (plus Gaussian noise of ``noise`` N on the leg force and ``noise / 10`` N m
-    on the hip torque); ``relaxed``: through the relaxed models first (:func:`relaxed_continuation`).
+    """The hopper's 0.3 m move by shooting, from standing still (``start="standing"``: the leg force
+    holds the weight) or from the reference's inputs, plus Gaussian noise of ``noise`` N on the leg
+    force and ``noise / 10`` N m on the hip torque; ``relaxed``: through the relaxed models first (:func:`relaxed_continuation`).
     Every contact is in every step (``active_gap = inf``), as in the
     contact-implicit transcription: with TimeStepping's default 0.1 m, the reference's step 7 --
     whose linearized gap ``phi + h Jn v`` closes while the foot is 0.98 m up, the swinging leg's
@@ -201,16 +203,13 @@ def hopper_shooting(ref: dict[str, Any], start: str, *, smoothing: float = 0.0, 
     def end(R: Rollout) -> np.ndarray:
         return np.concatenate([R.q[-1] - qf, R.v[-1]])
 
-    if start == "standing":
-        x0 = np.tile([11 * 9.81, 0.0], N)
-    else:
-        U = np.asarray(ref["u"], dtype=float)
-        x0 = (U + np.random.default_rng(seed).normal(size=U.shape) * np.array([noise, noise / 10])).ravel()
+    U = np.tile([11 * 9.81, 0.0], (N, 1)) if start == "standing" else np.asarray(ref["u"], dtype=float)
+    x0 = (U + np.random.default_rng(seed).normal(size=U.shape) * np.array([noise, noise / 10])).ravel()
     problem = (ts, q0, qf, N, cost, end, x0, [(-300.0, 300.0), (-50.0, 50.0)] * N, lambda x: x.reshape(N, 2),
                lambda g: g.ravel())
     out = relaxed_continuation(*problem) if relaxed else shooting(*problem, smoothing=smoothing)
     label = (start + (f" + N(0, {noise:g} N)" if noise else "") + (f", kappa {smoothing:g}" if smoothing else "")
-             + (", relaxed models kappa 1 -> 1e-4" if relaxed else ""))
+             + (", relaxed models kappa 1 -> 1e-6" if relaxed else ""))
     return {"task": "hopper", "start": label, "smoothing": smoothing, "noise": noise, **out,
             "reference": {k: v for k, v in ref.items() if k != "u"}}
 
@@ -257,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     box_ref, hop_bounded, hop_ref = cito("box"), cito("hopper"), cito("hopper", q_bounds=False)
     runs = [box_shooting(box_ref), hopper_shooting(hop_ref, "standing"),
             hopper_shooting(hop_ref, "standing", smoothing=1e-2), hopper_shooting(hop_ref, "standing", relaxed=True),
+            hopper_shooting(hop_ref, "standing", noise=10.0, seed=1, relaxed=True),
             hopper_shooting(hop_ref, "CITO inputs"),
             *[hopper_shooting(hop_ref, "CITO inputs", noise=0.5, seed=k) for k in range(2)],
             *[hopper_shooting(hop_ref, "CITO inputs", noise=0.5, seed=k, smoothing=1e-2) for k in range(2)],

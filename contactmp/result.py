@@ -5,7 +5,6 @@ import contextlib
 import enum
 import gc
 import math
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable
@@ -197,26 +196,25 @@ def _built(bs: list[int]) -> list[Result]:
 class _Batch:
     """What the pending Results of one batch are built from (:func:`lazy_results`)."""
 
-    __slots__ = ("make", "rows", "pending", "lock")
+    __slots__ = ("make", "rows", "pending")
 
     def __init__(self, make: Callable[[list[int]], list[Result]], rows: list[Result]) -> None:
         self.make = make
         self.rows = rows                                     # the batch's own list: the user's may change
         self.pending = {id(r): b for b, r in enumerate(rows)}  # pending object -> its problem
-        self.lock = threading.Lock()                         # two threads reading one batch build once
 
     def fill(self, b: int) -> None:
         """Build the Results of problem ``b`` and of the pending problems after it (up to
         ``FILL_CHUNK`` in all) and turn their pending objects into them, in place."""
-        with self.lock, gc_paused():
-            bs = [i for i in range(b, min(b + FILL_CHUNK, len(self.rows))) if id(self.rows[i]) in self.pending]
-            for i, made in zip(bs, self.make(bs) if bs else []):
+        bs = [i for i in range(b, min(b + FILL_CHUNK, len(self.rows))) if id(self.rows[i]) in self.pending]
+        with gc_paused():
+            for i, made in zip(bs, self.make(bs)):
                 obj = self.rows[i]
                 del self.pending[id(obj)]
                 _set(obj, "__dict__", made.__dict__)
                 _set(obj, "__class__", Result)
-            if not self.pending:  # every Result built: the batch's data is no longer needed
-                self.make, self.rows = _built, []
+        if not self.pending:  # every Result built: the batch's data is no longer needed
+            self.make, self.rows = _built, []
 
 
 class _PendingResult(Result):

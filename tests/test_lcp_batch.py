@@ -3,7 +3,6 @@ problem, equal to the unbatched answers."""
 from __future__ import annotations
 
 import copy
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -104,30 +103,6 @@ def test_a_stacked_batch_is_a_list_of_results_built_on_first_read():
         np.testing.assert_array_equal(r.x, alone.x)
         assert r.residual == alone.residual and r.success == (b != 7)
     assert all(type(r) is Result for r in batch)
-
-
-def test_threads_reading_one_batch_build_each_result_once():
-    """Four threads reading one batch in different random orders: no error, every entry a plain
-    Result equal to the unbatched answer."""
-    Ms, qs = _random_batch(600, 4, seed=5)
-    batch, errors = solve_lcp_batch(Ms, qs), []
-
-    def read(order: np.ndarray) -> None:
-        try:
-            for b in order:
-                batch[b].x
-        except Exception as exc:  # noqa: BLE001 - collected for the assertion
-            errors.append(repr(exc))
-
-    rng = np.random.default_rng(0)
-    threads = [threading.Thread(target=read, args=(rng.permutation(600),)) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == [] and all(type(r) is Result for r in batch)
-    for b in range(0, 600, 37):
-        np.testing.assert_array_equal(batch[b].x, solve_lcp(Ms[b], qs[b], "lemke").x)
 
 
 def test_a_pending_result_behaves_as_the_result():

@@ -9,9 +9,9 @@ whole problem.
 ``lcp``: every ``.npz`` of ``shared/data/lcp`` up to n = 40. ``alone`` -- median over ``5 x
 --repeats`` calls of ``solve_lcp(M, q, "lemke")``; ``batched`` -- ``solve_lcp_batch`` on ``B``
 copies (default 10,000), median over ``--repeats`` batch calls, divided by ``B`` (every problem
-still validated, solved and checked; the call returns the list of Results, each built when first
-read); ``+ Results`` -- the same call followed by reading every problem's answer (``r.x`` of every
-entry: every Result built); ``Siconos`` -- ``LEMKE`` through
+still validated, solved and checked; the answers read through the returned BatchResult's arrays
+``x``, ``residual``, ``success``); ``+ Results`` -- the same call followed by building every
+problem's Result (``list(batch)``); ``Siconos`` -- ``LEMKE`` through
 ``shared/tools/siconos_solve.py`` (median per call of ``--repeats``). ``fc3d``: every problem of
 ``shared/data/fc3d`` with 1-5 contacts; ``solve_fc3d(W, q, mu)`` (the default solver) alone,
 ``solve_fc3d_batch`` on ``B`` copies, Siconos' ``NSGS``. Every batched answer is compared with the
@@ -53,8 +53,8 @@ FC3D_MAX_NC = 5
 
 def _batched_time(solve_batch: Callable[[], Any], batch: int, repeats: int) -> tuple[float, float, Any]:
     """Median over ``repeats`` calls of ``solve_batch()`` per problem, after one warm-up call: the
-    call alone (the list of Results it returns, none read) and the call followed by reading every
-    problem's answer (every Result built)."""
+    call alone (its answer read through the BatchResult's arrays) and the call followed by building
+    every problem's Result (``list(batch)``)."""
     res = solve_batch()
     arrays, results = [], []
     for _ in range(repeats):
@@ -62,7 +62,7 @@ def _batched_time(solve_batch: Callable[[], Any], batch: int, repeats: int) -> t
         res = solve_batch()
         arrays.append((time.perf_counter() - t0) / batch)
         t0 = time.perf_counter()
-        [r.x for r in solve_batch()]
+        list(solve_batch())
         results.append((time.perf_counter() - t0) / batch)
     return statistics.median(arrays), statistics.median(results), res
 
@@ -97,7 +97,7 @@ def _kind(kind: str, args: argparse.Namespace, with_siconos: bool) -> dict[str, 
         alone = alone_fn()  # warm-up and the reference answer
         t_alone, _, _ = common.median_time(alone_fn, args.repeats * 5)
         t_batch, t_results, res = _batched_time(batch_fn, args.batch, args.repeats)
-        dx = float(np.max(np.abs(np.array([r.x for r in res]) - alone.x[None])))
+        dx = float(np.max(np.abs(res.x - alone.x[None])))
         solved = sum(r.success and residual(r.x) <= TOL for r in res[:100])
         t_sic = None
         if with_siconos:

@@ -10,7 +10,7 @@ if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "solvers" / "__init
     __path__.append(str(_CHECKOUT))  # type: ignore[name-defined]
 
 from contactmp.errors import ContactMPError, InputError, OptionError
-from contactmp.result import Result, Status
+from contactmp.result import BatchResult, Result, Status
 
 from contactmp._pyomo_hook import register_pyomo_plugin_on_import as _register
 
@@ -20,7 +20,7 @@ _register()
 
 __version__ = "0.1.0"
 __all__ = [
-    "ContactMPError", "InputError", "OptionError", "Result", "Status", "__version__",
+    "ContactMPError", "InputError", "OptionError", "Result", "BatchResult", "Status", "__version__",
     "Program", "solve_lcp", "solve_fc3d", "solve_lcp_batch", "solve_fc3d_batch", "solve_program", "PyramidLCP", "ConeNCP", "multistart",
 ]
 

@@ -7,9 +7,8 @@ import gc
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
-from itertools import repeat
-from typing import Any, Iterator
+from collections.abc import Callable, Sequence
+from typing import Any, Iterator, overload
 
 import numpy as np
 
@@ -184,78 +183,81 @@ class Result:
         }
 
 
-#: a pending Result of a batch is built with the next ``FILL_CHUNK - 1`` pending ones of its batch
-#: (reading a whole batch in order costs what building every Result in one pass does)
-FILL_CHUNK = 64
+class BatchResult(Sequence[Result]):
+    """The answers of a batch of equal-size problems: arrays over the batch, and one :class:`Result`
+    per problem, built when it is first read (``batch[b]``, iteration).
 
+    The arrays are what a batch of thousands of tiny problems is read through; building a Result
+    per problem in Python costs a few microseconds each, more than the compiled solve of a small
+    problem, so none is built unless asked for. ``batch[b]`` equals what the unbatched solve returns
+    for problem ``b`` (every field), and is the same object on every read.
 
-def _built(bs: list[int]) -> list[Result]:
-    raise AssertionError(f"the Results {bs} of this batch are built already")
+    Attributes
+    ----------
+    solver : str
+        What solved the batch (``"lemke"``; ``"auto"`` for fc3d: the default chain, whose quick
+        NSGS pass runs batched); ``batch[b].solver`` names the solver that answered problem ``b``.
+    x : numpy.ndarray
+        ``(B, n)``: row ``b`` equals ``batch[b].x``.
+    residual : numpy.ndarray
+        ``(B,)``: each problem's independently checked residual (``batch[b].residual``).
+    iterations : numpy.ndarray
+        ``(B,)`` integers (``batch[b].iterations``).
+    success : numpy.ndarray
+        ``(B,)`` booleans: ``batch[b].status is Status.SOLVED``, set only after the residual check.
+    time_s : float
+        Wall-clock time of the whole batch (validation, solves, checks and fallbacks).
+    """
 
+    def __init__(self, solver: str, x: np.ndarray, residual: np.ndarray, iterations: np.ndarray,
+                 success: np.ndarray, make: Callable[[list[int]], list[Result]], alone: dict[int, Result],
+                 time_s: float) -> None:
+        """``make(bs)`` builds the Results of the problems ``bs`` the batch solved (a list: reading
+        the whole batch builds them in one pass); ``alone`` holds the Results of the problems solved
+        on their own (their rows of the arrays are overwritten from them)."""
+        self.solver, self.x, self.residual, self.iterations, self.success = solver, x, residual, iterations, success
+        self.time_s = time_s
+        self._make = make
+        self._results: list[Result | None] = [None] * x.shape[0]
+        for b, r in alone.items():
+            self._results[b] = r
+            x[b] = r.x
+            residual[b], iterations[b], success[b] = r.residual, r.iterations, r.success
 
-class _Batch:
-    """What the pending Results of one batch are built from (:func:`lazy_results`)."""
+    def __len__(self) -> int:
+        return len(self._results)
 
-    __slots__ = ("make", "rows", "pending")
+    @overload
+    def __getitem__(self, b: int) -> Result: ...
 
-    def __init__(self, make: Callable[[list[int]], list[Result]], rows: list[Result]) -> None:
-        self.make = make
-        self.rows = rows                                     # the batch's own list: the user's may change
-        self.pending = {id(r): b for b, r in enumerate(rows)}  # pending object -> its problem
+    @overload
+    def __getitem__(self, b: slice) -> list[Result]: ...
 
-    def fill(self, b: int) -> None:
-        """Build the Results of problem ``b`` and of the pending problems after it (up to
-        ``FILL_CHUNK`` in all) and turn their pending objects into them, in place."""
-        bs = [i for i in range(b, min(b + FILL_CHUNK, len(self.rows))) if id(self.rows[i]) in self.pending]
-        with gc_paused():
-            for i, made in zip(bs, self.make(bs)):
-                obj = self.rows[i]
-                del self.pending[id(obj)]
-                _set(obj, "__dict__", made.__dict__)
-                _set(obj, "__class__", Result)
-        if not self.pending:  # every Result built: the batch's data is no longer needed
-            self.make, self.rows = _built, []
+    def __getitem__(self, b: int | slice) -> Result | list[Result]:
+        if isinstance(b, slice):
+            return [self[i] for i in range(*b.indices(len(self)))]
+        r = self._results[b]
+        if r is None:
+            b = range(len(self))[b]
+            r = self._results[b] = self._make([b])[0]
+        return r
 
+    def __iter__(self) -> Iterator[Result]:
+        missing = [b for b, r in enumerate(self._results) if r is None]
+        if len(missing) == len(self._results):  # nothing read yet: every Result in one pass
+            with gc_paused():
+                self._results = self._make(missing)  # type: ignore[assignment]
+        elif missing:
+            with gc_paused():
+                for b, r in zip(missing, self._make(missing)):
+                    self._results[b] = r
+        return iter(self._results[:])  # type: ignore[arg-type]
 
-class _PendingResult(Result):
-    """A :class:`Result` of a batch not built yet: the first attribute read builds it (and the next
-    pending ones of its batch), after which the object is a plain :class:`Result` (its class
-    too). Each batch has its own subclass, whose ``_batch`` says what to build from."""
-
-    _batch: _Batch
-
-    def __getattribute__(self, name: str) -> Any:
-        batch = type(self)._batch
-        b = batch.pending.get(id(self))
-        if b is not None:
-            batch.fill(b)
-        return object.__getattribute__(self, name)
+    @property
+    def statuses(self) -> list[Status]:
+        """Every problem's status (``batch[b].status``)."""
+        return [Status.SOLVED if ok else self[b].status for b, ok in enumerate(self.success.tolist())]
 
     def __repr__(self) -> str:
-        return Result.__repr__(self)  # reads the fields: builds the Result first
-
-    def __reduce_ex__(self, protocol: Any) -> Any:  # copy, deepcopy: of the built Result
-        self.status  # noqa: B018 - builds it (its class is Result from here on)
-        return self.__reduce_ex__(protocol)
-
-
-def lazy_results(make: Callable[[list[int]], list[Result]], n: int, alone: dict[int, Result]) -> list[Result]:
-    """The ``n`` Results of a batch as a plain list, built when first read: ``make(bs)`` builds the
-    Results of the problems ``bs`` (in one pass: a batch read in order builds ``FILL_CHUNK`` at a
-    time), ``alone`` holds the Results already made (problems solved on their own).
-
-    A compiled batch solves a tiny problem in less time than Python takes to build its Result
-    (about 2 us: a dozen fields, two dicts); an entry of this list is an object with no fields
-    until one is read, and is then that Result in place (``isinstance(r, Result)`` always;
-    ``type(r) is Result`` once read). Every field equals what the unbatched solve returns."""
-    pending_cls = type("Result", (_PendingResult,), {"_batch": None, "__module__": __name__,
-                                                     "__qualname__": "Result"})
-    with gc_paused():
-        rows: list[Result] = list(map(object.__new__, repeat(pending_cls, n)))
-        for b, r in alone.items():
-            rows[b] = r
-        batch = _Batch(make, rows[:])
-        for r in alone.values():
-            del batch.pending[id(r)]
-    pending_cls._batch = batch
-    return rows
+        return (f"BatchResult(solver={self.solver!r}, problems={len(self)}, solved={int(self.success.sum())}, "
+                f"time_s={self.time_s:.3g})")

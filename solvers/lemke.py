@@ -28,7 +28,7 @@ import numpy as np
 
 from contactmp.errors import InputError
 from contactmp.progress import Reporter, Watch, check_progress, next_chunk
-from contactmp.result import Result, Status, lazy_results
+from contactmp.result import BatchResult, Result, Status
 from contactmp.solvers.lcp import (
     SolverOptions, check_bool, check_int, judged_result, residual_kernel, validate_lcp, w_and_residual_kernel,
 )
@@ -703,14 +703,14 @@ PARALLEL_WORK = 200_000
 PARALLEL_MIN_N = 16
 
 
-def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel: bool | None = None) -> list[Result]:
+def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel: bool | None = None) -> BatchResult:
     """Solve the ``B`` problems LCP(``qs[b]``, ``Ms[b]``) of equal size ``n`` (``Ms``: ``(B, n, n)``,
     ``qs``: ``(B, n)``) by Lemke's method with the default options: one compiled call runs the first
     start of every problem and checks each answer independently (``||min(z, M z + q)||_inf`` from
     the original data, as :func:`solve`); a problem whose first start does not verify to ``tol`` is
-    solved again by :func:`solve` (restarts). Returns one :class:`~contactmp.result.Result` per
-    problem in a list, each equal to what :func:`solve` returns for problem ``b`` alone (the same
-    kernel) and built when first read (:func:`~contactmp.result.lazy_results`). ``parallel``: numba threads (default:
+    solved again by :func:`solve` (restarts). Returns a :class:`~contactmp.result.BatchResult`: the
+    arrays ``x``, ``residual``, ``iterations``, ``success`` over the batch, and ``batch[b]``, built
+    when read, equal to what :func:`solve` returns for problem ``b`` alone (the same kernel). ``parallel``: numba threads (default:
     when ``B n^2 >= PARALLEL_WORK`` and ``n >= PARALLEL_MIN_N``; ``True`` forces them for
     ``n >= PARALLEL_MIN_N``, ``False`` never). InputError names ``Ms``/``qs`` (with the problem's
     index) for bad shapes or a NaN/inf, before any work."""
@@ -748,4 +748,5 @@ def solve_batch(Ms: Any, qs: Any, *, tol: float = _DEFAULT_OPTIONS.tol, parallel
                                 "batched": True}))
         return made
 
-    return lazy_results(make, B, alone)
+    return BatchResult(NAME, zw[:, :n], residuals.copy(), pivots.copy(), verified, make, alone,
+                       time.perf_counter() - t0)

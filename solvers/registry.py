@@ -19,7 +19,7 @@ import numpy as np
 
 from contactmp.errors import InputError, OptionError, did_you_mean
 from contactmp.progress import check_progress, check_time_limit
-from contactmp.result import Result, Status, lazy_results
+from contactmp.result import BatchResult, Result, Status
 from contactmp.solvers.lcp import validate_lcp
 
 #: name -> module implementing it (``solve`` and ``Options`` inside)
@@ -152,10 +152,10 @@ def _attempt(r: Result) -> dict[str, Any]:
 
 
 def solve_lcp_batch(problems: Any, qs: Any = None, *, tol: float = 1e-8,
-                    parallel: bool | None = None) -> list[Result]:
-    """Solve a batch of LCPs by Lemke's method: a list of one :class:`Result` each, in input order,
-    each built when first read (:func:`~contactmp.result.lazy_results`: a tiny problem's compiled
-    solve costs less than building its Result in Python).
+                    parallel: bool | None = None) -> BatchResult | list[Result]:
+    """Solve a batch of LCPs by Lemke's method, one :class:`Result` each, in input order: a
+    :class:`~contactmp.result.BatchResult` for a stacked batch (arrays ``x``, ``residual``,
+    ``iterations``, ``success`` over the batch; each Result built when read), a list for a list.
 
     ``problems`` is either a stacked array ``Ms`` of shape ``(B, n, n)`` with ``qs`` of shape
     ``(B, n)`` (equal sizes: one compiled call, :func:`contactmp.solvers.lemke.solve_batch`), or a
@@ -384,10 +384,11 @@ def _after_quick_pass(first: Result, W: np.ndarray, q: np.ndarray, mu: np.ndarra
 
 
 def solve_fc3d_batch(problems: Any, qs: Any = None, mus: Any = None, *, tol: float = 1e-8,
-                     parallel: bool | None = None) -> list[Result]:
-    """Solve a batch of fc3d problems by the default solver (``solve_fc3d(W, q, mu, tol=tol)``): a
-    list of one :class:`Result` each, in input order, each built when first read
-    (:func:`~contactmp.result.lazy_results`).
+                     parallel: bool | None = None) -> BatchResult | list[Result]:
+    """Solve a batch of fc3d problems by the default solver (``solve_fc3d(W, q, mu, tol=tol)``), one
+    :class:`Result` each, in input order: a :class:`~contactmp.result.BatchResult` for a stacked
+    batch (arrays ``x`` = the ``r``, ``residual``, ``iterations``, ``success``; each Result built
+    when read), a list for a list.
 
     ``problems`` is either a stacked array ``Ws`` of shape ``(B, 3nc, 3nc)`` with ``qs`` ``(B, 3nc)``
     and ``mus`` ``(B, nc)`` (or one number for all) -- equal sizes: the quick NSGS pass of the
@@ -407,6 +408,7 @@ def solve_fc3d_batch(problems: Any, qs: Any = None, mus: Any = None, *, tol: flo
                         lambda Ws, qs_, mus_: solve_fc3d_batch(Ws, qs_, mus_, tol=tol, parallel=parallel))
     from contactmp.solvers.fc3d_nsgs import quick_batch
 
+    t0 = time.perf_counter()
     if type(tol) is not float or not 0.0 < tol < math.inf:
         raise InputError("tol", f"must be a float in (0, inf), got {tol!r}")
     Ws = np.ascontiguousarray(problems, dtype=float)
@@ -419,7 +421,10 @@ def solve_fc3d_batch(problems: Any, qs: Any = None, mus: Any = None, *, tol: flo
     if mus.shape != (B, nc):
         raise InputError("mus", f"expected a number or shape {(B, nc)}, got {mus.shape}")
     if nc > QUICK_NSGS_MAX_NC or DEFAULT_FC3D_ORDER[0] != "nsgs":
-        return [solve_fc3d(Ws[b], qs[b], mus[b], tol=tol) for b in range(B)]
+        alone = {b: solve_fc3d(Ws[b], qs[b], mus[b], tol=tol) for b in range(B)}
+        return BatchResult("auto", np.empty((B, 3 * nc)), np.empty(B), np.empty(B, dtype=np.int64),
+                           np.empty(B, dtype=bool), lambda bs: [alone[b] for b in bs], alone,
+                           time.perf_counter() - t0)
     quick = quick_batch(Ws, qs, mus, tol, QUICK_NSGS_SWEEPS, parallel)
     codes = quick.ints[:, 0]
     bad = np.flatnonzero((codes >= 1) & (codes <= 3))
@@ -443,4 +448,5 @@ def solve_fc3d_batch(problems: Any, qs: Any = None, mus: Any = None, *, tol: flo
             first.extras["attempts"] = [_attempt(first)]
         return made
 
-    return lazy_results(make, B, alone)
+    return BatchResult("auto", quick.r, quick.floats[:, 1].copy(), quick.ints[:, 1].copy(), verified, make,
+                       alone, time.perf_counter() - t0)

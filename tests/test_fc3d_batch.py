@@ -10,7 +10,7 @@ import pytest
 
 from contactmp.errors import InputError
 from contactmp.io import load_fc3d
-from contactmp.result import Result, Status
+from contactmp.result import BatchResult, Status
 from contactmp.solvers.fc3d import fc3d_residual
 from contactmp.solvers.registry import solve_fc3d, solve_fc3d_batch
 
@@ -103,19 +103,22 @@ def test_batch_bad_input_names_the_problem():
 
 
 def test_batch_arrays_agree_with_the_results_built_on_access():
-    """A stacked fc3d batch is a list of Results, each equal to the unbatched answer, also of the problems the quick pass leaves to the rest of the chain (problem 4: a contact that
+    """A stacked fc3d batch is a BatchResult: ``x`` holds every ``r``, ``success`` every verdict,
+    also of the problems the quick pass leaves to the rest of the chain (problem 4: a contact that
     no force moves, ``W_jj = 0``, approaching with ``q_n = -1``: no solution, reported) and of a
     batch too large for the quick pass."""
     Ws, qs, mus = _rover_batch(30, seed=5)
     Ws[4, :3, :] = Ws[4, :, :3] = 0.0
     qs[4, 0] = -1.0
     batch = solve_fc3d_batch(Ws, qs, mus)
-    assert type(batch) is list and len(batch) == 30
+    assert isinstance(batch, BatchResult) and batch.solver == "auto"
     for b, r in enumerate(batch):
         _same_answer(r, solve_fc3d(Ws[b], qs[b], mus[b]))
-        assert type(r) is Result
-    assert not batch[4].success and sum(r.success for r in batch) == 29
+        np.testing.assert_array_equal(batch.x[b], r.x)
+        assert batch.residual[b] == r.residual and batch.iterations[b] == r.iterations
+        assert batch.success[b] == r.success
+    assert not batch.success[4] and batch.statuses[4] is batch[4].status
     normal = np.where(np.arange(210) % 3 == 0, 1.0, 0.0)  # 70 contacts approaching at 1, no slip
     big = solve_fc3d_batch(np.repeat(np.eye(210)[None], 2, 0), -normal[None].repeat(2, 0), 0.5)
-    assert type(big) is list and all(r.success for r in big)
-    np.testing.assert_allclose([r.x for r in big], normal[None].repeat(2, 0), atol=1e-12)  # W = I: r = -q
+    assert isinstance(big, BatchResult) and big.success.all()
+    np.testing.assert_allclose(big.x, normal[None].repeat(2, 0), atol=1e-12)  # W = I: r = -q

@@ -2,7 +2,6 @@
 problem, equal to the unbatched answers."""
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +11,7 @@ from contactmp.errors import InputError
 from contactmp.io import load_lcp
 from contactmp.solvers import lemke
 from contactmp.solvers.registry import solve_lcp, solve_lcp_batch
-from contactmp.result import FILL_CHUNK, Result, Status
+from contactmp.result import BatchResult, Status
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "lcp"
 
@@ -83,39 +82,23 @@ def test_a_first_start_that_fails_falls_back_to_restarts():
     assert r.status is alone.status and r.status is not Status.SOLVED
 
 
-def test_a_stacked_batch_is_a_list_of_results_built_on_first_read():
-    """A stacked batch returns a plain list with one Result per problem (including a problem solved
-    again alone after its first start failed); each entry is built in place when first read, then
-    is a plain Result (its class too) equal to the unbatched answer, and reading it again reads the
-    same object."""
-    Ms, qs = _random_batch(200, 4, seed=3)
+def test_batch_arrays_agree_with_the_results_built_on_access():
+    """A stacked batch returns a BatchResult: its arrays hold every problem's answer and verdict
+    (including a problem solved again alone after its first start failed), and ``batch[b]`` is
+    built once, on first access, with the same values."""
+    Ms, qs = _random_batch(50, 4, seed=3)
     Ms[7], qs[7] = np.array([[-1.0, 1.0, 0, 0], [1.0, -1.0, 0, 0], [0, 0, 1.0, 0], [0, 0, 0, 1.0]]), -np.ones(4)
     batch = solve_lcp_batch(Ms, qs)
-    assert type(batch) is list and len(batch) == 200 and all(isinstance(r, Result) for r in batch)
-    assert type(batch[7]) is Result  # solved alone: built already
-    assert type(batch[100]) is not Result  # not read yet
-    r100 = batch[100]
-    assert r100.solver == "lemke" and type(r100) is Result and batch[100] is r100
-    assert type(batch[100 + FILL_CHUNK - 1]) is Result is not type(batch[100 + FILL_CHUNK])  # built with it
+    assert isinstance(batch, BatchResult) and len(batch) == 50 and batch.solver == "lemke"
+    assert batch[3] is batch[3] and batch[-1] is batch[49]
+    assert [r.x.tolist() for r in batch[10:13]] == [batch[b].x.tolist() for b in (10, 11, 12)]
     for b, r in enumerate(batch):
         alone = solve_lcp(Ms[b], qs[b], "lemke")
         assert r.status is alone.status and r.message == alone.message and r.iterations == alone.iterations
-        np.testing.assert_array_equal(r.x, alone.x)
-        assert r.residual == alone.residual and r.success == (b != 7)
-    assert all(type(r) is Result for r in batch)
-
-
-def test_a_pending_result_behaves_as_the_result():
-    """Whatever first touches a pending entry -- repr, copy, replace, to_dict, a property -- sees
-    the built Result."""
-    Ms, qs = _random_batch(5, 3, seed=4)
-    batch = solve_lcp_batch(Ms, qs)
-    alone = [solve_lcp(M, q, "lemke") for M, q in zip(Ms, qs)]
-    assert repr(batch[0]).startswith("Result(status=<Status.SOLVED")
-    batch = solve_lcp_batch(Ms, qs)
-    c = copy.deepcopy(batch[1])
-    assert type(c) is Result and np.array_equal(c.x, alone[1].x)
-    batch = solve_lcp_batch(Ms, qs)
-    assert batch[2].replace(message="m").message == "m" and batch[2].message == alone[2].message
-    batch = solve_lcp_batch(Ms, qs)
-    assert batch[3].to_dict()["x"] == alone[3].to_dict()["x"] and batch[4].success
+        np.testing.assert_array_equal(batch.x[b], r.x)
+        assert batch.residual[b] == r.residual and batch.iterations[b] == r.iterations
+        assert batch.success[b] == r.success == (b != 7)
+    assert batch.statuses[7] is batch[7].status is not Status.SOLVED
+    assert int(batch.success.sum()) == 49
+    with pytest.raises(IndexError):
+        batch[50]

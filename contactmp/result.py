@@ -244,10 +244,7 @@ class BatchResult(Sequence[Result]):
 
     def __iter__(self) -> Iterator[Result]:
         missing = [b for b, r in enumerate(self._results) if r is None]
-        if len(missing) == len(self._results):  # nothing read yet: every Result in one pass
-            with gc_paused():
-                self._results = self._make(missing)  # type: ignore[assignment]
-        elif missing:
+        if missing:  # every Result not read yet, in one pass
             with gc_paused():
                 for b, r in zip(missing, self._make(missing)):
                     self._results[b] = r

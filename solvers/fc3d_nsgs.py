@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numba
@@ -374,7 +374,9 @@ class QuickBatch:
     """The outputs of :func:`quick_batch`: per problem ``b``, ``r[b]``, ``u[b] = W r + q``,
     ``ints[b] = (code, sweeps, gave_up)`` (``code``: ``0`` data checked; ``1``, ``2``, ``3``: ``W``,
     ``q``, ``mu`` not finite or ``mu < 0``; ``4``: a block with ``(W_jj)_nn <= 0``), ``floats[b] =
-    (sweep_residual, residual, dual_violation)``; ``per``: the batch's time per problem."""
+    (sweep_residual, residual, dual_violation)``; ``per``: the batch's time per problem;
+    ``verified[b]``: the pass claimed convergence and the independent check agrees (the common case:
+    :meth:`results` are then solved Results)."""
 
     r: np.ndarray
     u: np.ndarray
@@ -383,22 +385,23 @@ class QuickBatch:
     tol: float
     max_iter: int
     per: float
+    verified: np.ndarray = field(init=False)
 
-    def verified(self) -> np.ndarray:
-        """Where the pass claimed convergence and the independent check agrees (the common case:
-        :meth:`results` are then solved Results)."""
+    def __post_init__(self) -> None:
         res, check, dual = self.floats.T
-        return (self.ints[:, 0] == 0) & (res <= self.tol) & (check <= self.tol) & (dual <= math.sqrt(self.tol))
+        object.__setattr__(self, "verified", (self.ints[:, 0] == 0) & (res <= self.tol) & (check <= self.tol)
+                           & (dual <= math.sqrt(self.tol)))
 
     def results(self, bs: list[int]) -> list[Result | None]:
         """What :func:`quick_pass` returns for each problem ``b`` of ``bs`` alone (``None`` where it
         does), in one pass over the batch's arrays."""
-        tol, bound, out = self.tol, math.sqrt(self.tol), []
-        for (code, sweeps, gave_up), (res, check, dual), r, u in zip(
-                self.ints[bs].tolist(), self.floats[bs].tolist(), list(self.r[bs]), list(self.u[bs])):
+        tol, out = self.tol, []
+        for (code, sweeps, gave_up), (res, check, dual), r, u, ok in zip(
+                self.ints[bs].tolist(), self.floats[bs].tolist(), list(self.r[bs]), list(self.u[bs]),
+                self.verified[bs].tolist()):
             if code != 0:
                 out.append(None)
-            elif res <= tol and check <= tol and dual <= bound:  # claimed and verified: kept cheap
+            elif ok:  # claimed and verified: kept cheap
                 out.append(Result(Status.SOLVED, r, NAME, check, tol, sweeps, self.per, _converged(sweeps),
                                   {"u": u, "dual_violation": dual}))
             else:

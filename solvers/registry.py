@@ -432,7 +432,7 @@ def solve_fc3d_batch(problems: Any, qs: Any = None, mus: Any = None, *, tol: flo
         b = int(bad[0])
         field = ("Ws", "qs", "mus")[int(codes[b]) - 1]
         raise InputError(f"{field}[{b}]", "contains NaN or inf" + (" or a negative entry" if field == "mus" else ""))
-    verified = quick.verified()
+    verified = quick.verified
     alone = {}
     unverified = np.flatnonzero(~verified).tolist()
     for b, first in zip(unverified, quick.results(unverified)):

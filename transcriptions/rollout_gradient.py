@@ -139,14 +139,14 @@ def differentiable_rollout(ts: TimeStepping, q0: ArrayLike, v0: ArrayLike, u: Ar
                           relaxed=relaxed)
         A, B, C = J.state(), J.input(), {name: J.param(name) for name in wrt}
         v_next = J.v_next if relaxed else out.v
-        q_raw = q + ts.h * s.eval_qdot(q, v_next)
+        if relaxed or ts._quat is not None:
+            q_raw = q + ts.h * s.eval_qdot(q, v_next)
         if ts._quat is not None:  # TimeStepping renormalizes the quaternion: chain d(x / |x|)
             R = _renormalization(q_raw, ts._quat, s.n_q, s.n_v)
             A, B, C = R @ A, R @ B, {name: R @ c for name, c in C.items()}
-        if relaxed:
-            q, v = q_raw, np.array(v_next, dtype=float)
-            if ts._quat is not None and np.linalg.norm(q[ts._quat]) > 0:
-                q[ts._quat] /= np.linalg.norm(q[ts._quat])
+        if relaxed:  # the relaxed step's own next state, renormalized as TimeStepping does
+            q, v = q_raw, v_next
+            ts.renormalize(q)
         else:
             q, v = out.q, out.v
         qs.append(q), vs.append(v), jacs.append(J), statuses.append(out.result.status.value)

@@ -229,11 +229,16 @@ class TimeStepping:
         step = Step(s, self.h, q, v, u, "step", contacts, t=float(t), targets=targets, previous=previous,
                     start=start, pd_gains=self._pd)
         out = self.formulation.advance(step, solver=self.solver, tol=self.tol)
-        if self._quat is not None:
-            nrm = np.linalg.norm(out.q[self._quat])
-            if nrm > 0:
-                out.q[self._quat] /= nrm
+        self.renormalize(out.q)
         return out
+
+    def renormalize(self, q: np.ndarray) -> None:
+        """Rescale the unit quaternion of a 3D floating body's ``q`` (entries 3-7) to norm 1, in
+        place, after ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})`` (nothing for other systems)."""
+        if self._quat is not None:
+            nrm = np.linalg.norm(q[self._quat])
+            if nrm > 0:
+                q[self._quat] /= nrm
 
     def _pd_torque(self, q: np.ndarray, v: np.ndarray, t: float, targets: Targets | None) -> np.ndarray:
         """The stable PD's explicit part ``Kp (q_d - q_k) + Kd qd_d - (h Kp + Kd) B^T v_k`` (targets

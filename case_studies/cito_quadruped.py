@@ -147,7 +147,8 @@ def solve_item(item: tuple[str, int, int, bool]) -> dict[str, Any]:
     rec["trajectory"]["phi"] = phi
     return {"key": record_key(task, seed, start, quick), "task": task, "formulation": to.formulation.name,
             "strategy": STRATEGY, "seed": seed, "start": start, **rec, "solve_cpu_s": solve_cpu, "cpu_s": time.process_time() - t0,
-            "penetration": penetration, "replay": replay, "gait": gait(rec["trajectory"]["modes"])}
+            "penetration": penetration, "replay": replay, "gait": gait(rec["trajectory"]["modes"]),
+            "x": None if traj.result is None else traj.result.x}  # the whole solution: a replay can be redone from the record
 
 
 def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -466,9 +466,11 @@ class ContactImplicitTO:
         * ``seeded_replay_error``: the largest difference when each step that differed is solved
           again by the simulator's solver started at the trajectory's values of that step
           (``TimeStepping.step(..., start=...)``, as a simulator warm-started by the plan would:
-          the solver still verifies its answer to ``tol`` on the step's own problem); equal to
-          ``replay_error`` when no step differed or the step's solver takes no start (the LCP
-          and cone solvers of linear-gap steps: :attr:`Formulation.position_gap` is false);
+          it returns the step's solution nearest the start, which the solver verifies on the
+          step's own problem, so a step whose solutions form a set returns the plan's member and
+          an isolated solution is returned as it is); equal to ``replay_error`` when no step
+          differed or the step's solver takes no start (the LCP and cone solvers of linear-gap
+          steps: :attr:`Formulation.position_gap` is false);
         * ``seeded_misses``: the steps still more than 1e-6 away when seeded although the plan's
           values solve them, and ``seeded_misses_not_isolated`` those of them where the plan's
           solution is not an isolated one to first order: the linearization of the step's

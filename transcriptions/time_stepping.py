@@ -217,7 +217,9 @@ class TimeStepping:
         """One step from ``(q_k, v_k)`` at time ``t`` under input ``u_k`` (zeros when None) and PD
         ``targets``; ``previous`` is the previous step's result (a warm start); ``start`` maps names
         of the step Program's variables (prefix ``step``, e.g. ``step/v_next``) to start values, where
-        the step's solver takes a start (the NLP route: position-gap steps; see
+        the step's solver takes a start (the NLP route: position-gap steps), and the step then
+        returns its solution nearest the start (a non-unique step, such as a statically
+        indeterminate friction split, follows the start; see
         :class:`~contactmp.formulations.base.Step`)."""
         s = self.system
         q = s._vec("q", q, s.n_q)

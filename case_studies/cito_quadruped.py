@@ -74,9 +74,14 @@ PENETRATION_TOL = 1e-6
 #: first verified answer of an inner NLP is solved at ``tol`` with ``rho = rho_max`` rather than at
 #: its own ``rho``, where IPOPT took hundreds to thousands of iterations (start 3: 2,454 iterations
 #: and 152 CPU s in all -> 275 and 23 s).
+#: ``refine``: the verified point is refined by Newton's method on its active pieces
+#: (solvers/refine.py): IPOPT's answer satisfies the rows to about 1e-8 and up to ``feas_tol``
+#: (walk start 6: 9.5e-7), which ill-conditioned steps turn into replay errors above 1e-6 (4.1e-6
+#: there); refined, 3.8e-15 in 3 Newton steps (2.8 s), replay 6.9e-12, objective changed by 6.7e-8.
 OPTIONS: tuple[tuple[str, Any], ...] = (("derivatives", "stages_jit" if jit_available() else "stages"),
                                         ("cpu_time_limit", CPU_LIMIT), ("time_limit", 10.0 * CPU_LIMIT),
-                                        ("polish", False), ("certify", False), ("resolve_at_last", True))
+                                        ("polish", False), ("certify", False), ("resolve_at_last", True),
+                                        ("refine", True))
 FEET = ("FL", "FR", "HL", "HR")
 #: a converged start *replays* when every step the simulator takes from the trajectory's state is the
 #: trajectory's next state to this (max |(q, v)_{k+1} - step|): from the simulator's default start,

@@ -1,0 +1,156 @@
+"""Refining a verified MPCC point by Newton's method on its active pieces.
+
+IPOPT stops an MPCC's last NLP at its tolerances: rows and pairs hold to about 1e-8 (scaled), and
+an accepted point may be off by up to ``feas_tol``. For a trajectory that is to be *replayed*
+step by step through a simulator, this is not enough: a time step whose solution is
+ill-conditioned turns a residual of 1e-7 into a velocity error of 1e-6 to 1e-5 (Solo12 walks).
+
+At a point ``x`` the *active pieces* are the equations
+
+    g_i(x) = lbg_i = ubg_i                      (equality rows)
+    g_i(x) = lbg_i  or  ubg_i                   (inequality rows within ``active_tol`` of, or beyond, a bound)
+    x_j = lbx_j  or  ubx_j                      (variables within ``active_tol`` of, or beyond, a bound)
+    a_i(x) = 0  where a_i <= b_i, else b_i(x) = 0, both where max(a_i, b_i) <= active_tol   (pairs)
+
+``F(x) = 0``, fewer equations than variables in a trajectory optimization. Each iteration takes
+the minimum-norm correction ``dx = -A^T (A A^T + delta I)^{-1} F`` (``A = dF/dx``, a Levenberg-
+Marquardt step on the dual with ``delta`` a tiny multiple of the largest diagonal, so repeated
+equations -- a pair side that is also a variable at its bound -- do no harm), until ``||F||_inf``
+reaches rounding (``4 eps max(1, |x|)``) or stops falling. The point moves by about the residuals it removes (1e-7), so its objective changes
+by about as much; the refined point is kept only when the independent residuals
+(:meth:`~contactmp.program.Program.residuals`: rows, bounds, pairs) are lower than before.
+
+The Jacobian of the rows is the one IPOPT used (:mod:`contactmp.solvers.structured` for a program
+with stage groups: one copy of each stage's derivatives; CasADi's whole-program derivative
+otherwise); the pair sides' Jacobian is CasADi's (they are variables or short expressions).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import casadi as ca
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import splu
+
+from contactmp.errors import InputError
+from contactmp.program import Program
+
+__all__ = ["Refinement", "refine_on_pieces"]
+
+#: ``delta`` of the dual Levenberg-Marquardt step, relative to the largest diagonal entry of ``A A^T``
+DUAL_REGULARIZATION = 1e-14
+
+
+@dataclass(frozen=True)
+class Refinement:
+    """The outcome of :func:`refine_on_pieces`: the point ``x`` (the refined one when ``accepted``,
+    else the given one), ``before`` and ``after`` the largest independent residual (rows, bounds,
+    pairs) at the given and the refined point, ``objective_change`` ``f(refined) - f(given)``,
+    ``step`` ``max |refined - given|``, ``iterations`` the Newton steps taken and ``equations`` the
+    number of active equations."""
+
+    x: np.ndarray
+    accepted: bool
+    before: float
+    after: float
+    objective_change: float
+    step: float
+    iterations: int
+    equations: int
+
+    def summary(self) -> dict[str, Any]:
+        """The numbers of this refinement (JSON-ready), without ``x``."""
+        return {"accepted": self.accepted, "before": self.before, "after": self.after,
+                "objective_change": self.objective_change, "step": self.step,
+                "iterations": self.iterations, "equations": self.equations}
+
+
+def _worst(r: dict[str, float]) -> float:
+    return max(r["bound"], r["constraint"], r["comp_min"])
+
+
+def _functions(prog: Program, derivatives: str) -> tuple[ca.Function, ca.Function]:
+    """``(x, p) -> (g, dg/dx)`` and ``(x, p) -> (a, b, da/dx, db/dx)``, kept on the Program."""
+    from contactmp.solvers.structured import resolve_derivatives, stage_derivatives
+
+    key = f"refine/{derivatives}"
+    hit = prog._cache.get(key)
+    if hit is None:
+        mode = resolve_derivatives(prog, derivatives)
+        stages = stage_derivatives(prog, jit=mode == "stages_jit") if mode != "full" else None
+        rows = stages.jac_g if stages is not None else ca.Function(
+            "refine_rows", [prog.x, prog.p], [prog.g, ca.jacobian(prog.g, prog.x)])
+        a, b = prog.comp_a, prog.comp_b
+        pairs = ca.Function("refine_pairs", [prog.x, prog.p], [a, b, ca.jacobian(a, prog.x), ca.jacobian(b, prog.x)])
+        hit = prog._cache[key] = (rows, pairs)
+    return hit
+
+
+def _csc(m: Any) -> sp.csc_matrix:
+    """A CasADi DM (sparse) as a SciPy CSC matrix."""
+    m = ca.DM(m)
+    rows, cols = m.sparsity().get_triplet()
+    return sp.csc_matrix((np.asarray(m.nonzeros(), dtype=float), (rows, cols)), shape=m.shape)
+
+
+def refine_on_pieces(prog: Program, x: Any, p: Any = None, *, active_tol: float = 1e-6, max_iter: int = 8,
+                     derivatives: str = "auto") -> Refinement:
+    """Newton's method on the active pieces of the MPCC point ``x`` of ``prog`` (module docstring):
+    the minimum-norm correction onto the rows, bounds and pair sides that are active at ``x``
+    (within ``active_tol``), at most ``max_iter`` steps. ``derivatives`` is
+    :attr:`~contactmp.solvers.nlp.NLPOptions.derivatives` (how the rows' Jacobian is built).
+    Returns a :class:`Refinement`; ``x`` there is the refined point only when its independent
+    residuals are lower than the given point's. A cone complementarity constraint
+    (:meth:`~contactmp.program.Program.add_cone_complementarity`) is its rows and pairs here."""
+    x0 = np.asarray(x, dtype=float).ravel()
+    if x0.shape != (prog.n_x,) or not np.isfinite(x0).all():
+        raise InputError("x", f"must be {prog.n_x} finite numbers")
+    pv = prog.p0 if p is None else np.asarray(p, dtype=float).ravel()
+    rows_fn, pairs_fn = _functions(prog, derivatives)
+    lbg, ubg, lbx, ubx = prog.lbg, prog.ubg, prog.lbx, prog.ubx
+    n = prog.n_x
+
+    def pieces(xv: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
+        g, jg = rows_fn(xv, pv)
+        g = np.asarray(g, dtype=float).ravel()
+        a, b, ja, jb = pairs_fn(xv, pv)
+        a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+        target = np.where(lbg == ubg, lbg, np.where(g - lbg <= active_tol, lbg, np.where(ubg - g <= active_tol, ubg, np.nan)))
+        on_g = np.isfinite(target)
+        at_lb, at_ub = xv - lbx <= active_tol, ubx - xv <= active_tol
+        fixed = np.flatnonzero(at_lb | at_ub)
+        bound = np.where(at_lb, lbx, ubx)[fixed]
+        both = np.maximum(a, b) <= active_tol
+        take_a, take_b = (a <= b) | both, (b < a) | both
+        F = np.concatenate([g[on_g] - target[on_g], xv[fixed] - bound, a[take_a], b[take_b]])
+        A = sp.vstack([_csc(jg)[on_g], sp.csr_matrix((np.ones(fixed.size), (np.arange(fixed.size), fixed)), shape=(fixed.size, n)),
+                       _csc(ja)[take_a], _csc(jb)[take_b]]).tocsr()
+        return F, A
+
+    r0 = prog.residuals(x0, pv)
+    before = _worst(r0)
+    xv = x0.copy()
+    F, A = pieces(xv)
+    norm, taken = float(np.abs(F).max(initial=0.0)), 0
+    rounding = 4 * np.finfo(float).eps * max(1.0, float(np.abs(x0).max(initial=0.0)))
+    while taken < max_iter and norm > rounding:
+        AAt = (A @ A.T).tocsc()
+        delta = DUAL_REGULARIZATION * max(float(AAt.diagonal().max(initial=0.0)), 1.0)
+        try:
+            y = splu((AAt + delta * sp.identity(AAt.shape[0], format="csc")).tocsc()).solve(F)
+        except RuntimeError:  # an exactly singular factor despite the regularization
+            break
+        trial = xv - A.T @ y
+        F_new, A_new = pieces(trial)
+        norm_new = float(np.abs(F_new).max(initial=0.0))
+        if not norm_new < norm or F_new.shape != F.shape:
+            break  # no progress, or the active pieces changed: stop at the last improvement
+        xv, F, A, norm, taken = trial, F_new, A_new, norm_new, taken + 1
+    r1 = prog.residuals(xv, pv)
+    after = _worst(r1)
+    accepted = after < before
+    return Refinement(x=xv if accepted else x0, accepted=accepted, before=before, after=after,
+                      objective_change=float(r1["objective"] - r0["objective"]),
+                      step=float(np.abs(xv - x0).max(initial=0.0)), iterations=taken, equations=int(F.size))

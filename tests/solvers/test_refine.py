@@ -1,0 +1,79 @@
+"""Refinement of a verified MPCC point by Newton's method on its active pieces
+(:mod:`contactmp.solvers.refine`, ``NLPOptions.refine``)."""
+from __future__ import annotations
+
+import casadi as ca
+import numpy as np
+import pytest
+
+from contactmp.errors import OptionError
+from contactmp.models.systems import box_2d
+from contactmp.program import Program
+from contactmp.result import Status
+from contactmp.solvers.nlp import solve_program
+from contactmp.solvers.refine import refine_on_pieces
+from contactmp.transcriptions.contact_implicit import ContactImplicitTO
+
+
+def _small_mpcc() -> Program:
+    """min (z0 - 2)^2 + (z1 - 2)^2 + z2^2 s.t. z0 + z1 + z2 = 2.5 (a nonlinear row:
+    + 0.1 z0^2 on the left), z2 <= 0.5 (active), 0 <= z0 _|_ z1 >= 0."""
+    prog = Program("small")
+    z = prog.add_variables("z", 3, lb=[-np.inf, -np.inf, -np.inf], ub=[np.inf, np.inf, 0.5])
+    prog.add_constraint(z.sym[0] + z.sym[1] + z.sym[2] + 0.1 * z.sym[0] ** 2, 2.5, 2.5, name="sum")
+    prog.add_complementarity(z.sym[0], z.sym[1], name="pair")
+    prog.add_cost((z.sym[0] - 2) ** 2 + (z.sym[1] - 2) ** 2 + z.sym[2] ** 2)
+    return prog
+
+
+def test_refinement_lands_on_the_active_pieces_at_rounding() -> None:
+    """A point off the row by 1e-7, its bound by 3e-8 and its pair by 2e-8 is moved onto its pieces
+    (z1 = 0, z2 = 0.5, the row) to rounding (<= 1e-15: the numbers are of order 1 and the row's
+    Jacobian well conditioned), by about the residual it removes (the minimum-norm correction),
+    in a few Newton steps; an exact point is returned as it is, not accepted (nothing to lower)."""
+    prog = _small_mpcc()
+    z0 = (-1 + np.sqrt(1 + 0.4 * 2.0)) / 0.2  # z0 + 0.1 z0^2 = 2.0 with z1 = 0, z2 = 0.5
+    exact = np.array([z0, 0.0, 0.5])
+    assert prog.residuals(exact)["constraint"] <= 1e-15
+    off = exact + np.array([1e-7, 2e-8, 3e-8])
+    ref = refine_on_pieces(prog, off)
+    assert ref.accepted and ref.before >= 3e-8 and ref.after <= 1e-15
+    r = prog.residuals(ref.x)
+    assert max(r["bound"], r["constraint"], r["comp_min"]) <= 1e-15
+    assert ref.step <= 2e-7 and 1 <= ref.iterations <= 4 and ref.equations == 3
+    np.testing.assert_allclose(ref.x, exact, atol=2e-7)
+    again = refine_on_pieces(prog, exact)
+    assert not again.accepted and np.array_equal(again.x, exact)
+
+
+def test_refine_option_of_solve_program() -> None:
+    """``refine=True`` returns the refined point with ``extras["refinement"]``; the point stays
+    solved and its objective moves by less than 1e-6 (it moved by the residual removed); the
+    option is checked."""
+    prog = _small_mpcc()
+    res = solve_program(prog, strategy="scholtes", refine=True, polish=False, certify=False)
+    assert res.status is Status.SOLVED
+    info = res.extras["refinement"]
+    r = res.residuals
+    assert info["accepted"] and info["before"] > info["after"]  # IPOPT's answer: 1e-13, refined: ~1e-26
+    assert max(r["bound"], r["constraint"], r["comp_min"]) == info["after"] <= 1e-15
+    plain = solve_program(prog, strategy="scholtes", polish=False, certify=False)
+    assert abs(res.objective - plain.objective) <= 1e-6
+    with pytest.raises(OptionError, match="refine"):
+        solve_program(prog, refine="yes")
+
+
+def test_refined_position_gap_plan_replays_to_rounding() -> None:
+    """A box_2d pushed along the ground with the position gap (cone), solved with elastic l1 and
+    refined: every step is a time step to rounding (step residual <= 1e-12) and the simulator
+    reproduces the plan from its default start to 1e-9."""
+    s = box_2d(width=0.4, height=0.2, mu=0.8)
+    to = ContactImplicitTO(s, 6, 0.05, formulation="cone", gap="position")
+    to.set_initial_state([0.0, 0.1, 0.0], [0.0, 0.0, 0.0])
+    to.set_final_state([0.06, 0.1, 0.0], [0.0, 0.0, 0.0])
+    to.bound_inputs([-20.0, -20.0, 0.0], [20.0, 20.0, 0.0])
+    to.minimize_effort(1.0)
+    r = to.solve(strategy="elastic_l1", refine=True)
+    assert r.status is Status.SOLVED and "refinement" in r.result.extras
+    rep = to.replay(r)
+    assert rep["step_residual"] <= 1e-12 and rep["replay_error"] <= 1e-9

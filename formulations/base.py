@@ -382,7 +382,10 @@ class Formulation:
         front door solves (``solver``: the transcription's choice, else :attr:`solver`; a
         position-gap step starts at ``step.start`` when given, and returns the step's solution
         nearest it, else at its linear-gap solution; its answer is refined by Newton's method on
-        its pieces, :func:`_refined_on_pieces`); then ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})``.
+        its active pieces, :attr:`~contactmp.solvers.nlp.NLPOptions.refine`: IPOPT leaves rows and
+        pairs at ~1e-8, which an ill-conditioned step turns into a velocity error of 1e-6 or more,
+        a sagittal Solo12 step 3.6e-6 at residual 1.1e-8, refined 1.9e-10); then
+        ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})``.
         Without contacts the step is free flight."""
         from contactmp.solvers.front import solve
 
@@ -422,9 +425,9 @@ class Formulation:
                 opts = {**opts, **STEP_START, "certify": False}
             elif position_gap:
                 self._start_from_linear_gap(prog, step, idx, full, tol)
+            if position_gap:  # IPOPT's answer (rows and pairs to ~1e-8) refined to rounding on its pieces
+                opts = {**opts, "refine": True}
             res = solve(prog, solver=solver if solver is not None else self.solver, tol=tol, **opts)
-            if position_gap:
-                res = _refined_on_pieces(prog, res)
             _set_start(prog, kept)
             v_next = prog.value(blk.v_next, res.x)
             imp[idx] = blk.impulses(res.x)
@@ -506,38 +509,6 @@ class Formulation:
             if p is not None:
                 p.value = value
         return prog, blk
-
-
-def _refined_on_pieces(prog: Program, res: Result) -> Result:
-    """A solved position-gap step's answer refined by Newton's method on the pieces of its
-    complementarity system (:func:`~contactmp.formulations.step_sensitivity.polish`): the NLP route
-    stops at IPOPT's tolerances (rows and pairs to about 1e-8), which an ill-conditioned step turns
-    into a velocity error of 1e-6 or more (a sagittal Solo12 step: 3.6e-6 away from its exact
-    solution at residual 1.1e-8; polished, 2e-10), whereas Newton's method ends at rounding. The
-    refined point replaces the answer only when its independent residuals (:meth:`Program.residuals`:
-    rows, bounds, pairs including a negative side) are lower; a system that is not square on its pieces (a
-    bound that is no pair side, an inequality row) keeps the NLP's answer. ``extras["refined"]``
-    says which, ``extras["refined_from"]`` the NLP's largest residual (rows, bounds, pairs) when
-    refined. Auxiliary variables that the state does not fix (the direction ``w`` of a contact
-    that carries nothing) take the pieces' convention (0) there."""
-    from contactmp.formulations.step_sensitivity import polish
-    from contactmp.solvers.nlp import NLPOptions
-
-    if res.status is not Status.SOLVED:
-        return res
-    try:
-        x = polish(prog, res.x)[0]
-    except InputError:
-        return res.replace(extras={**res.extras, "refined": False})
-    r = prog.residuals(x)
-    worst_new = max(r["bound"], r["constraint"], r["comp_min"])
-    worst_old = max(res.residuals["bound"], res.residuals["constraint"], res.residuals["comp_min"])
-    if not worst_new < worst_old:  # (comp_min counts a negative pair side, bound a violated bound)
-        return res.replace(extras={**res.extras, "refined": False})
-    o = NLPOptions()  # the step's NLP runs with the default tolerances (STEP_START changes none)
-    return res.replace(x=x, residuals={**res.residuals, **r}, objective=r["objective"],
-                       residual=max(r["bound"] / o.feas_tol, r["constraint"] / o.feas_tol, r["comp_min"] / o.comp_tol),
-                       extras={**res.extras, "refined": True, "refined_from": worst_old})
 
 
 def _set_start(prog: Program, start: Mapping[str, Any]) -> None:

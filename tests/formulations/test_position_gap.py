@@ -122,15 +122,16 @@ def test_a_started_step_returns_the_solution_nearest_its_start() -> None:
 
 def test_position_gap_steps_are_refined_to_rounding() -> None:
     """The NLP route stops at IPOPT's tolerances; a position-gap step's answer is then refined by
-    Newton's method on its pieces: every step of the spinning box satisfies its rows and pairs to
-    rounding (<= 1e-12 with impulses and velocities of order 1; measured <= 6e-16), where the
-    NLP's own answers were less accurate (``refined_from``: up to 3.7e-9 measured)."""
+    Newton's method on its active pieces (``NLPOptions.refine``): every step of the spinning box
+    satisfies its rows and pairs to rounding (<= 1e-12 with impulses and velocities of order 1),
+    where the NLP's own answers were less accurate (``extras["refinement"]["before"]``: up to
+    3.7e-9 measured)."""
     s, q0, v0 = _spinning_box()
     tr = TimeStepping(s, 0.05, "cone", gap="position").simulate(q0, v0, None, n_steps=10)
     assert tr.n_failed == 0
     for r in tr.results:
         assert max(r.residuals["bound"], r.residuals["constraint"], r.residuals["comp_min"]) <= 1e-12
-    before = [r.extras["refined_from"] for r in tr.results if r.extras.get("refined")]
+    before = [r.extras["refinement"]["before"] for r in tr.results if r.extras["refinement"]["accepted"]]
     assert before and max(before) > 1e-12
 
 

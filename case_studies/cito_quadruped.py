@@ -16,8 +16,11 @@ solved start the record also holds the *replay* through
 time-stepping step's own program at the trajectory's values (is every step a simulator step?),
 the difference from the step the simulator's solver takes from the same state, the steps
 where the two differ although both solve the step (non-unique steps), and the difference when
-the simulator's solver of such a step starts at the trajectory's step values (seeded); and the gait: the sequence
-of the sets of feet on the ground (:func:`gait`).
+the simulator's solver of such a step starts at the trajectory's step values (seeded: the step's
+solution nearest them); and the gait: the sequence of the sets of feet on the ground (:func:`gait`).
+Every solved start is refined on its active pieces before it is certified and replayed
+(:attr:`~contactmp.solvers.nlp.NLPOptions.refine`, in :data:`OPTIONS`), and the record keeps the
+whole solution ``x`` (a replay can be redone from it).
 
 ``--quick``: 4 starts of each quick task; the full run: 20 starts of every task.
 """
@@ -285,8 +288,10 @@ def write_report(study: StudyRun, records: list[dict[str, Any]], starts: int) ->
         "TimeStepping.step(q_k, v_k, u_k)| with the simulator's own solver; a non-unique step is one where the "
         "two differ by more than 1e-6 while the step residual is at most 1e-6 (both solve the step); replayed: "
         "converged starts whose every step the simulator reproduces to the replay tolerance, from its default "
-        "start / seeded at the trajectory's step values (a non-unique step then returns the trajectory's "
-        "solution: the simulator, warm-started by the plan, follows it). Solve CPU: "
+        "start / seeded at the trajectory's step values (the simulator, warm-started by the plan, returns the "
+        "step's solution nearest it: a non-unique step then returns the trajectory's solution, an isolated one "
+        "its only one). Every solved plan is first refined by Newton's method on its active pieces "
+        "(NLPOptions.refine; its time is in the solve's). Solve CPU: "
         "the worker's CPU seconds of the solve (one core; a worker's first start also compiles the knot's "
         "derivatives with gcc, in a child process, not counted); wall: the solve's wall-clock seconds.",
         "",

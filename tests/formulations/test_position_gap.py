@@ -20,6 +20,18 @@ def _spinning_box() -> tuple[object, np.ndarray, np.ndarray]:
     return s, np.array([0.0, 0.25, 0.0]), np.array([0.0, 0.0, 6.0])
 
 
+def _pushed_box(formulation: str, N: int, distance: float) -> tuple[object, ContactImplicitTO]:
+    """A box_2d (0.4 x 0.2 m, mu = 0.8) pushed ``distance`` along the ground in ``N`` steps of
+    0.05 s, rest to rest, by forces at its center (no torque), with the position gap."""
+    s = box_2d(width=0.4, height=0.2, mu=0.8)
+    to = ContactImplicitTO(s, N, 0.05, formulation=formulation, gap="position")
+    to.set_initial_state([0.0, 0.1, 0.0], [0.0, 0.0, 0.0])
+    to.set_final_state([distance, 0.1, 0.0], [0.0, 0.0, 0.0])
+    to.bound_inputs([-20.0, -20.0, 0.0], [20.0, 20.0, 0.0])
+    to.minimize_effort(1.0)
+    return s, to
+
+
 @pytest.mark.parametrize("name", ["pyramid", "cone"])
 def test_gap_option_is_checked(name: str) -> None:
     with pytest.raises(InputError, match="gap"):
@@ -66,12 +78,7 @@ def test_position_gap_trajectory_optimization_replays() -> None:
     """A box_2d pushed 0.1 m along the ground in 10 steps (forces at its center, no torque): solved
     and verified, no knot below the ground, and each step is a time step of the same position-gap
     formulation (its step program's residual at the trajectory's values <= 1e-6)."""
-    s = box_2d(width=0.4, height=0.2, mu=0.8)
-    to = ContactImplicitTO(s, 10, 0.05, formulation="pyramid", gap="position")
-    to.set_initial_state([0.0, 0.1, 0.0], [0.0, 0.0, 0.0])
-    to.set_final_state([0.1, 0.1, 0.0], [0.0, 0.0, 0.0])
-    to.bound_inputs([-20.0, -20.0, 0.0], [20.0, 20.0, 0.0])
-    to.minimize_effort(1.0)
+    s, to = _pushed_box("pyramid", 10, 0.1)
     r = to.solve(strategy="elastic_l1")
     assert r.status is Status.SOLVED and r.comp_violation <= 1e-8
     assert min(float(np.min(s.eval_phi(q))) for q in r.q) >= -1e-8
@@ -139,12 +146,7 @@ def test_seeded_replay_reports_the_simulators_answer_from_the_plan() -> None:
     """``replay`` also reports ``seeded_replay_error``: equal to ``replay_error`` when every step of
     the plan is the simulator's own answer (the box pushed with the position gap), and the plan's
     steps are re-solved from the plan's values only where they differ."""
-    s = box_2d(width=0.4, height=0.2, mu=0.8)
-    to = ContactImplicitTO(s, 6, 0.05, formulation="cone", gap="position")
-    to.set_initial_state([0.0, 0.1, 0.0], [0.0, 0.0, 0.0])
-    to.set_final_state([0.06, 0.1, 0.0], [0.0, 0.0, 0.0])
-    to.bound_inputs([-20.0, -20.0, 0.0], [20.0, 20.0, 0.0])
-    to.minimize_effort(1.0)
+    _, to = _pushed_box("cone", 6, 0.06)
     r = to.solve(strategy="elastic_l1")
     assert r.status is Status.SOLVED
     rep = to.replay(r)
@@ -161,3 +163,14 @@ def test_only_a_position_gap_step_takes_a_start() -> None:
     assert not ts.formulation.position_gap and TimeStepping(s, 0.05, "cone", gap="position").formulation.position_gap
     with pytest.raises(InputError, match="start.*only a position-gap step"):
         ts.step(q0, v0, start={"step/v_next": v0})
+
+
+def test_refined_position_gap_plan_replays_to_rounding() -> None:
+    """The cone-pushed box solved with elastic l1 and refined on its active pieces
+    (``NLPOptions.refine``): every step is a time step to rounding (step residual <= 1e-12) and
+    the simulator reproduces the plan from its default start to 1e-9."""
+    _, to = _pushed_box("cone", 6, 0.06)
+    r = to.solve(strategy="elastic_l1", refine=True)
+    assert r.status is Status.SOLVED and r.result.extras["refinement"]["accepted"]
+    rep = to.replay(r)
+    assert rep["step_residual"] <= 1e-12 and rep["replay_error"] <= 1e-9

@@ -7,12 +7,10 @@ import numpy as np
 import pytest
 
 from contactmp.errors import OptionError
-from contactmp.models.systems import box_2d
 from contactmp.program import Program
 from contactmp.result import Status
 from contactmp.solvers.nlp import solve_program
 from contactmp.solvers.refine import refine_on_pieces
-from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 
 
 def _small_mpcc() -> Program:
@@ -61,19 +59,3 @@ def test_refine_option_of_solve_program() -> None:
     assert abs(res.objective - plain.objective) <= 1e-6
     with pytest.raises(OptionError, match="refine"):
         solve_program(prog, refine="yes")
-
-
-def test_refined_position_gap_plan_replays_to_rounding() -> None:
-    """A box_2d pushed along the ground with the position gap (cone), solved with elastic l1 and
-    refined: every step is a time step to rounding (step residual <= 1e-12) and the simulator
-    reproduces the plan from its default start to 1e-9."""
-    s = box_2d(width=0.4, height=0.2, mu=0.8)
-    to = ContactImplicitTO(s, 6, 0.05, formulation="cone", gap="position")
-    to.set_initial_state([0.0, 0.1, 0.0], [0.0, 0.0, 0.0])
-    to.set_final_state([0.06, 0.1, 0.0], [0.0, 0.0, 0.0])
-    to.bound_inputs([-20.0, -20.0, 0.0], [20.0, 20.0, 0.0])
-    to.minimize_effort(1.0)
-    r = to.solve(strategy="elastic_l1", refine=True)
-    assert r.status is Status.SOLVED and "refinement" in r.result.extras
-    rep = to.replay(r)
-    assert rep["step_residual"] <= 1e-12 and rep["replay_error"] <= 1e-9

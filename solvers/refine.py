@@ -10,14 +10,22 @@ At a point ``x`` the *active pieces* are the equations
     g_i(x) = lbg_i = ubg_i                      (equality rows)
     g_i(x) = lbg_i  or  ubg_i                   (inequality rows within ``active_tol`` of, or beyond, a bound)
     x_j = lbx_j  or  ubx_j                      (variables within ``active_tol`` of, or beyond, a bound)
-    a_i(x) = 0  where a_i <= b_i, else b_i(x) = 0, both where max(a_i, b_i) <= active_tol   (pairs)
+    a_i(x) = 0  where a_i <= b_i, else b_i(x) = 0                  (pairs: the smaller side)
 
 ``F(x) = 0``, fewer equations than variables in a trajectory optimization. Each iteration takes
 the minimum-norm correction ``dx = -A^T (A A^T + delta I)^{-1} F`` (``A = dF/dx``, a Levenberg-
 Marquardt step on the dual with ``delta`` a tiny multiple of the largest diagonal, so repeated
-equations -- a pair side that is also a variable at its bound -- do no harm), until ``||F||_inf``
-reaches rounding (``4 eps max(1, |x|)``) or stops falling. The point moves by about the residuals it removes (1e-7), so its objective changes
-by about as much; the refined point is kept only when the independent residuals
+equations -- a pair side that is also a variable at its bound -- do no harm). When the step drives
+the free side of a pair negative, the pair is not on the piece chosen, and the step is taken again
+with both its sides fixed (a biactive solution), then with its other side (at most
+:data:`MAX_PIECE_SWAPS` times). A pair is not fixed on both sides from the start because its
+sides are both small: IPOPT's answer of a Solo12 step had a disk pair at (3e-10, 0) whose
+solution is (1.06e-5, 0), and with both sides fixed the refinement stalled at residual 4.9e-8,
+1.2e-5 from the solution. A step is kept when it lowers the
+merit -- the largest violation of a row, a bound or a pair, ``|min(a_i, b_i)|``, which does not
+depend on the pieces -- and the iteration ends at rounding (``4 eps max(1, |x|)``) or when the
+merit stops falling. The point moves by about the residuals it removes (1e-7), so its objective
+changes by about as much; the refined point is kept only when the independent residuals
 (:meth:`~contactmp.program.Program.residuals`: rows, bounds, pairs) are lower than before.
 
 The Jacobian of the rows is the one IPOPT used (:mod:`contactmp.solvers.structured` for a program
@@ -41,6 +49,8 @@ __all__ = ["Refinement", "refine_on_pieces"]
 
 #: ``delta`` of the dual Levenberg-Marquardt step, relative to the largest diagonal entry of ``A A^T``
 DUAL_REGULARIZATION = 1e-14
+#: how many times a refinement may swap the pieces of the pairs a Newton step drives to a negative side
+MAX_PIECE_SWAPS = 4
 
 
 @dataclass(frozen=True)
@@ -48,8 +58,9 @@ class Refinement:
     """The outcome of :func:`refine_on_pieces`: the point ``x`` (the refined one when ``accepted``,
     else the given one), ``before`` and ``after`` the largest independent residual (rows, bounds,
     pairs) at the given and the refined point, ``objective_change`` ``f(refined) - f(given)``,
-    ``step`` ``max |refined - given|``, ``iterations`` the Newton steps taken and ``equations`` the
-    number of active equations."""
+    ``step`` ``max |refined - given|``, ``iterations`` the Newton steps taken, ``equations`` the
+    number of active equations (of the last step) and ``swaps`` how often pairs were moved to their
+    other piece."""
 
     x: np.ndarray
     accepted: bool
@@ -59,12 +70,13 @@ class Refinement:
     step: float
     iterations: int
     equations: int
+    swaps: int = 0
 
     def summary(self) -> dict[str, Any]:
         """The numbers of this refinement (JSON-ready), without ``x``."""
         return {"accepted": self.accepted, "before": self.before, "after": self.after,
                 "objective_change": self.objective_change, "step": self.step,
-                "iterations": self.iterations, "equations": self.equations}
+                "iterations": self.iterations, "equations": self.equations, "swaps": self.swaps}
 
 
 def _worst(r: dict[str, float]) -> float:
@@ -98,8 +110,8 @@ def _csc(m: Any) -> sp.csc_matrix:
 def refine_on_pieces(prog: Program, x: Any, p: Any = None, *, active_tol: float = 1e-6, max_iter: int = 8,
                      derivatives: str = "auto") -> Refinement:
     """Newton's method on the active pieces of the MPCC point ``x`` of ``prog`` (module docstring):
-    the minimum-norm correction onto the rows, bounds and pair sides that are active at ``x``
-    (within ``active_tol``), at most ``max_iter`` steps. ``derivatives`` is
+    the minimum-norm correction onto the rows and bounds that are active at ``x`` (within
+    ``active_tol``) and the pair sides, at most ``max_iter`` steps. ``derivatives`` is
     :attr:`~contactmp.solvers.nlp.NLPOptions.derivatives` (how the rows' Jacobian is built).
     Returns a :class:`Refinement`; ``x`` there is the refined point only when its independent
     residuals are lower than the given point's. A cone complementarity constraint
@@ -112,45 +124,78 @@ def refine_on_pieces(prog: Program, x: Any, p: Any = None, *, active_tol: float 
     lbg, ubg, lbx, ubx = prog.lbg, prog.ubg, prog.lbx, prog.ubx
     n = prog.n_x
 
-    def pieces(xv: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
+    def evaluate(xv: np.ndarray) -> tuple[np.ndarray, Any, np.ndarray, np.ndarray, Any, Any, float]:
+        """Rows, their Jacobian, pair sides, their Jacobians, and the merit: the largest violation
+        of an equality row, an inequality row, a bound, or a pair (``|min(a, b)|``), which does
+        not depend on the pieces."""
         g, jg = rows_fn(xv, pv)
         g = np.asarray(g, dtype=float).ravel()
         a, b, ja, jb = pairs_fn(xv, pv)
         a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+        merit = max(float(np.max(np.maximum(lbg - g, g - ubg), initial=0.0)),
+                    float(np.max(np.maximum(lbx - xv, xv - ubx), initial=0.0)),
+                    float(np.max(np.abs(np.minimum(a, b)), initial=0.0)))
+        return g, jg, a, b, ja, jb, merit
+
+    def system(xv: np.ndarray, ev: tuple, take_a: np.ndarray, take_b: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
+        """``F`` and ``A = dF/dx`` of the active rows and bounds and the given pair sides."""
+        g, jg, a, b, ja, jb, _ = ev
         target = np.where(lbg == ubg, lbg, np.where(g - lbg <= active_tol, lbg, np.where(ubg - g <= active_tol, ubg, np.nan)))
         on_g = np.isfinite(target)
         at_lb, at_ub = xv - lbx <= active_tol, ubx - xv <= active_tol
         fixed = np.flatnonzero(at_lb | at_ub)
         bound = np.where(at_lb, lbx, ubx)[fixed]
-        both = np.maximum(a, b) <= active_tol
-        take_a, take_b = (a <= b) | both, (b < a) | both
         F = np.concatenate([g[on_g] - target[on_g], xv[fixed] - bound, a[take_a], b[take_b]])
         A = sp.vstack([_csc(jg)[on_g], sp.csr_matrix((np.ones(fixed.size), (np.arange(fixed.size), fixed)), shape=(fixed.size, n)),
                        _csc(ja)[take_a], _csc(jb)[take_b]]).tocsr()
         return F, A
 
-    r0 = prog.residuals(x0, pv)
-    before = _worst(r0)
-    xv = x0.copy()
-    F, A = pieces(xv)
-    norm, taken = float(np.abs(F).max(initial=0.0)), 0
-    rounding = 4 * np.finfo(float).eps * max(1.0, float(np.abs(x0).max(initial=0.0)))
-    while taken < max_iter and norm > rounding:
+    def pieces_of(first_a: np.ndarray, stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The sides fixed at 0 of each pair: at stage 0 the side that was the smaller one
+        (``first_a``: a), at stage 1 both, at stage 2 the other one."""
+        return (np.where(stage == 0, first_a, np.where(stage == 1, True, ~first_a)),
+                np.where(stage == 0, ~first_a, np.where(stage == 1, True, first_a)))
+
+    def newton_step(F: np.ndarray, A: sp.csr_matrix) -> np.ndarray | None:
         AAt = (A @ A.T).tocsc()
         delta = DUAL_REGULARIZATION * max(float(AAt.diagonal().max(initial=0.0)), 1.0)
         try:
-            y = splu((AAt + delta * sp.identity(AAt.shape[0], format="csc")).tocsc()).solve(F)
+            return -(A.T @ splu((AAt + delta * sp.identity(AAt.shape[0], format="csc")).tocsc()).solve(F))
         except RuntimeError:  # an exactly singular factor despite the regularization
+            return None
+
+    r0 = prog.residuals(x0, pv)
+    before = _worst(r0)
+    xv = x0.copy()
+    ev = evaluate(xv)
+    taken, flips = 0, 0
+    rounding = 4 * np.finfo(float).eps * max(1.0, float(np.abs(x0).max(initial=0.0)))
+    first_a, stage = ev[2] <= ev[3], np.zeros(ev[2].size, dtype=int)
+    n_eq = 0
+    while taken < max_iter and ev[6] > rounding:
+        take_a, take_b = pieces_of(first_a, stage)
+        F, A = system(xv, ev, take_a, take_b)
+        n_eq = F.size
+        dx = newton_step(F, A)
+        if dx is None:
             break
-        trial = xv - A.T @ y
-        F_new, A_new = pieces(trial)
-        norm_new = float(np.abs(F_new).max(initial=0.0))
-        if not norm_new < norm or F_new.shape != F.shape:
-            break  # no progress, or the active pieces changed: stop at the last improvement
-        xv, F, A, norm, taken = trial, F_new, A_new, norm_new, taken + 1
+        trial = xv + dx
+        ev_t = evaluate(trial)
+        # a pair whose free side the step drives negative (beyond the present merit) is not on the
+        # piece chosen: fix both its sides, then the other one, and take the step again from xv
+        slack = max(ev[6], rounding)
+        wrong = (take_a & ~take_b & (ev_t[3] < -slack)) | (take_b & ~take_a & (ev_t[2] < -slack))
+        if wrong.any() and flips < MAX_PIECE_SWAPS:
+            stage = np.where(wrong, np.minimum(stage + 1, 2), stage)
+            flips += 1
+            continue
+        if not ev_t[6] < ev[6]:
+            break  # no progress: stop at the last improvement
+        xv, ev, taken = trial, ev_t, taken + 1
+        first_a = np.where(stage == 0, ev[2] <= ev[3], first_a)  # a pair not yet moved: its smaller side now
     r1 = prog.residuals(xv, pv)
     after = _worst(r1)
     accepted = after < before
     return Refinement(x=xv if accepted else x0, accepted=accepted, before=before, after=after,
                       objective_change=float(r1["objective"] - r0["objective"]),
-                      step=float(np.abs(xv - x0).max(initial=0.0)), iterations=taken, equations=int(F.size))
+                      step=float(np.abs(xv - x0).max(initial=0.0)), iterations=taken, equations=n_eq, swaps=flips)

@@ -59,3 +59,19 @@ def test_refine_option_of_solve_program() -> None:
     assert abs(res.objective - plain.objective) <= 1e-6
     with pytest.raises(OptionError, match="refine"):
         solve_program(prog, refine="yes")
+
+
+def test_a_pair_with_two_small_sides_is_not_fixed_on_both() -> None:
+    """Rows ``1e-3 a + c = 1 + 1e-8``, ``c = 1``, ``b + c = 1`` and the pair ``0 <= a _|_ b >= 0``:
+    the solution is ``a = 1e-5, b = 0``. From ``a = 3e-10`` (a residual of 1e-8, 1e-5 away: an
+    ill-conditioned row, like IPOPT's answer of a Solo12 step) both sides are below ``active_tol``;
+    fixing both would make the rows inconsistent, so only the smaller side is fixed and the
+    refinement lands on the solution (to 1e-12, the rounding of the 1e-3 row)."""
+    prog = Program("two_small_sides")
+    v = prog.add_variables("v", 3)
+    a, b, c = v.sym[0], v.sym[1], v.sym[2]
+    prog.add_constraint(ca.vertcat(1e-3 * a + c, c, b + c), [1 + 1e-8, 1.0, 1.0], [1 + 1e-8, 1.0, 1.0], name="rows")
+    prog.add_complementarity(a, b, name="pair")
+    ref = refine_on_pieces(prog, np.array([3e-10, 0.0, 1.0]))
+    assert ref.accepted and ref.before == pytest.approx(1e-8 - 3e-13, rel=1e-3) and ref.after <= 1e-15
+    np.testing.assert_allclose(ref.x, [1e-5, 0.0, 1.0], atol=1e-12)

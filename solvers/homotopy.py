@@ -213,7 +213,7 @@ class Homotopy:
         self.bounds = self.rel.bounds()
         self.piece_bounds0 = self.bounds if self.eng.rel_piece is self.rel else self.eng.rel_piece.bounds()
         self.p0 = prog.p0
-        self.comp_key = "comp_min" if o.sign_constraints else "comp_prod"
+        self.comp_key = o.comp_key
         self.iterations = 0
         self.history: list[dict[str, Any]] = []
         self.answers: list[tuple[Candidate, dict[str, Any]]] = []  # settled answers and their certificates
@@ -224,8 +224,7 @@ class Homotopy:
     # -- checks ----------------------------------------------------------------------------------
     def verified(self, res: dict[str, float]) -> bool:
         """The independent checks: bounds and rows to ``feas_tol``, complementarity to ``comp_tol``."""
-        o = self.o
-        return res["bound"] <= o.feas_tol and res["constraint"] <= o.feas_tol and res[self.comp_key] <= o.comp_tol
+        return self.o.verified(res)
 
     def left(self) -> float:
         """Seconds left of the wall-clock and the CPU budgets, whichever is smaller."""
@@ -534,7 +533,7 @@ class Homotopy:
             extras["branch_steps"] = self.branch_steps
         return Result(
             status=status, x=chosen.x, solver=f"{self.backend}/{self.hom.name}",
-            residual=max(r["bound"] / o.feas_tol, r["constraint"] / o.feas_tol, r[self.comp_key] / o.comp_tol),
+            residual=o.scaled_residual(r),
             tol=1.0, iterations=self.iterations, time_s=time_s, message="; ".join(messages),
             residuals=chosen.res, objective=chosen.res["objective"], program=prog, extras=extras,
         )

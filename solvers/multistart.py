@@ -546,9 +546,7 @@ def _verify(kind: str, prep: _Prepared, x: np.ndarray, options: dict[str, Any]) 
     prog = prep.problem if kind == "program" else prep.problem.program
     o = NLPOptions.build(None, **{k: v for k, v in options.items() if k in ("feas_tol", "comp_tol", "sign_constraints")})
     r = prog.residuals(x)
-    comp = r["comp_min"] if o.sign_constraints else r["comp_prod"]
-    res = max(r["bound"], r["constraint"], comp)
-    return res, bool(r["bound"] <= o.feas_tol and r["constraint"] <= o.feas_tol and comp <= o.comp_tol)
+    return max(r["bound"], r["constraint"], r[o.comp_key]), bool(o.verified(r))
 
 
 # -- The front door ------------------------------------------------------------------------------

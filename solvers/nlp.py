@@ -254,6 +254,22 @@ class NLPOptions(SolverOptions):
     derivatives: str = "auto"
     refine: bool = False
 
+    @property
+    def comp_key(self) -> str:
+        """The complementarity residual judged: ``comp_min`` (``max |min(a, b)|``), or with
+        ``sign_constraints`` off ``comp_prod`` (``max a b``)."""
+        return "comp_min" if self.sign_constraints else "comp_prod"
+
+    def verified(self, r: dict[str, float]) -> bool:
+        """The independent checks of :meth:`Program.residuals` ``r``: bounds and rows to
+        ``feas_tol``, complementarity to ``comp_tol``."""
+        return r["bound"] <= self.feas_tol and r["constraint"] <= self.feas_tol and r[self.comp_key] <= self.comp_tol
+
+    def scaled_residual(self, r: dict[str, float]) -> float:
+        """The largest of bound / feas_tol, constraint / feas_tol and the complementarity residual /
+        comp_tol (a result's ``residual``, judged against 1)."""
+        return max(r["bound"] / self.feas_tol, r["constraint"] / self.feas_tol, r[self.comp_key] / self.comp_tol)
+
     def check(self) -> None:
         """Reject ill-typed values; copy and type-check the IPOPT options."""
         super().check()
@@ -355,12 +371,11 @@ def _refined(prog: Program, res: Result, o: NLPOptions) -> Result:
     ref = refine_on_pieces(prog, res.x, derivatives=o.derivatives)
     extras = {**res.extras, "refinement": ref.summary()}
     time_s = res.time_s + time.perf_counter() - t0
-    r = prog.residuals(ref.x)
-    comp_key = "comp_min" if o.sign_constraints else "comp_prod"
-    if not (ref.accepted and r["bound"] <= o.feas_tol and r["constraint"] <= o.feas_tol and r[comp_key] <= o.comp_tol):
+    r = ref.residuals
+    if not (ref.accepted and o.verified(r)):
         return res.replace(extras=extras, time_s=time_s)
     return res.replace(x=ref.x, residuals=r, objective=r["objective"], extras=extras, time_s=time_s,
-                       residual=max(r["bound"] / o.feas_tol, r["constraint"] / o.feas_tol, r[comp_key] / o.comp_tol))
+                       residual=o.scaled_residual(r))
 
 
 def walk_branches(prog: Program, x: Any, rounds: int = 5, *, backend: str = "casadi", options: NLPOptions | None = None,

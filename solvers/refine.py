@@ -44,6 +44,7 @@ from scipy.sparse.linalg import splu
 
 from contactmp.errors import InputError
 from contactmp.program import Program
+from contactmp.solvers.kkt_sensitivity import _csc
 
 __all__ = ["Refinement", "refine_on_pieces"]
 
@@ -56,13 +57,14 @@ MAX_PIECE_SWAPS = 4
 @dataclass(frozen=True)
 class Refinement:
     """The outcome of :func:`refine_on_pieces`: the point ``x`` (the refined one when ``accepted``,
-    else the given one), ``before`` and ``after`` the largest independent residual (rows, bounds,
+    else the given one) and its independent ``residuals`` (:meth:`Program.residuals`), ``before`` and ``after`` the largest independent residual (rows, bounds,
     pairs) at the given and the refined point, ``objective_change`` ``f(refined) - f(given)``,
     ``step`` ``max |refined - given|``, ``iterations`` the Newton steps taken, ``equations`` the
     number of active equations (of the last step) and ``swaps`` how often pairs were moved to their
     other piece."""
 
     x: np.ndarray
+    residuals: dict[str, float]
     accepted: bool
     before: float
     after: float
@@ -73,7 +75,7 @@ class Refinement:
     swaps: int = 0
 
     def summary(self) -> dict[str, Any]:
-        """The numbers of this refinement (JSON-ready), without ``x``."""
+        """The numbers of this refinement (JSON-ready), without ``x`` and ``residuals``."""
         return {"accepted": self.accepted, "before": self.before, "after": self.after,
                 "objective_change": self.objective_change, "step": self.step,
                 "iterations": self.iterations, "equations": self.equations, "swaps": self.swaps}
@@ -98,13 +100,6 @@ def _functions(prog: Program, derivatives: str) -> tuple[ca.Function, ca.Functio
         pairs = ca.Function("refine_pairs", [prog.x, prog.p], [a, b, ca.jacobian(a, prog.x), ca.jacobian(b, prog.x)])
         hit = prog._cache[key] = (rows, pairs)
     return hit
-
-
-def _csc(m: Any) -> sp.csc_matrix:
-    """A CasADi DM (sparse) as a SciPy CSC matrix."""
-    m = ca.DM(m)
-    rows, cols = m.sparsity().get_triplet()
-    return sp.csc_matrix((np.asarray(m.nonzeros(), dtype=float), (rows, cols)), shape=m.shape)
 
 
 def refine_on_pieces(prog: Program, x: Any, p: Any = None, *, active_tol: float = 1e-6, max_iter: int = 8,
@@ -196,6 +191,6 @@ def refine_on_pieces(prog: Program, x: Any, p: Any = None, *, active_tol: float 
     r1 = prog.residuals(xv, pv)
     after = _worst(r1)
     accepted = after < before
-    return Refinement(x=xv if accepted else x0, accepted=accepted, before=before, after=after,
+    return Refinement(x=xv if accepted else x0, residuals=r1 if accepted else r0, accepted=accepted, before=before, after=after,
                       objective_change=float(r1["objective"] - r0["objective"]),
                       step=float(np.abs(xv - x0).max(initial=0.0)), iterations=taken, equations=n_eq, swaps=flips)

@@ -8,8 +8,8 @@ ill-conditioned turns a residual of 1e-7 into a velocity error of 1e-6 to 1e-5 (
 At a point ``x`` the *active pieces* are the equations
 
     g_i(x) = lbg_i = ubg_i                      (equality rows)
-    g_i(x) = lbg_i  or  ubg_i                   (inequality rows within ``active_tol`` of, or beyond, a bound)
-    x_j = lbx_j  or  ubx_j                      (variables within ``active_tol`` of, or beyond, a bound)
+    g_i(x) = lbg_i  or  ubg_i                   (inequality rows beyond a bound, or driven beyond it by a step)
+    x_j = lbx_j  or  ubx_j                      (variables beyond a bound, or driven beyond it by a step)
     a_i(x) = 0  where a_i <= b_i, else b_i(x) = 0                  (pairs: the smaller side)
 
 ``F(x) = 0``, fewer equations than variables in a trajectory optimization. Each iteration takes
@@ -21,8 +21,13 @@ with both its sides fixed (a biactive solution), then with its other side (at mo
 :data:`MAX_PIECE_SWAPS` times). A pair is not fixed on both sides from the start because its
 sides are both small: IPOPT's answer of a Solo12 step had a disk pair at (3e-10, 0) whose
 solution is (1.06e-5, 0), and with both sides fixed the refinement stalled at residual 4.9e-8,
-1.2e-5 from the solution. A step is kept when it lowers the
-merit -- the largest violation of a row, a bound or a pair, ``|min(a_i, b_i)|``, which does not
+1.2e-5 from the solution. For the same reason an inequality row or a bound is fixed only once it
+is violated, at the start or by a step (which is then taken again): a bound within 1e-6 is not
+active for that alone. A sagittal Solo12 step's NLP answer had a friction pair at (0, 0) whose
+solution is (0, 5.5e-5), its second side a variable at its bound 0; fixing that bound as well
+as the pair's first side left 30 equations in 27 unknowns that no step could satisfy, 2.1e-4 from
+the solution, and with the bound free the refinement lands on it (4e-14). A step is kept when it
+lowers the merit -- the largest violation of a row, a bound or a pair, ``|min(a_i, b_i)|``, which does not
 depend on the pieces -- and the iteration ends at rounding (``4 eps max(1, |x|)``) or when the
 merit stops falling. The point moves by about the residuals it removes (1e-7), so its objective
 changes by about as much; the refined point is kept only when the independent residuals
@@ -102,11 +107,11 @@ def _functions(prog: Program, derivatives: str) -> tuple[ca.Function, ca.Functio
     return hit
 
 
-def refine_on_pieces(prog: Program, x: Any, p: Any = None, *, active_tol: float = 1e-6, max_iter: int = 8,
+def refine_on_pieces(prog: Program, x: Any, p: Any = None, *, max_iter: int = 8,
                      derivatives: str = "auto") -> Refinement:
     """Newton's method on the active pieces of the MPCC point ``x`` of ``prog`` (module docstring):
-    the minimum-norm correction onto the rows and bounds that are active at ``x`` (within
-    ``active_tol``) and the pair sides, at most ``max_iter`` steps. ``derivatives`` is
+    the minimum-norm correction onto the equality rows, the inequality rows and bounds that are
+    violated (at ``x`` or by a step), and the pair sides, at most ``max_iter`` steps. ``derivatives`` is
     :attr:`~contactmp.solvers.nlp.NLPOptions.derivatives` (how the rows' Jacobian is built).
     Returns a :class:`Refinement`; ``x`` there is the refined point only when its independent
     residuals are lower than the given point's. A cone complementarity constraint
@@ -133,17 +138,17 @@ def refine_on_pieces(prog: Program, x: Any, p: Any = None, *, active_tol: float 
         return g, jg, a, b, ja, jb, merit
 
     def system(xv: np.ndarray, ev: tuple, take_a: np.ndarray, take_b: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
-        """``F`` and ``A = dF/dx`` of the active rows and bounds and the given pair sides."""
+        """``F`` and ``A = dF/dx`` of the fixed rows and bounds and the given pair sides."""
         g, jg, a, b, ja, jb, _ = ev
-        target = np.where(lbg == ubg, lbg, np.where(g - lbg <= active_tol, lbg, np.where(ubg - g <= active_tol, ubg, np.nan)))
-        on_g = np.isfinite(target)
-        at_lb, at_ub = xv - lbx <= active_tol, ubx - xv <= active_tol
-        fixed = np.flatnonzero(at_lb | at_ub)
-        bound = np.where(at_lb, lbx, ubx)[fixed]
-        F = np.concatenate([g[on_g] - target[on_g], xv[fixed] - bound, a[take_a], b[take_b]])
+        on_g, fixed = np.isfinite(row_target), np.flatnonzero(np.isfinite(bound_target))
+        F = np.concatenate([g[on_g] - row_target[on_g], xv[fixed] - bound_target[fixed], a[take_a], b[take_b]])
         A = sp.vstack([_csc(jg)[on_g], sp.csr_matrix((np.ones(fixed.size), (np.arange(fixed.size), fixed)), shape=(fixed.size, n)),
                        _csc(ja)[take_a], _csc(jb)[take_b]]).tocsr()
         return F, A
+
+    def crossed(value: np.ndarray, lower: np.ndarray, upper: np.ndarray, slack: float) -> np.ndarray:
+        """The bound each entry of ``value`` lies beyond by more than ``slack`` (nan: none)."""
+        return np.where(value < lower - slack, lower, np.where(value > upper + slack, upper, np.nan))
 
     def pieces_of(first_a: np.ndarray, stage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The sides fixed at 0 of each pair: at stage 0 the side that was the smaller one
@@ -166,6 +171,9 @@ def refine_on_pieces(prog: Program, x: Any, p: Any = None, *, active_tol: float 
     taken, flips = 0, 0
     rounding = 4 * np.finfo(float).eps * max(1.0, float(np.abs(x0).max(initial=0.0)))
     first_a, stage = ev[2] <= ev[3], np.zeros(ev[2].size, dtype=int)
+    # equality rows always; an inequality row or a bound only once it is violated (here or by a step)
+    row_target = np.where(lbg == ubg, lbg, crossed(ev[0], lbg, ubg, 0.0))
+    bound_target = crossed(xv, lbx, ubx, 0.0)
     n_eq = 0
     while taken < max_iter and ev[6] > rounding:
         take_a, take_b = pieces_of(first_a, stage)
@@ -180,8 +188,12 @@ def refine_on_pieces(prog: Program, x: Any, p: Any = None, *, active_tol: float 
         # piece chosen: fix both its sides, then the other one, and take the step again from xv
         slack = max(ev[6], rounding)
         wrong = (take_a & ~take_b & (ev_t[3] < -slack)) | (take_b & ~take_a & (ev_t[2] < -slack))
-        if wrong.any() and flips < MAX_PIECE_SWAPS:
+        row_hit = np.where(np.isfinite(row_target), np.nan, crossed(ev_t[0], lbg, ubg, slack))
+        bound_hit = np.where(np.isfinite(bound_target), np.nan, crossed(trial, lbx, ubx, slack))
+        if (wrong.any() or np.isfinite(row_hit).any() or np.isfinite(bound_hit).any()) and flips < MAX_PIECE_SWAPS:
             stage = np.where(wrong, np.minimum(stage + 1, 2), stage)
+            row_target = np.where(np.isfinite(row_hit), row_hit, row_target)
+            bound_target = np.where(np.isfinite(bound_hit), bound_hit, bound_target)
             flips += 1
             continue
         if not ev_t[6] < ev[6]:

@@ -110,3 +110,33 @@ def test_summary_counts_replays_from_json_records() -> None:
 
     row = summarize([rec(0, "inf", 2e-7), rec(1, 3.5, "inf"), rec(2, 1e-9, 1e-9)])[0]
     assert (row["replayed"], row["replayed_seeded"], row["converged"]) == (1, 2, 3)
+
+
+def test_a_record_of_an_earlier_replay_revision_is_replayed_from_its_x(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A converged record replayed by an earlier revision (here: no ``replay_revision``, a
+    corrupted replay) is replayed again from its stored ``x`` without solving it again: the new
+    replay (every step of the box plan is TimeStepping's to 1e-6) lands in ``replays.jsonl`` and
+    replaces the record's in the report's records; a second pass finds nothing to do (resumes), and
+    a stale record without ``x`` is an InputError naming the records."""
+    from contactmp.case_studies import cito_quadruped as cq
+    from contactmp.case_studies._study import StudyRun
+    from contactmp.errors import InputError
+
+    to = _cito.TASKS["box"].build("pyramid", True)
+    traj = to.solve(strategy="scholtes", **dict(_cito.TASKS["box"].options))
+    assert traj.status is Status.SOLVED
+    monkeypatch.setattr(cq, "_transcription", lambda task: to)
+    study = StudyRun("cito-quadruped", tmp_path, False, 0)
+    old = {"key": "full/box/s0/start00", "task": "box", "converged": True, "x": traj.result.x,
+           "replay": {"step_residual": 1.0, "replay_error": 1.0}}
+    study.store.append(old)
+    (rec,) = cq.replay_again(study, [old["key"]], ["box"], 0, None)
+    assert rec["replay_revision"] == cq.REPLAY_REVISION and rec["key"] == old["key"]
+    assert rec["replay"]["step_residual"] <= 1e-6 and rec["replay"]["replay_error"] <= 1e-6
+    lines = (tmp_path / "replays.jsonl").read_text().splitlines()
+    assert len(lines) == 1
+    (again,) = cq.replay_again(study, [old["key"]], ["box"], 0, None)
+    assert again["replay"] == rec["replay"] and (tmp_path / "replays.jsonl").read_text().splitlines() == lines
+    study.store.append({**old, "key": "full/box/s0/start01", "x": None})
+    with pytest.raises(InputError, match="records"):
+        cq.replay_again(study, ["full/box/s0/start01"], ["box"], 0, None)

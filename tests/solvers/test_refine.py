@@ -75,3 +75,20 @@ def test_a_pair_with_two_small_sides_is_not_fixed_on_both() -> None:
     ref = refine_on_pieces(prog, np.array([3e-10, 0.0, 1.0]))
     assert ref.accepted and ref.before == pytest.approx(1e-8 - 3e-13, rel=1e-3) and ref.after <= 1e-15
     np.testing.assert_allclose(ref.x, [1e-5, 0.0, 1.0], atol=1e-12)
+
+
+def test_a_bound_near_zero_is_not_active_for_that_alone() -> None:
+    """Rows ``1e-3 b + c = 1 + 1e-8``, ``c = 1``, ``a + c = 1``, the bound ``b >= 0`` and the pair
+    ``0 <= a _|_ b >= 0``: the solution is ``a = 0, b = 1e-5``. From ``a = b = 0`` (a residual of
+    1e-8, like a sagittal Solo12 step's NLP answer whose friction pair was at (0, 0) and whose
+    solution is (0, 5.5e-5)) the pair's first side is fixed; fixing the bound ``b = 0`` too would
+    make the rows inconsistent. The bound is left free while no step violates it, and the
+    refinement lands on the solution (to 1e-12, the rounding of the 1e-3 row)."""
+    prog = Program("bound_near_zero")
+    v = prog.add_variables("v", 3, lb=[-np.inf, 0.0, -np.inf])
+    a, b, c = v.sym[0], v.sym[1], v.sym[2]
+    prog.add_constraint(ca.vertcat(1e-3 * b + c, c, a + c), [1 + 1e-8, 1.0, 1.0], [1 + 1e-8, 1.0, 1.0], name="rows")
+    prog.add_complementarity(a, b, name="pair")
+    ref = refine_on_pieces(prog, np.array([0.0, 0.0, 1.0]))
+    assert ref.accepted and ref.before == pytest.approx(1e-8, rel=1e-3) and ref.after <= 1e-15
+    np.testing.assert_allclose(ref.x, [0.0, 1e-5, 1.0], atol=1e-12)

@@ -171,11 +171,13 @@ def refine_on_pieces(prog: Program, x: Any, p: Any = None, *, max_iter: int = 8,
     taken, flips = 0, 0
     rounding = 4 * np.finfo(float).eps * max(1.0, float(np.abs(x0).max(initial=0.0)))
     first_a, stage = ev[2] <= ev[3], np.zeros(ev[2].size, dtype=int)
-    # equality rows always; an inequality row or a bound only once it is violated (here or by a step)
-    row_target = np.where(lbg == ubg, lbg, crossed(ev[0], lbg, ubg, 0.0))
-    bound_target = crossed(xv, lbx, ubx, 0.0)
+    # equality rows always; an inequality row or a bound only once it is violated (at an iterate or
+    # by a trial step), at the bound it crossed
+    row_target, bound_target = np.where(lbg == ubg, lbg, np.nan), np.full(n, np.nan)
     n_eq = 0
     while taken < max_iter and ev[6] > rounding:
+        row_target = np.where(np.isfinite(row_target), row_target, crossed(ev[0], lbg, ubg, 0.0))
+        bound_target = np.where(np.isfinite(bound_target), bound_target, crossed(xv, lbx, ubx, 0.0))
         take_a, take_b = pieces_of(first_a, stage)
         F, A = system(xv, ev, take_a, take_b)
         n_eq = F.size

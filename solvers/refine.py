@@ -55,7 +55,8 @@ __all__ = ["Refinement", "refine_on_pieces"]
 
 #: ``delta`` of the dual Levenberg-Marquardt step, relative to the largest diagonal entry of ``A A^T``
 DUAL_REGULARIZATION = 1e-14
-#: how many times a refinement may swap the pieces of the pairs a Newton step drives to a negative side
+#: how many times a refinement may take a Newton step again with other pieces: the pairs it drives
+#: to a negative side moved to their next piece, the inequality rows and bounds it violates fixed
 MAX_PIECE_SWAPS = 4
 
 
@@ -65,8 +66,8 @@ class Refinement:
     else the given one) and its independent ``residuals`` (:meth:`Program.residuals`), ``before`` and ``after`` the largest independent residual (rows, bounds,
     pairs) at the given and the refined point, ``objective_change`` ``f(refined) - f(given)``,
     ``step`` ``max |refined - given|``, ``iterations`` the Newton steps taken, ``equations`` the
-    number of active equations (of the last step) and ``swaps`` how often pairs were moved to their
-    other piece."""
+    number of active equations (of the last step) and ``swaps`` how often a step was taken again
+    with other pieces (pairs moved to their next piece, violated rows or bounds fixed)."""
 
     x: np.ndarray
     residuals: dict[str, float]

@@ -41,6 +41,7 @@ from contactmp.case_studies import _cito
 from contactmp.case_studies._quadruped import TASK_SHAPES, solo_task
 from contactmp.case_studies._study import StudyRun, markdown_table
 from contactmp.errors import InputError, did_you_mean
+from contactmp.program import largest_residual
 from contactmp.result import Result, Status
 from contactmp.solvers.b_stationarity import b_stationarity
 from contactmp.solvers.structured import jit_available
@@ -180,7 +181,7 @@ def replay_item(item: tuple[str, str, list[float]]) -> dict[str, Any]:
     to = _transcription(task)
     xv = np.asarray(x, dtype=float)
     r = to.program.residuals(xv)
-    traj = to.trajectory(Result(Status.SOLVED, xv, "record", max(r["bound"], r["constraint"], r["comp_min"]),
+    traj = to.trajectory(Result(Status.SOLVED, xv, "record", largest_residual(r),
                                 _cito.COMP_TOL, residuals=dict(r), objective=float(r["objective"])))
     t0 = time.process_time()
     replay = to.replay(traj)

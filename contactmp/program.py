@@ -47,6 +47,7 @@ __all__ = [
     "Complementarity",
     "Block",
     "ConeComplementarity",
+    "largest_residual",
 ]
 
 INF = math.inf
@@ -892,6 +893,13 @@ class Program:
     def __repr__(self) -> str:
         return (f"Program({self.name!r}: {self._n_x} variables, {self._n_p} parameters, {self._n_g} "
                 f"constraint rows, {self._n_c} complementarity pairs, objective={'yes' if self.has_objective else 'no'})")
+
+
+def largest_residual(r: dict[str, float]) -> float:
+    """The largest of ``bound``, ``constraint`` and ``comp_min`` of :meth:`Program.residuals`
+    ``r``: how far a point is from satisfying the program's bounds, rows and pairs (not divided by
+    any tolerance; :meth:`~contactmp.solvers.nlp.NLPOptions.scaled_residual` is)."""
+    return max(r["bound"], r["constraint"], r["comp_min"])
 
 
 def _scaled_violation(v: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:

@@ -456,11 +456,13 @@ def _solve_from(prog: Any, x0: np.ndarray, backend: str, strategy: str, opts: di
 
 
 def _program_record(spec: _Spec, prep: _Prepared, i: int, res: Any, pattern: str | None) -> dict[str, Any]:
+    from contactmp.program import largest_residual
+
     if spec.keep_results:
         prep.results[int(i)] = res
     r = res.residuals
     return {"method": "solve_program", "status": res.status.value,
-            "residual": max(r["bound"], r["constraint"], r["comp_min"]),
+            "residual": largest_residual(r),
             "iterations": int(res.iterations), "pattern": pattern, "x": res.x,
             "objective": float(res.objective), "backend_status": res.backend_status,
             "comp_violation": float(r["comp_min"]), "constraint_violation": float(r["constraint"]),

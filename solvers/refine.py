@@ -48,7 +48,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
 from contactmp.errors import InputError
-from contactmp.program import Program
+from contactmp.program import Program, largest_residual
 from contactmp.solvers.kkt_sensitivity import _csc
 
 __all__ = ["Refinement", "refine_on_pieces"]
@@ -85,10 +85,6 @@ class Refinement:
         return {"accepted": self.accepted, "before": self.before, "after": self.after,
                 "objective_change": self.objective_change, "step": self.step,
                 "iterations": self.iterations, "equations": self.equations, "swaps": self.swaps}
-
-
-def _worst(r: dict[str, float]) -> float:
-    return max(r["bound"], r["constraint"], r["comp_min"])
 
 
 def _functions(prog: Program, derivatives: str) -> tuple[ca.Function, ca.Function]:
@@ -138,8 +134,10 @@ def refine_on_pieces(prog: Program, x: Any, p: Any = None, *, max_iter: int = 8,
                     float(np.max(np.abs(np.minimum(a, b)), initial=0.0)))
         return g, jg, a, b, ja, jb, merit
 
-    def system(xv: np.ndarray, ev: tuple, take_a: np.ndarray, take_b: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
-        """``F`` and ``A = dF/dx`` of the fixed rows and bounds and the given pair sides."""
+    def system(xv: np.ndarray, ev: tuple, row_target: np.ndarray, bound_target: np.ndarray, take_a: np.ndarray,
+               take_b: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
+        """``F`` and ``A = dF/dx`` of the rows and bounds fixed at ``row_target`` / ``bound_target``
+        (nan: free) and the given pair sides."""
         g, jg, a, b, ja, jb, _ = ev
         on_g, fixed = np.isfinite(row_target), np.flatnonzero(np.isfinite(bound_target))
         F = np.concatenate([g[on_g] - row_target[on_g], xv[fixed] - bound_target[fixed], a[take_a], b[take_b]])
@@ -166,7 +164,7 @@ def refine_on_pieces(prog: Program, x: Any, p: Any = None, *, max_iter: int = 8,
             return None
 
     r0 = prog.residuals(x0, pv)
-    before = _worst(r0)
+    before = largest_residual(r0)
     xv = x0.copy()
     ev = evaluate(xv)
     taken, flips = 0, 0
@@ -180,7 +178,7 @@ def refine_on_pieces(prog: Program, x: Any, p: Any = None, *, max_iter: int = 8,
         row_target = np.where(np.isfinite(row_target), row_target, crossed(ev[0], lbg, ubg, 0.0))
         bound_target = np.where(np.isfinite(bound_target), bound_target, crossed(xv, lbx, ubx, 0.0))
         take_a, take_b = pieces_of(first_a, stage)
-        F, A = system(xv, ev, take_a, take_b)
+        F, A = system(xv, ev, row_target, bound_target, take_a, take_b)
         n_eq = F.size
         dx = newton_step(F, A)
         if dx is None:
@@ -204,7 +202,7 @@ def refine_on_pieces(prog: Program, x: Any, p: Any = None, *, max_iter: int = 8,
         xv, ev, taken = trial, ev_t, taken + 1
         first_a = np.where(stage == 0, ev[2] <= ev[3], first_a)  # a pair not yet moved: its smaller side now
     r1 = prog.residuals(xv, pv)
-    after = _worst(r1)
+    after = largest_residual(r1)
     accepted = after < before
     return Refinement(x=xv if accepted else x0, residuals=r1 if accepted else r0, accepted=accepted, before=before, after=after,
                       objective_change=float(r1["objective"] - r0["objective"]),

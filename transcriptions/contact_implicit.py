@@ -43,7 +43,7 @@ from numpy.typing import ArrayLike
 from contactmp.errors import InputError
 from contactmp.formulations.base import Formulation, Step, StepBlock, for_system
 from contactmp.models.symbolic import ContactSystem
-from contactmp.program import Program, Variables
+from contactmp.program import Program, Variables, largest_residual
 from contactmp.result import Result, Status
 from contactmp.stages import StageGroup, StageTemplate
 
@@ -503,8 +503,7 @@ class ContactImplicitTO:
                     for var in prog.variables:
                         x[var.index] = self.program.value(self.program[var.name], x_to)
                         start["step" + var.name[len(prefix):]] = x[var.index]  # the simulator's prefix
-                    r = prog.residuals(x)
-                    step_res = max(r["bound"], r["constraint"], r["comp_min"])
+                    step_res = largest_residual(prog.residuals(x))
                 except KeyError:  # a variable of the step that the transcription does not have
                     step_res, start = math.inf, None
             err = seeded = error(ts.step(traj.q[k], traj.v[k], traj.u[k]), k)

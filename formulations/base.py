@@ -44,8 +44,8 @@ from contactmp.result import Result, Status
 from contactmp.solvers.nlp import STEP_START
 from contactmp.validate import float_vector
 
-__all__ = ["Step", "StepData", "StepBlock", "StepOutcome", "Formulation", "register", "formulation",
-           "FORMULATIONS", "Targets"]
+__all__ = ["Step", "StepData", "StepBlock", "StepOutcome", "Formulation", "PhysicsTolerances", "register",
+           "formulation", "FORMULATIONS", "Targets"]
 
 #: PD targets of a stable-PD formulation: ``targets(t) -> (q_d, qd_d)``
 Targets = Callable[[float], tuple[np.ndarray, np.ndarray]]
@@ -308,6 +308,24 @@ class StepOutcome:
         return self.result.success
 
 
+@dataclass(frozen=True)
+class PhysicsTolerances:
+    """What a formulation's own contact model allows, which the physics verdict of every
+    time-stepping step (:mod:`contactmp.transcriptions.physics_check`) measures against:
+
+    * ``penetration`` [m]: the deepest a contact may be inside its surface at a step's end
+      (``-phi_i(q_{k+1})``): a rigid model's position error of its explicit kinematics, a soft
+      model's design depth with the extra depth of an impact;
+    * ``gap`` [m]: a contact may carry force only while its gap at the step's end is at most this;
+    * ``gap_force`` [N]: a force any contact may carry at any gap by the model's own definition (a
+      polytope's ``relax``), 0 for the others.
+    """
+
+    penetration: float
+    gap: float
+    gap_force: float = 0.0
+
+
 class Formulation:
     """A contact formulation: options (a strict dataclass, ``Options``) and the step protocol.
 
@@ -349,6 +367,16 @@ class Formulation:
         return f"{type(self).__name__}({getattr(self, 'options', '')})"
 
     # -- the protocol ---------------------------------------------------------------------------
+    def physics_tolerances(self, system: ContactSystem, h: float) -> PhysicsTolerances:
+        """The :class:`PhysicsTolerances` of this formulation on ``system`` with step ``h``. The
+        default, for the rigid velocity-level models (whose non-penetration holds at the step's end
+        to first order in ``h``: what remains is the explicit kinematics' curvature error):
+        ``penetration = gap = DESIGN_DEPTH`` (1 mm, :mod:`contactmp.formulations.contact_scale`);
+        soft models override it with their design depth."""
+        from contactmp.formulations.contact_scale import DESIGN_DEPTH
+
+        return PhysicsTolerances(penetration=DESIGN_DEPTH, gap=DESIGN_DEPTH)
+
     def check_system(self, system: ContactSystem, h: float) -> None:
         """Raise :class:`InputError` when ``system`` (with step ``h``) does not fit the formulation
         (called once by every transcription)."""

@@ -53,19 +53,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Union
 
+import math
+
 import casadi as ca
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactmp.errors import InputError, OptionError, check_step
-from contactmp.formulations.base import Formulation, Step, StepData, register
+from contactmp.errors import InputError, OptionError, check_number, check_step
+from contactmp.formulations.base import Formulation, PhysicsTolerances, Step, StepData, register
+from contactmp.formulations.contact_scale import DESIGN_DEPTH, ContactScale, contact_scale
 from contactmp.formulations.velocity_cone import VelocityConeStep, cone_block, disk_step_inputs
 from contactmp.formulations.velocity_pyramid import VelocityPyramidStep, dynamics_row, numeric_mu, pyramid_generators
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Program
 from contactmp.validate import float_vector
 
-__all__ = ["add_velocity_compliant_step", "compliant_gains", "FRICTION_LAWS", "Compliant"]
+__all__ = ["add_velocity_compliant_step", "compliant_gains", "FRICTION_LAWS", "Compliant", "CREEP_TIME", "IMPACT_SPEED",
+           "damping_ramp"]
 
 #: friction law name -> description
 FRICTION_LAWS: dict[str, str] = {
@@ -180,40 +184,85 @@ def add_velocity_compliant_step(prog: Program, *, M: Any, f: Any, v: Any, Jn: An
 
 Gain = Union[ArrayLike, Callable[[np.ndarray, np.ndarray], ArrayLike], None]
 
+#: the creep time T [s] of the default tangential damping ``Bt = load T / d``: a sticking contact at
+#: its friction limit ``mu lambda_n <= mu load`` creeps at ``|lambda_T| / Bt <= mu d / T``, i.e. by at
+#: most ``mu`` design depths per creep time (0.6 mm/s at mu = 0.6, d = 1 mm)
+CREEP_TIME = 1.0
+#: the design impact speed [m/s] of :meth:`Compliant.physics_tolerances` (a fall from 0.2 m:
+#: ``sqrt(2 g 0.2) = 1.98 m/s``): the extra penetration and the damper's reach are bounded at it
+IMPACT_SPEED = 2.0
+
 
 @register
 class Compliant(Formulation):
     """Drumwright's compliant contact (:func:`add_velocity_compliant_step`): per contact a
-    unilateral spring-damper normal row and damped tangential rows. With the cone and
-    ``associated`` (default) a time step is the convex cone QP of
-    :class:`~contactmp.formulations.compliant_friction.CompliantFriction` (reduced to the cone LCP
-    ``K_mu contains p _|_ W p + q in K_mu*`` and solved as that QP); with ``friction="pyramid"`` an
-    LCP. There is no ``phi / h`` gap stabilization: the penetration is the spring's.
+    unilateral spring-damper normal row and damped tangential rows,
 
-    Options: ``stiffness`` K [N/m], ``damping`` B [N s/m], ``tangential_damping`` Bt [N s/m] per
-    contact (scalars broadcast; ``h K + B > 0``, ``Bt > 0``; in time stepping ``stiffness`` and
-    ``damping`` may be callables ``gain(phi, q)`` of the gaps of all contacts and ``q_k``, evaluated
-    at every step's start and frozen over it, e.g.
-    :func:`~contactmp.models.compliance.hertz_gains`; a contact with ``h K + B = 0`` then carries
-    no force in that step), ``friction`` (``"cone"`` or ``"pyramid"``), ``facets`` (pyramid),
-    ``associated`` (De Saxce's ``- mu gamma`` in the normal row: the QP's KKT conditions; False:
-    Coulomb's non-associated law on the regularized slip).
+        lambda_n = max(0, -K phi(t+h) - B phidot(t+h)),     lambda_T = -Bt u_T  (inside K_mu),
+
+    taken implicitly over the step (``phi(t+h) = phi0 + h Jn v+``). There is no ``phi / h`` gap
+    stabilization: the penetration is the spring's. With ``associated=False`` (default) the
+    normal row is Coulomb's non-associated law on the regularized slip (an fc3d problem per time
+    step with the cone, an LCP with the pyramid); with ``associated=True`` it carries De Saxce's
+    ``- mu gamma``, and a time step is the convex cone QP of
+    :class:`~contactmp.formulations.compliant_friction.CompliantFriction` (its KKT conditions,
+    reduced to the cone LCP ``K_mu contains p _|_ W p + q in K_mu*`` and solved as that QP).
+
+    Options and their defaults (derived from the system, :mod:`~contactmp.formulations.contact_scale`:
+    ``load`` [N] the normal force of the most loaded contact at rest at ``q_nominal``, ``m_c`` [kg]
+    the mass its spring carries; ``d = design_depth``):
+
+    * ``design_depth`` d [m] (default ``DESIGN_DEPTH`` = 1 mm): how far the most loaded contact sinks
+      at rest under the default stiffness; with :attr:`IMPACT_SPEED` it sets the declared
+      :meth:`physics_tolerances`.
+    * ``stiffness`` K [N/m] (default ``load / d``: a linear spring that sinks ``d`` under ``load``;
+      a ball of 1 kg: 9810 N/m).
+    * ``damping`` B [N s/m] (default: critical damping of that contact's spring, ``B_c = 2 sqrt(K
+      m_c)``, with ``K`` the stiffness used (given or default), *ramped with the depth at the step's
+      start*: ``B = B_c min(1, max(0, -phi(q_k)) / d)``. Zero at and above the surface, so the
+      damper never pushes a body that has not touched (a constant ``B`` pushes wherever
+      ``K phi(t+h) + B phidot(t+h) < 0``: an approaching contact is braked ``B |phidot| / K`` above
+      the surface, 3.3 cm for a ball dropped from 0.2 m with ``B_c``); critical at the static
+      depth ``d``. With a callable ``stiffness`` the default damping is 0 (give ``damping``).
+    * ``tangential_damping`` Bt [N s/m] (default ``load T / d`` with ``T = CREEP_TIME`` = 1 s, i.e.
+      ``K T`` for the default ``K``): a sticking contact creeps at ``|lambda_T| / Bt <= mu load /
+      Bt = mu d / T`` (at most ``mu`` design depths per second; a box held by friction on a 30 deg
+      incline, mu = 0.61: measured 0.60 mm/s, bound 0.61 mm/s). For 1 kg at d = 1 mm this is the
+      ``Bt = 1e4 m_c`` of formulation-compare's scenes.
+    * ``friction`` (``"cone"`` or ``"pyramid"``), ``facets`` (pyramid).
+    * ``associated`` (default False): De Saxce's ``- mu gamma`` in the normal row (the cone QP's
+      KKT conditions). Its artifact: a sliding contact's normal force is the spring's plus ``(h K +
+      B) mu s`` (``s`` the slip beyond the damper's creep), so a sliding body rides ``(h + B/K) mu s``
+      above the spring's equilibrium and rises while ``s`` grows: a 0.2 m cube sliding down a 30 deg
+      incline (mu = 0.3, h = 0.01) from rest ends with every corner 2.7 mm above the plane after
+      0.30 m and 3.4 mm after 0.43 m with the default gains (12 mm after 0.43 m with a constant
+      critical damping and ``Bt = 1e4 m_c``; 4.5 mm after 0.3 m on issue 35's box), where the
+      non-associated law keeps its bottom corners 0.44-0.83 mm inside (the spring's depth under
+      the tilted load). Choose it for the convex QP (a unique step, the cone-QP backends).
+
+    Given gains are used as given (bit for bit: the options ``stiffness``, ``damping``,
+    ``tangential_damping`` per contact, scalars broadcast; ``h K + B > 0``, ``Bt > 0``; in time
+    stepping ``stiffness`` and ``damping`` may be callables ``gain(phi, q)`` of the gaps of all
+    contacts and ``q_k``, evaluated at every step's start and frozen over it, e.g.
+    :func:`~contactmp.models.compliance.hertz_gains`; a contact with ``h K + B = 0`` then carries no
+    force in that step). A default that cannot be derived (no gravity load on any contact at
+    ``q_nominal``) is an :class:`InputError` naming the option to give.
     """
 
     name = "compliant"
     model_parameters = ("mu", "stiffness", "damping", "tangential_damping")
-    solver = {"lcp": ("lemke", "newton"), "cone": "ipopt"}  # pyramid: an LCP; cone: the cone-QP backend
 
     @dataclass(frozen=True)
     class Options:
-        """The gains, the friction set and the normal law (see the class docstring)."""
+        """The gains, the friction set and the normal law (see the class docstring); None: derived."""
 
         stiffness: Gain = None
-        damping: Gain = 0.0
+        damping: Gain = None
         tangential_damping: Any = None
         friction: str = "cone"
         facets: int = 4
-        associated: bool = True
+        associated: bool = False
+        design_depth: float = DESIGN_DEPTH
 
         def __post_init__(self) -> None:
             if self.friction not in FRICTION_LAWS:
@@ -223,34 +272,56 @@ class Compliant(Formulation):
                 raise InputError("associated", f"must be True or False, got {self.associated!r}")
             if self.friction == "pyramid":
                 pyramid_generators(self.facets)
+            check_number("design_depth", self.design_depth, positive=True)
+
+    @property
+    def solver(self) -> Any:  # type: ignore[override]
+        """The pyramid's LCP solvers; the cone QP's backend (IPOPT) for the associated cone; the
+        fc3d solvers (Newton first, as the rigid cone) for the non-associated cone."""
+        return {"lcp": ("lemke", "newton"), "cone": "ipopt" if self.options.associated else None}
+
+    @property
+    def auto_options(self) -> dict[str, Any]:  # type: ignore[override]
+        """fc3d with Newton first for the non-associated cone (as :class:`~contactmp.formulations.
+        velocity_cone.Cone`); none otherwise."""
+        o = self.options
+        return {"quick": False} if (o.friction == "cone" and not o.associated) else {}
 
     def check_system(self, system: ContactSystem, h: float) -> None:
-        """Validate the gains for ``system.n_c`` contacts and step ``h`` (constant gains) or
+        """Validate the gains for ``system.n_c`` contacts and step ``h`` (constant gains, the
+        defaults derived here: an :class:`InputError` naming the option when they cannot be) or
         ``tangential_damping`` alone (callable gains); even facets for a planar pyramid."""
         o = self.options
         if self.callable_gains:
-            Bt = gain_array("tangential_damping", o.tangential_damping, system.n_c)
+            Bt = self.tangential_gain(system)
             if (Bt <= 0).any():
                 raise InputError("tangential_damping", "must be > 0")
         else:
-            compliant_gains(o.stiffness, o.damping, o.tangential_damping, system.n_c, h)
+            K, B, Bt = self.gains(system, np.zeros(system.n_c), np.asarray(system.q_nominal, dtype=float))
+            compliant_gains(K, B, Bt, system.n_c, h)
         if o.friction == "pyramid" and system.planar and o.facets % 2:
             raise InputError("facets", "must be even for a planar system")
 
     def step_solvers(self) -> dict[str, Any]:
-        """Every backend of the cone QP (``friction="cone"``) or every LCP solver (``"pyramid"``)."""
+        """Every LCP solver (``friction="pyramid"``), every backend of the cone QP (associated cone)
+        or every fc3d solver (non-associated cone)."""
         if self.options.friction == "pyramid":
             from contactmp.solvers.registry import LCP_SOLVERS
 
             return {"lemke+newton": None, **{name: {"lcp": name} for name in LCP_SOLVERS}}
+        if not self.options.associated:
+            from contactmp.solvers.registry import FC3D_SOLVERS
+
+            return {"auto": None, **{name: {"cone": name} for name in FC3D_SOLVERS}}
         from contactmp.solvers.cone_lcp import CONE_SOLVERS
 
         return {name: {"cone": name} for name in CONE_SOLVERS}
 
     @property
     def parametric(self) -> bool:  # type: ignore[override]
-        """With constant gains the block is a function of the state alone, so a time step reuses
-        its Program (:attr:`Formulation.parametric`); callable gains are evaluated per step."""
+        """With constant gains the block is a function of the state alone (the default damping's
+        ramp is an expression of the gaps), so a time step reuses its Program
+        (:attr:`Formulation.parametric`); callable gains are evaluated per step."""
         return not self.callable_gains
 
     @property
@@ -258,21 +329,104 @@ class Compliant(Formulation):
         """True when ``stiffness`` or ``damping`` is a callable ``gain(phi, q)``."""
         return callable(self.options.stiffness) or callable(self.options.damping)
 
+    @property
+    def ramped_damping(self) -> bool:
+        """True when the damping is the default ramp ``B_c min(1, max(0, -phi_k) / d)`` (no
+        ``damping`` given, a constant ``stiffness``)."""
+        return self.options.damping is None and not callable(self.options.stiffness)
+
+    # -- the derived defaults --------------------------------------------------------------------
+    def stiffness_gain(self, system: ContactSystem) -> np.ndarray:
+        """``K`` (``n_c``) of constant gains: the given ``stiffness``, else ``load / d``."""
+        o = self.options
+        if o.stiffness is not None:
+            return gain_array("stiffness", o.stiffness, system.n_c)
+        return np.full(system.n_c, contact_scale(system, "stiffness").stiffness(o.design_depth))
+
+    def critical_damping(self, system: ContactSystem, K: np.ndarray) -> np.ndarray:
+        """``B_c = 2 sqrt(K m_c)`` (``n_c``) for the stiffnesses ``K``: the ramp's full value."""
+        m_c = contact_scale(system, "damping").mass
+        return 2.0 * np.sqrt(np.asarray(K, dtype=float) * m_c)
+
+    def tangential_gain(self, system: ContactSystem) -> np.ndarray:
+        """``Bt`` (``n_c``): the given ``tangential_damping``, else ``load CREEP_TIME / d``."""
+        o = self.options
+        if o.tangential_damping is not None:
+            return gain_array("tangential_damping", o.tangential_damping, system.n_c)
+        load = contact_scale(system, "tangential_damping").load
+        return np.full(system.n_c, load * CREEP_TIME / check_number("design_depth", o.design_depth, positive=True))
+
     def gains(self, system: ContactSystem, phi: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, ...]:
         """``(K, B, Bt)`` (each ``n_c``) of a step starting at ``q`` with the gaps ``phi`` of all
-        contacts: the constants, or the callables evaluated at ``(phi, q)`` and checked (finite, >= 0)."""
+        contacts: the constants (given or derived; the default damping ramped with ``phi``), or the
+        callables evaluated at ``(phi, q)`` and checked (finite, >= 0)."""
         o, nc = self.options, system.n_c
+        if self.ramped_damping:
+            K = self.stiffness_gain(system)
+            B = self.critical_damping(system, K) * damping_ramp(np.asarray(phi, dtype=float), o.design_depth)
+            return K, B, self.tangential_gain(system)
         out = []
-        for name, g in (("stiffness", o.stiffness), ("damping", o.damping)):
+        for name, g in (("stiffness", o.stiffness), ("damping", 0.0 if o.damping is None else o.damping)):
             if callable(g):
                 val = np.asarray(g(np.array(phi, dtype=float), np.array(q, dtype=float)), dtype=float)
                 val = np.full(nc, float(val)) if val.ndim == 0 else val.ravel()
                 if val.shape != (nc,) or not np.isfinite(val).all() or (val < 0).any():
                     raise InputError(name, f"callable must return a scalar or {nc} finite values >= 0, got {val!r}")
                 out.append(val)
+            elif name == "stiffness":
+                out.append(self.stiffness_gain(system))
             else:
                 out.append(gain_array(name, g, nc))
-        return out[0], out[1], gain_array("tangential_damping", o.tangential_damping, nc)
+        return out[0], out[1], self.tangential_gain(system)
+
+    def physics_tolerances(self, system: ContactSystem, h: float) -> PhysicsTolerances:
+        """The compliant contact's :class:`PhysicsTolerances`, from the *design* spring ``K_d = load
+        / d`` with ``m_c`` (not from given gains, so a wrong stiffness is flagged, not excused):
+
+        * ``penetration``: the static depth ``d`` plus an impact at :data:`IMPACT_SPEED` ``V`` (2
+          m/s, a 0.2 m fall), by the energy bound of an undamped spring: ``1/2 K_d delta^2 = 1/2
+          m_c V^2 + load delta``, ``delta = (load + sqrt(load^2 + K_d m_c V^2)) / K_d = d (1 + sqrt(1
+          + V^2 / (a d)))`` with ``a = load / m_c`` (about ``g``): 21 mm at d = 1 mm. Damping only
+          removes energy; measured with the defaults (h = 0.01): a ball (or a cube landing flat)
+          dropped from 0.05 m sinks 3.7 mm, from 0.2 m 6.7 mm (the bound at those speeds: 11.1 and
+          21.0 mm), without rebound.
+        * ``gap``: the damper's reach: ``d`` with the default ramped damping (zero at and above the
+          surface, so a contact pushes only while its linearized end gap ``phi0 + h Jn v+`` is
+          negative, up to the explicit kinematics' curvature, as the rigid models); with a given
+          constant damping ``d + max_i B_i / K_i V`` (a constant damper pushes while ``K phi(t+h)
+          + B phidot(t+h) < 0``, up to ``B |phidot| / K`` above the surface).
+        * ``gap_force``: 0.
+
+        When nothing can be derived (no gravity load), the penetration is ``d`` plus ``V sqrt(m_e /
+        K)`` with a given constant ``K`` and the largest effective contact mass ``m_e = 1 / (Jn_i
+        M^-1 Jn_i^T)`` at ``q_nominal``, else ``d``."""
+        o = self.options
+        d, V = float(o.design_depth), IMPACT_SPEED
+        try:
+            cs: ContactScale | None = contact_scale(system, "stiffness")
+        except InputError:
+            cs = None
+        K = None
+        if not callable(o.stiffness) and (o.stiffness is not None or cs is not None):
+            K = self.stiffness_gain(system)
+        gap = d
+        if K is not None and o.damping is not None and not callable(o.damping):  # a given constant damper
+            B = gain_array("damping", o.damping, system.n_c)
+            reach = np.divide(B, K, out=np.full(system.n_c, math.inf), where=K > 0)
+            reach[B == 0] = 0.0
+            gap = d + float(np.max(reach, initial=0.0)) * V
+        if cs is not None:
+            Kd = cs.stiffness(d)
+            return PhysicsTolerances(penetration=(cs.load + math.sqrt(cs.load ** 2 + Kd * cs.mass * V * V)) / Kd,
+                                     gap=gap)
+        pen = d
+        if K is not None:
+            q = np.asarray(system.q_nominal, dtype=float)
+            Jn = system.eval_J(q)[0]
+            inv_m = np.einsum("ij,ij->i", Jn, np.linalg.solve(system.eval_M(q), Jn.T).T)
+            m_e = 1.0 / np.maximum(inv_m, 1e-300)
+            pen = d + float(np.max(V * np.sqrt(m_e / np.maximum(K, 1e-300)), initial=0.0))
+        return PhysicsTolerances(penetration=pen, gap=gap)
 
     def _step_gains(self, step: Step) -> tuple[np.ndarray, ...]:
         """:meth:`gains` at the step's start (``q_nominal`` and zero gaps for a symbolic step, where
@@ -292,14 +446,28 @@ class Compliant(Formulation):
         return np.flatnonzero(step.h * K[idx] + B[idx] > 0)
 
     def add_step(self, prog: Program, step: Step) -> VelocityConeStep | VelocityPyramidStep:
-        """:func:`add_velocity_compliant_step` at the step's data and gains."""
+        """:func:`add_velocity_compliant_step` at the step's data and gains; the default damping is
+        the ramp ``B_c min(1, max(0, -phi0) / d)`` of the step's gaps ``phi0`` (an expression of the
+        state in a parametric or trajectory-optimization step)."""
         o, s = self.options, step.system
         if self.callable_gains and not step.numeric:
             raise OptionError("configuration-dependent gains (callables) need numeric steps (TimeStepping)")
         idx = slice(None) if step.contacts is None else [int(i) for i in np.asarray(step.contacts, dtype=int)]
         K, B, Bt = (g[idx] for g in self._step_gains(step))
         d = step.data()
+        if self.ramped_damping and not (step.params and "damping" in step.params):
+            Bc = self.critical_damping(s, self.stiffness_gain(s))[idx]
+            B = ca.DM(Bc) * damping_ramp(d.phi, o.design_depth) if isinstance(d.phi, (ca.SX, ca.MX)) \
+                else Bc * damping_ramp(np.asarray(d.phi, dtype=float).ravel(), o.design_depth)
         return add_velocity_compliant_step(
             prog, M=d.M, f=d.f, v=step.v, Jn=d.Jn, Jt=d.Jt, Jo=d.Jo, mu=d.mu, phi=d.phi, h=step.h,
             stiffness=K, damping=B, tangential_damping=Bt, friction=o.friction, facets=o.facets,
             associated=o.associated, prefix=step.prefix, planar=s.planar)
+
+
+def damping_ramp(phi: Any, depth: float) -> Any:
+    """The default damping's factor ``min(1, max(0, -phi) / d)`` of the gaps ``phi`` (numbers or a
+    CasADi expression): 0 at and above the surface, 1 from the design depth ``d`` down."""
+    if isinstance(phi, (ca.SX, ca.MX)):
+        return ca.fmin(1.0, ca.fmax(0.0, -phi) / depth)
+    return np.minimum(1.0, np.maximum(0.0, -np.asarray(phi, dtype=float)) / depth)

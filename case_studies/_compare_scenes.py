@@ -103,14 +103,15 @@ def formulation_options(name: str, scene: Scene, depth: float = DESIGN_DEPTH) ->
     ``scene.load`` -- compliant ``K = load / d``, critical normal damping ``B = 2 sqrt(K m_c)``
     (``m_c = load / g``), tangential damping ``Bt = 1e4 m_c`` N s/m (creep ``F / Bt`` below the
     friction limit); NMDP / MDP polytope ``k = load / d^2`` N/m^2 and ``relax = 1e-3 load`` (the
-    force a contact may get at a positive gap, which keeps the polytope non-degenerate). The rigid
-    models take none."""
+    force a contact may get at a positive gap, which keeps the polytope non-degenerate), with
+    ``design_depth = d`` declared (the depth the physics verdict holds them to). The rigid models
+    take none."""
     w, d = scene.load, depth
     if name == "compliant":
         K, m_c = w / d, w / GRAVITY
         return {"stiffness": K, "damping": 2.0 * math.sqrt(K * m_c), "tangential_damping": 1e4 * m_c}
     if name in ("nmdp", "mdp"):
-        return {"stiffness": w / d**2, "relax": 1e-3 * w}
+        return {"stiffness": w / d**2, "relax": 1e-3 * w, "design_depth": d}
     return {}
 
 

@@ -35,6 +35,10 @@ spider's ``phi`` already subtracts the foot radius, Solo12's feet are points):
 * Solo12: ``k = 1.5e6 N/m^2`` (``m g / 4 = 6.1 N`` at 2.0 mm), ``relax = 0.01 N``,
   ``Kp = 15``, ``Kd = 0.3`` (the recommended 10-20 and 0.1-0.5).
 
+The static depths 3.1 and 2.0 mm are declared as the option ``design_depth``: the penetration the
+physics verdict of every frame holds the run to follows from it
+(:func:`~contactmp.formulations.nmdp.polytope_tolerances`).
+
 Metrics per run (:func:`case_studies._gait_metrics.gait_metrics` on the torso ``x, z, pitch`` at the
 frames): stable/exploded (+ reason and time), tilt max / RMS [deg], height periodicity, walking
 distance, speed and linearity (R^2 of ``x(t)``), frames per second (frames / summed frame wall time),
@@ -72,8 +76,8 @@ DESCRIPTION = "NMDP vs linearized MDP: spider walk/jump at dt 5-50 ms (tilt, hei
 
 #: physical parameters per robot (module docstring)
 PARAMS: dict[str, dict[str, float]] = {
-    "spider": {"stiffness": 2.5e7, "relax": 1.0, "radius": 0.0, "kp": 2000.0, "kd": 20.0},
-    "solo12": {"stiffness": 1.5e6, "relax": 0.01, "radius": 0.0, "kp": 15.0, "kd": 0.3},
+    "spider": {"stiffness": 2.5e7, "relax": 1.0, "radius": 0.0, "kp": 2000.0, "kd": 20.0, "design_depth": 3.1e-3},
+    "solo12": {"stiffness": 1.5e6, "relax": 0.01, "radius": 0.0, "kp": 15.0, "kd": 0.3, "design_depth": 2.0e-3},
 }
 METHODS = ("ipopt", "pgm", "zopgm", "mdp", "mdp-explicit")
 NMDP_METHODS = ("ipopt", "pgm", "zopgm", "pgm-kinetic")

@@ -45,6 +45,7 @@ from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, OptionError, check_number
 from contactmp.formulations.base import Step, register
+from contactmp.formulations.contact_scale import DESIGN_DEPTH
 from contactmp.formulations.nmdp import (OBJECTIVES, PolytopeFormulation, PolytopeOptions, PolytopeStep, _block_inputs,
                                         _mu_column, _set_polytope, _step_data, polytope_columns, polytope_forces)
 from contactmp.validate import float_vector
@@ -78,18 +79,28 @@ def _mdp_backends() -> tuple[str, ...]:
 
 class LinearizedMDP:
     """The linearized MDP QP of ``system`` (module docstring); the polytope and PD options are those
-    of :class:`~contactmp.formulations.nmdp.NMDP`; ``pd`` is ``"stable"`` or ``"explicit"``."""
+    of :class:`~contactmp.formulations.nmdp.NMDP` (``stiffness=None``: ``load / design_depth^2``,
+    ``relax=None``: 0, :func:`~contactmp.formulations.nmdp.default_gains`); ``pd`` is ``"stable"`` or
+    ``"explicit"``. A floating base (``qdot = G(q) v``) steps on its chart
+    (:class:`~contactmp.formulations.nmdp.Chart`): ``q_{n+1} = R(q_n + h G(q_n) qd+)``, the PD's
+    position error ``S_q q_n - q_d`` on the actuated coordinates' entries of ``q``."""
 
-    def __init__(self, system: ContactSystem, *, vertices: int | None = None, stiffness: ArrayLike = 0.0,
-                 relax: ArrayLike = 0.0, radius: ArrayLike = 0.0, kp: ArrayLike = 0.0,
-                 kd: ArrayLike = 0.0, pd: str = "stable", objective: str = "effective") -> None:
-        _set_polytope(self, system, vertices, stiffness, relax, radius, kp, kd, objective)
+    #: the polytope is frozen at ``q_n`` (its declared penetration allows one step's lag,
+    #: :func:`~contactmp.formulations.nmdp.polytope_tolerances`)
+    frozen = True
+
+    def __init__(self, system: ContactSystem, *, vertices: int | None = None, stiffness: ArrayLike | None = None,
+                 relax: ArrayLike | None = None, radius: ArrayLike = 0.0, kp: ArrayLike = 0.0,
+                 kd: ArrayLike = 0.0, pd: str = "stable", objective: str = "effective",
+                 design_depth: float = DESIGN_DEPTH) -> None:
+        _set_polytope(self, system, vertices, stiffness, relax, radius, kp, kd, objective, design_depth)
         if pd not in PD_MODES:
             raise OptionError(f"pd must be one of {PD_MODES}, got {pd!r}")
         self.pd = pd
         q, v = system.q, system.v
         W, mags = polytope_columns(system, q, self.coeffs, self.stiffness, self.relax, self.radius)
         self._data = ca.Function("lmdp_data", [q, v], [system.M, system.h, W, mags])
+        self._qdot = ca.Function("qdot", [q, v], [system.qdot])
 
     def parameters(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
                    qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> np.ndarray:
@@ -106,10 +117,10 @@ class LinearizedMDP:
         hb, mags = hb.ravel(), mags.ravel()
         W = W.reshape(self.n, self.n_w)
         if self.pd == "stable":
-            tau_e = -self.kp * (self.S @ qn - qd) + self.kd * qdd + t0
+            tau_e = -self.kp * (self.S_q @ qn - qd) + self.kd * qdd + t0
             A = M + hh * self.B @ np.diag(hh * self.kp + self.kd) @ self.S
         else:
-            tau_e = -self.kp * (self.S @ qn - qd) - self.kd * (self.S @ qdn - qdd) + t0
+            tau_e = -self.kp * (self.S_q @ qn - qd) - self.kd * (self.S @ qdn - qdd) + t0
             A = M
         A = 0.5 * (A + A.T)
         rhs = M @ qdn + hh * (self.B @ tau_e - hb)
@@ -178,7 +189,7 @@ class LinearizedMDP:
         status = Status.SOLVED if finite and res <= tol else (
             Status.NUMERICAL_ERROR if not finite else Status.NOT_SOLVED)
         qd_next = d["qd_star"] + d["P"] @ w
-        q_next = d["q_n"] + float(d["h"]) * qd_next
+        q_next = self.configuration(d["q_n"], float(d["h"]) * qd_next)
         forces = polytope_forces(self.system, self.coeffs, mags, w)
         return Result(
             status=status, x=q_next, solver=backend, residual=res, tol=tol, iterations=iters, time_s=dt,
@@ -187,6 +198,12 @@ class LinearizedMDP:
             extras={"qd_next": qd_next, "w": w, "forces": forces,
                     "kinetic_energy": float(0.5 * qd_next @ d["M"] @ qd_next), "Q": Q, "c": c, "kkt": kkt,
                     "lam_w": lam_w, "lam_s": lam_s, "pd": self.pd, "backend_status": text})
+
+    def configuration(self, q_n: np.ndarray, xi: np.ndarray) -> np.ndarray:
+        """``q_{n+1} = q_n + xi`` (minimal coordinates) or ``R(q_n + G(q_n) xi)`` (the chart), ``xi = h qd+``."""
+        if self.chart.minimal:
+            return q_n + xi
+        return self.chart.retract(q_n, xi, lambda q, v: self._qdot(q, v).full().ravel())
 
     def natural_residual(self, Q: np.ndarray, c: np.ndarray, w: np.ndarray) -> float:
         """``||w - Proj_C(w - (Q w + c) / L)||_inf`` with ``L = max |Q_ij|`` (0 exactly at the

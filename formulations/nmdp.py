@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -63,14 +64,16 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, OptionError, check_number, check_step
-from contactmp.formulations.base import Formulation, Step, StepBlock, StepOutcome, register
+from contactmp.formulations.base import Formulation, PhysicsTolerances, Step, StepBlock, StepOutcome, register
+from contactmp.formulations.contact_scale import DESIGN_DEPTH
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, Constraint, Program, Variables
 from contactmp.result import Result, Status
 from contactmp.solvers.ipopt import BACKENDS, IpoptNLP, ipopt_status
 from contactmp.validate import float_vector
 
-__all__ = ["NMDP", "NMDPFunctions", "NMDPBlock", "add_nmdp_step",
+__all__ = ["NMDP", "NMDPFunctions", "NMDPBlock", "add_nmdp_step", "Chart", "chart", "quaternion_blocks",
+           "default_gains", "polytope_tolerances", "impact_depth",
            "selection_matrix", "vertex_coefficients", "polytope_columns",
            "step_expressions"]
 
@@ -78,27 +81,235 @@ __all__ = ["NMDP", "NMDPFunctions", "NMDPBlock", "add_nmdp_step",
 OBJECTIVES = ("effective", "kinetic")
 
 
-# -- Validation and the polytope ---------------------------------------------------------------
-def selection_matrix(system: ContactSystem) -> np.ndarray:
-    """``B`` of ``system`` as a numeric 0/1 matrix after checking that the system has minimal
-    coordinates (``qdot = v``) and that ``B`` is a constant selection of actuated coordinates
-    (each column one 1, each row at most one 1). InputError naming ``system`` or ``B`` otherwise."""
+# -- Validation, the chart and the polytope ----------------------------------------------------
+@dataclass(frozen=True)
+class Chart:
+    """How a step of ``system`` writes ``q_{k+1}``: the backward-Euler step on the configuration
+    manifold ``q_{k+1} = q_k (+) h v_{k+1}`` in a chart around ``q_k``.
+
+    * ``minimal`` (``qdot = v``): the unknown is ``theta = q_{k+1}`` itself, ``qd+ = (theta - q_k) / h``
+      (the chart is the identity; every number is the one of the minimal-coordinate step);
+    * otherwise (``qdot = G(q) v``, a floating base with unit quaternions): the unknown is the
+      increment ``xi`` in ``R^{n_v}`` (``xi = h v_{k+1}``) and
+
+          q(xi) = R(q_k + G(q_k) xi),        qd+ = xi / h,
+
+      ``R`` renormalizing every unit-quaternion block (``quaternions``: the 4-entry blocks of ``q``
+      whose rows of ``G`` depend on ``q``; every other row of ``G`` is constant). This is the
+      integration of the velocity-level formulations (``q_k + h qdot(q_k, v+)``, quaternion
+      renormalized), made implicit: the step's unknowns are ``n_v`` numbers, so the NMDP stays a
+      minimal-coordinate program in ``xi``.
+
+    ``B`` is the numeric 0/1 input selection (``n_v x n_u``) and ``actuated_q`` the index into ``q``
+    of each input's coordinate: the entry whose ``qdot`` is that input's ``v`` entry (``qdot_i = v_j``
+    exactly), where a stable PD's position target acts (``S_q q``, with ``S_q`` the 0/1 rows
+    ``actuated_q``); for minimal coordinates ``S_q = B^T``. An input on a velocity no entry of ``q``
+    integrates alone (a torque on a quaternion body's angular velocity) has ``actuated_q = -1`` and a
+    zero row in ``S_q``: it takes no position gain (:func:`check_position_gains`)."""
+
+    minimal: bool
+    quaternions: tuple[slice, ...]
+    B: np.ndarray
+    actuated_q: np.ndarray
+    n_q: int
+
+    @property
+    def S_q(self) -> np.ndarray:
+        """``(n_u x n_q)`` 0/1 rows picking the actuated coordinates out of ``q``."""
+        S = np.zeros((self.actuated_q.size, self.n_q))
+        rows = np.flatnonzero(self.actuated_q >= 0)
+        S[rows, self.actuated_q[rows]] = 1.0
+        return S
+
+    def retract(self, q_n: Any, xi: Any, qdot: Callable[[Any, Any], Any]) -> Any:
+        """``q(xi) = R(q_n + G(q_n) xi)`` (numbers or SX; ``qdot(q, v) = G(q) v`` the system's
+        Function); the identity chart gives ``q_n + xi``."""
+        if self.minimal:
+            return q_n + xi
+        if isinstance(xi, ca.SX) or isinstance(q_n, ca.SX):
+            q = q_n + qdot(q_n, xi)
+            parts, last = [], 0
+            for blk in self.quaternions:
+                parts += [q[last:blk.start], q[blk] / ca.norm_2(q[blk])]
+                last = blk.stop
+            parts.append(q[last:])
+            return ca.vertcat(*parts)
+        q = np.asarray(q_n, dtype=float) + np.asarray(qdot(q_n, xi), dtype=float).ravel()
+        for blk in self.quaternions:
+            q[blk] /= np.linalg.norm(q[blk])
+        return q
+
+
+def chart(system: ContactSystem) -> Chart:
+    """The :class:`Chart` of ``system`` (built once per system): checks that ``B`` is a constant
+    0/1 selection of actuated coordinates (each column one 1, each row at most one 1), that each
+    input's coordinate has a position entry (``qdot_i = v_j``), and, when ``qdot != v``, that the
+    rows of ``G = d qdot / d v`` that depend on ``q`` are unit-quaternion blocks of four entries.
+    InputError naming ``system`` or ``B`` otherwise."""
     if not isinstance(system, ContactSystem):
         raise InputError("system", f"must be a ContactSystem, got {type(system).__name__}")
-    if system.n_q != system.n_v:
-        raise InputError("system", f"a stable PD (and NMDP) needs minimal coordinates (qdot = v), but n_q = {system.n_q} "
-                                   f"!= n_v = {system.n_v} ({system.name})")
-    Gq = ca.jacobian(system.qdot, system.v)
-    if ca.depends_on(Gq, system.q) or not np.allclose(
-            np.array(ca.evalf(Gq), dtype=float), np.eye(system.n_v), atol=0, rtol=0):
-        raise InputError("system", f"a stable PD (and NMDP) needs qdot = v ({system.name})")
+    got = _charts.get(system)
+    if got is not None:
+        return got
     if ca.depends_on(system.B, system.q):
         raise InputError("B", "must be a constant selection matrix (it depends on q)")
     B = np.array(ca.evalf(system.B), dtype=float).reshape(system.n_v, system.n_u)
     if not np.all((B == 0) | (B == 1)) or not np.all(B.sum(axis=0) == 1) or np.any(B.sum(axis=1) > 1):
         raise InputError("B", "must be a 0/1 selection of actuated coordinates (one 1 per column, "
                               "at most one per row)")
-    return B
+    n_q, n_v = system.n_q, system.n_v
+    varying, Gc = _kinematic_map(system)
+    const = [i for i in range(n_q) if i not in varying]
+    minimal = n_q == n_v and not varying and np.array_equal(Gc, np.eye(n_v))
+    quats = () if minimal else quaternion_blocks(system, strict=True)
+    act = np.empty(system.n_u, dtype=int)
+    for j in range(system.n_u):
+        col = int(np.flatnonzero(B[:, j])[0])
+        hit = [i for i in const if np.array_equal(Gc[i], np.eye(n_v)[col])]
+        act[j] = hit[0] if hit else -1
+    got = _charts[system] = Chart(bool(minimal), tuple(quats), B, act, n_q)
+    return got
+
+
+_charts: "weakref.WeakKeyDictionary[ContactSystem, Chart]" = weakref.WeakKeyDictionary()
+
+
+def check_position_gains(system: ContactSystem, kp: np.ndarray, field_name: str = "kp") -> None:
+    """InputError naming ``field_name`` when a position gain ``kp_j > 0`` acts on an input whose
+    coordinate has no entry of ``q`` (:class:`Chart`, ``actuated_q = -1``)."""
+    bad = np.flatnonzero((chart(system).actuated_q < 0) & (np.asarray(kp) > 0))
+    if bad.size:
+        names = [system.u_names[j] if getattr(system, "u_names", None) else str(j) for j in bad]
+        raise InputError(field_name, f"inputs {names} of {system.name} act on velocities no entry of q integrates "
+                                     "alone (a quaternion body's angular velocity): they take no position gain (0)")
+
+
+def _kinematic_map(system: ContactSystem) -> tuple[list[int], np.ndarray]:
+    """``(varying, Gc)``: the rows of ``G = d qdot / d v`` that depend on ``q``, and ``G`` with those
+    rows NaN (the others are constant)."""
+    Gq = ca.jacobian(system.qdot, system.v)
+    n_q, n_v = system.n_q, system.n_v
+    varying = [i for i in range(n_q) if ca.depends_on(Gq[i, :], system.q)]
+    const = [i for i in range(n_q) if i not in varying]
+    Gc = np.full((n_q, n_v), np.nan)
+    if const:
+        Gc[const] = np.array(ca.evalf(ca.substitute(Gq[const, :], system.q, ca.DM.zeros(n_q))), dtype=float)
+    return varying, Gc
+
+
+def quaternion_blocks(system: ContactSystem, strict: bool = False) -> tuple[slice, ...]:
+    """The unit-quaternion blocks of ``q``: the runs of 4 consecutive entries whose rows of
+    ``G = d qdot / d v`` depend on ``q`` and whose entries at ``q_nominal`` have norm 1 (a floating
+    base's ``q[3:7]``). Rows of ``G`` that depend on ``q`` in any other way: an InputError naming
+    ``system`` when ``strict``, else ``()`` (nothing to renormalize)."""
+    varying, _ = _kinematic_map(system)
+    qn = np.asarray(system.q_nominal, dtype=float)
+    out = []
+    for k in range(0, len(varying), 4):
+        r = varying[k:k + 4]
+        if len(r) != 4 or r != list(range(r[0], r[0] + 4)) or abs(float(np.linalg.norm(qn[r])) - 1.0) > 1e-9:
+            if not strict:
+                return ()
+            raise InputError("system", f"qdot = G(q) v with rows of G that depend on q other than unit-quaternion "
+                                       f"blocks of 4 entries (rows {varying}; {system.name}): the step's chart "
+                                       "q(xi) = R(q_k + G(q_k) xi) cannot renormalize them")
+        out.append(slice(r[0], r[0] + 4))
+    return tuple(out)
+
+
+def selection_matrix(system: ContactSystem) -> np.ndarray:
+    """``B`` of ``system`` as a numeric 0/1 matrix after checking that it is a constant selection of
+    actuated coordinates (:func:`chart`: each column one 1, each row at most one 1, each input's
+    coordinate integrated by one entry of ``q``). InputError naming ``system`` or ``B`` otherwise.
+    The position of input j's coordinate is ``q[chart(system).actuated_q[j]]`` (``B^T q`` when
+    ``qdot = v``)."""
+    return chart(system).B
+
+
+def default_gains(system: ContactSystem, stiffness: ArrayLike | None, relax: ArrayLike | None,
+                  design_depth: float = DESIGN_DEPTH) -> tuple[ArrayLike, ArrayLike]:
+    """The polytope gains ``(k, relax)`` of ``s_i = k min(phi_i - r_i, 0)^2 + relax`` with the
+    physical defaults: ``stiffness=None`` is ``k = load / d^2`` [N/m^2] with ``d = design_depth``
+    and ``load`` the normal force of the system's most loaded contact at rest at ``q_nominal``
+    (:func:`~contactmp.formulations.contact_scale.contact_scale`: from ``M``, ``B`` and the gravity
+    load ``h(q_nominal, 0)``), so that the most loaded contact sinks ``d`` under its static load
+    (``k d^2 = load``); ``relax=None`` is ``0``: no force at a gap (a positive ``relax`` is a force
+    any contact may get at any distance, which maximal dissipation spends against the motion: a
+    falling body is braked before it lands). When nothing can be derived (no gravity load on a
+    contact) the :class:`InputError` names ``stiffness``."""
+    if stiffness is None:
+        from contactmp.formulations.contact_scale import contact_scale
+
+        stiffness = contact_scale(system, "stiffness").stiffness(design_depth, power=2)
+    return stiffness, 0.0 if relax is None else relax
+
+
+#: the landing speed [m/s] a polytope formulation's declared penetration covers (a drop from 5 cm)
+IMPACT_SPEED = 1.0
+
+
+def impact_depth(design_depth: float, fall: float, speed: float = IMPACT_SPEED) -> float:
+    """The depth ``x`` [m] a contact reaches against ``s(x) = k x^2`` when it lands at ``speed``
+    under the free-fall acceleration ``fall`` [m/s^2], with ``k`` sinking ``design_depth = d`` under
+    its static load (``k d^2 = m fall``): maximal dissipation spends the whole polytope against the
+    approach, and the work balance ``k x^3 / 3 = 1/2 m speed^2 + m fall x`` gives
+    ``x^3 / (3 d^2) - x = speed^2 / (2 fall)`` (``x = sqrt(3) d`` for a contact released touching).
+    The largest root, by Newton's method from above."""
+    d, a = float(design_depth), max(float(fall), 1e-12)
+    c = speed * speed / (2.0 * a)
+    x = max(math.sqrt(3.0) * d, (3.0 * d * d * c) ** (1.0 / 3.0)) * 2.0
+    for _ in range(100):
+        f, df = x ** 3 / (3.0 * d * d) - x - c, x * x / (d * d) - 1.0
+        x_new = x - f / df
+        if abs(x_new - x) <= 1e-15 * x:
+            break
+        x = x_new
+    return x
+
+
+def polytope_tolerances(problem: Any, h: float) -> PhysicsTolerances:
+    """The :class:`~contactmp.formulations.base.PhysicsTolerances` of a polytope step (an
+    :class:`NMDP` or a :class:`~contactmp.formulations.linearized_mdp.LinearizedMDP` ``problem``) of
+    length ``h``:
+
+    * ``penetration``: less the smallest ``radius`` (the polytope acts from ``phi = r``), the depth
+      :func:`impact_depth` a contact reaches landing at :data:`IMPACT_SPEED` on the spring that sinks
+      ``design_depth`` under the most loaded contact's static load (its free-fall acceleration
+      ``load / mass`` of :func:`~contactmp.formulations.contact_scale.contact_scale`, ``a``), plus
+      the step's own overshoot: NMDP (backward Euler, its force acts at the step's end) ``a h^2``,
+      the distance one step of that acceleration adds; the linearized MDP (the polytope frozen at
+      ``q_k``, one step behind the depth) ``h * IMPACT_SPEED``, one step of travel at the landing
+      speed. Measured (ball and quaternion box, ``d = 1`` mm, ``h`` = 10 / 5 / 2 ms): released
+      touching the plane, NMDP 1.17 / 1.32 / 1.51 mm, MDP 2.00 / 1.73 / 1.74 mm against
+      ``sqrt(3) d = 1.73`` mm; landing at 1 m/s, NMDP 2.79 / 3.33 / 4.34 mm (declared 6.51 / 5.78 /
+      5.57), MDP 5.03 / 5.61 / 5.56 mm (declared 15.5 / 10.5 / 7.5); a 10-box stack released at rest
+      under the MDP (each interface carrying the boxes above) 6.6 mm at 10 ms. Based on the design depth,
+      not on the given stiffness: a softer stiffness than ``load / design_depth^2`` is flagged; give a
+      deeper ``design_depth`` to declare it;
+    * ``gap = max(r, 0) + design_depth``: the polytope carries force only where ``phi < r``;
+    * ``gap_force = max relax``: the force any contact may get at any gap by the model's definition."""
+    from contactmp.formulations.contact_scale import contact_scale
+
+    d = float(problem.design_depth)
+    try:
+        sc = contact_scale(problem.system, "stiffness")
+        fall = sc.load / sc.mass
+    except InputError:  # no gravity load on a contact: a landing is driven by the inputs alone
+        fall = 9.81
+    r_lo, r_hi = float(np.min(problem.radius, initial=0.0)), float(np.max(problem.radius, initial=0.0))
+    lag = float(h) * IMPACT_SPEED if getattr(problem, "frozen", False) else fall * float(h) ** 2
+    pen = max(impact_depth(d, fall) - r_lo, 0.0) + lag
+    return PhysicsTolerances(penetration=pen, gap=max(r_hi, 0.0) + d,
+                             gap_force=float(np.max(problem.relax, initial=0.0)))
+
+
+def minimal_coordinates(system: ContactSystem, field_name: str, what: str) -> None:
+    """InputError naming ``field_name`` unless ``system`` has minimal coordinates (``qdot = v``):
+    for ``what`` (a trajectory-optimization block or a sensitivity) that is written in ``q_{k+1}``."""
+    if not chart(system).minimal:
+        raise InputError(field_name, f"{what} is written in minimal coordinates (qdot = v); {system.name} has "
+                                     f"qdot = G(q) v (n_q = {system.n_q}, n_v = {system.n_v}): its time stepping "
+                                     "works (the chart q_{k+1} = q_k (+) h v_{k+1}), this does not")
 
 
 def vertex_coefficients(vertices: Any, planar: bool) -> np.ndarray:
@@ -118,17 +329,23 @@ def vertex_coefficients(vertices: Any, planar: bool) -> np.ndarray:
     return c
 
 
-def _set_polytope(obj: Any, system: ContactSystem, vertices: int | None, stiffness: ArrayLike, relax: ArrayLike,
-                  radius: ArrayLike, kp: ArrayLike, kd: ArrayLike, objective: str) -> None:
+def _set_polytope(obj: Any, system: ContactSystem, vertices: int | None, stiffness: ArrayLike | None,
+                  relax: ArrayLike | None, radius: ArrayLike, kp: ArrayLike, kd: ArrayLike, objective: str,
+                  design_depth: float = DESIGN_DEPTH) -> None:
     """Check and set the polytope, gains and objective of :class:`NMDP` and of
-    :class:`~contactmp.formulations.linearized_mdp.LinearizedMDP` (``B``, ``S = B^T``, ``coeffs``,
-    ``vertices``, per-contact ``stiffness``, ``relax``, ``radius``, per-input ``kp``, ``kd``, ``n``,
-    ``n_w``, ``groups``)."""
+    :class:`~contactmp.formulations.linearized_mdp.LinearizedMDP` (``chart``, ``B``, ``S = B^T`` (on
+    ``v``), ``S_q`` (on ``q``), ``coeffs``, ``vertices``, per-contact ``stiffness``, ``relax``
+    (None: :func:`default_gains`), ``radius``, per-input ``kp``, ``kd``, ``n``, ``n_q``, ``n_w``,
+    ``groups``)."""
     if objective not in OBJECTIVES:
         raise InputError("objective", f"must be one of {', '.join(map(repr, OBJECTIVES))}, got {objective!r}")
     obj.objective = objective
-    obj.B = selection_matrix(system)
+    obj.chart = chart(system)
+    obj.B = obj.chart.B
     obj.S = obj.B.T
+    obj.S_q = obj.S if obj.chart.minimal else obj.chart.S_q
+    obj.design_depth = check_number("design_depth", design_depth, positive=True)
+    stiffness, relax = default_gains(system, stiffness, relax, obj.design_depth)
     obj.system = system
     if vertices is None:
         vertices = 2 if system.planar else 4
@@ -140,7 +357,8 @@ def _set_polytope(obj: Any, system: ContactSystem, vertices: int | None, stiffne
     obj.radius = float_vector(radius, n_c, "radius")
     obj.kp = float_vector(kp, n_u, "kp", nonnegative=True)
     obj.kd = float_vector(kd, n_u, "kd", nonnegative=True)
-    obj.n, obj.n_w = system.n_v, n_c * obj.vertices
+    check_position_gains(system, obj.kp)
+    obj.n, obj.n_q, obj.n_w = system.n_v, system.n_q, n_c * obj.vertices
     obj.groups = [np.arange(i * obj.vertices, (i + 1) * obj.vertices) for i in range(n_c)]
 
 
@@ -152,7 +370,7 @@ def _step_data(obj: Any, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLi
     qn = s._vec("q_n", q_n, s.n_q)
     qdn = s._vec("qd_n", qd_n, s.n_v)
     hh = check_number("h", h, positive=True)
-    qd = obj.S @ qn if q_d is None else s._vec("q_d", q_d, s.n_u)
+    qd = obj.S_q @ qn if q_d is None else s._vec("q_d", q_d, s.n_u)
     qdd = np.zeros(s.n_u) if qd_d is None else s._vec("qd_d", qd_d, s.n_u)
     t0 = np.zeros(s.n_u) if tau_0 is None else s._vec("tau_0", tau_0, s.n_u)
     return qn, qdn, hh, qd, qdd, t0
@@ -166,6 +384,7 @@ def _block_inputs(prog: Program, system: ContactSystem, h: float, vertices: int 
     if not isinstance(prog, Program):
         raise InputError("prog", f"must be a contactmp Program, got {type(prog).__name__}")
     B = selection_matrix(system)
+    minimal_coordinates(system, "system", "a polytope step's Program block (trajectory optimization, sensitivity)")
     hh = check_step(h)
     if vertices is None:
         vertices = 2 if system.planar else 4
@@ -220,8 +439,9 @@ def polytope_columns(system: ContactSystem, theta: ca.SX, coeffs: np.ndarray, st
 
 
 def step_expressions(system: ContactSystem, theta: ca.SX, q_n: ca.SX, qd_n: ca.SX, h: Any, Btau: ca.SX,
-                     W: ca.SX) -> tuple[ca.SX, ca.SX, ca.SX]:
-    """``(G_free, K, qd+)`` of one backward-Euler step: ``qd+ = (theta - q_n) / h``,
+                     W: ca.SX, qd: ca.SX | None = None) -> tuple[ca.SX, ca.SX, ca.SX]:
+    """``(G_free, K, qd+)`` of one backward-Euler step: ``qd+ = (theta - q_n) / h`` (or ``qd`` when
+    given: a floating base's ``xi / h``, with ``theta`` the configuration ``q(xi)`` of its chart),
     ``G_free = M(theta) (qd+ - qd_n) / h + h_b(theta, qd+) - B tau`` (``Btau`` given, may depend
     on theta), so that ``G = G_free - W w``, and ``K = 1/2 qd+^T M(theta) qd+``. When the system
     has an inverse-dynamics Function ``system.functions["inverse_dynamics"](q, v, a) = M(q) a +
@@ -229,7 +449,8 @@ def step_expressions(system: ContactSystem, theta: ca.SX, q_n: ca.SX, qd_n: ca.S
     (``M(theta) x = ID(theta, 0, x) - ID(theta, 0, 0)``), and ``K`` with its kinetic-energy Function
     ``system.functions["kinetic_energy"](q, v) = 1/2 v^T M(q) v`` if it has one: the same
     quantities to rounding in graphs a tenth the size, which makes the step's Jacobians cheap."""
-    qd = (theta - q_n) / h
+    if qd is None:
+        qd = (theta - q_n) / h
     fast = system.functions.get("inverse_dynamics")
     if fast is None:
         M, hb = ca.Function("nmdp_dyn", [system.q, system.v], [system.M, system.h])(theta, qd)
@@ -265,7 +486,9 @@ class NMDPFunctions:
     * ``q_n``, ``qd_n``, ``h``: the step data (``q_d``, ``qd_d``, ``tau_0`` in ``params``);
     * ``tapes``: the same functions as instruction tapes with inputs ``(theta, w, params)``
       (:class:`~contactmp.solvers._nmdp_kernels.PGMTapes`), with which
-      :func:`~contactmp.solvers.nmdp_pgm.pgm` runs its compiled loop; None: the Python loop.
+      :func:`~contactmp.solvers.nmdp_pgm.pgm` runs its compiled loop; None: the Python loop;
+    * ``configuration(theta) -> (n_q,)``: ``q_{n+1}`` of ``theta`` (:class:`Chart`: ``theta`` itself in
+      minimal coordinates; ``q_n`` is then the chart's origin, 0 for a floating base's ``xi``).
     """
 
     n: int
@@ -285,6 +508,7 @@ class NMDPFunctions:
     forces: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
     params: np.ndarray = field(default_factory=lambda: np.zeros(0))
     tapes: Any = None
+    configuration: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 class _Compiled:
@@ -294,15 +518,26 @@ class _Compiled:
         s = nmdp.system
         n, n_u, n_w, n_c = s.n_v, s.n_u, nmdp.n_w, s.n_c
         theta, w = ca.SX.sym("theta", n), ca.SX.sym("w", n_w)
-        q_n, qd_n, h = ca.SX.sym("q_n", n), ca.SX.sym("qd_n", n), ca.SX.sym("h")
+        q_n, qd_n, h = ca.SX.sym("q_n", s.n_q), ca.SX.sym("qd_n", n), ca.SX.sym("h")
         q_d, qd_d, tau_0 = ca.SX.sym("q_d", n_u), ca.SX.sym("qd_d", n_u), ca.SX.sym("tau_0", n_u)
         p = ca.vertcat(q_n, qd_n, h, q_d, qd_d, tau_0)
         self.n_p = p.shape[0]
         S = nmdp.S
-        qd = (theta - q_n) / h
-        tau = -nmdp.kp * (ca.mtimes(S, theta) - q_d) - nmdp.kd * (ca.mtimes(S, qd) - qd_d) + tau_0
-        W, mags = polytope_columns(s, theta, nmdp.coeffs, nmdp.stiffness, nmdp.relax, nmdp.radius)
-        G_free, K, _ = step_expressions(s, theta, q_n, qd_n, h, ca.mtimes(nmdp.B, tau), W)
+        if nmdp.chart.minimal:  # theta = q_{n+1}
+            qd = (theta - q_n) / h
+            tau = -nmdp.kp * (ca.mtimes(S, theta) - q_d) - nmdp.kd * (ca.mtimes(S, qd) - qd_d) + tau_0
+            W, mags = polytope_columns(s, theta, nmdp.coeffs, nmdp.stiffness, nmdp.relax, nmdp.radius)
+            G_free, K, _ = step_expressions(s, theta, q_n, qd_n, h, ca.mtimes(nmdp.B, tau), W)
+            q_th = theta
+        else:  # theta = xi, q_{n+1} = q(xi) = R(q_n + G(q_n) xi) (Chart), qd+ = xi / h
+            qdot = ca.Function("qdot", [s.q, s.v], [s.qdot])
+            q_th = nmdp.chart.retract(q_n, theta, qdot)
+            qd = theta / h
+            tau = -nmdp.kp * (ca.mtimes(nmdp.S_q, q_th) - q_d) - nmdp.kd * (ca.mtimes(S, qd) - qd_d) + tau_0
+            W, mags = polytope_columns(s, q_th, nmdp.coeffs, nmdp.stiffness, nmdp.relax, nmdp.radius)
+            G_free, K, _ = step_expressions(s, q_th, q_n, qd_n, h, ca.mtimes(nmdp.B, tau), W, qd=qd)
+        #: q_{n+1} of theta at the step data p (theta itself in minimal coordinates)
+        self.configuration = ca.Function("configuration", [theta, p], [q_th])
         self.kinetic = ca.Function("kinetic", [theta, p], [K])  # 1/2 qd+^T M qd+, whatever the objective
         if nmdp.objective == "effective":  # + 1/2 h (S qd+)^T diag(h Kp + Kd) (S qd+)
             Sqd = ca.mtimes(S, qd)
@@ -315,7 +550,7 @@ class _Compiled:
         self.G_theta = ca.Function("G_theta", tw, [ca.jacobian(G, theta)])
         # zeroth order: the vertices B_i (here the magnitudes s_i) held constant, J_i(theta) kept
         s_frozen = ca.SX.sym("s_frozen", n_c)
-        W_frozen, _ = polytope_columns(s, theta, nmdp.coeffs, nmdp.stiffness, nmdp.relax, nmdp.radius,
+        W_frozen, _ = polytope_columns(s, q_th, nmdp.coeffs, nmdp.stiffness, nmdp.relax, nmdp.radius,
                                        magnitudes=s_frozen)
         G_zo = ca.substitute(ca.jacobian(G_free - ca.mtimes(W_frozen, w), theta), s_frozen, mags)
         self.G_theta_zo = ca.Function("G_theta_zo", tw, [G_zo])
@@ -331,8 +566,12 @@ class _Compiled:
             mu = float(s.mu[i])
             rows.append(ca.horzcat(mags[i] * ca.sum1(wi), mags[i] * mu * ca.dot(nmdp.coeffs[:, 0], wi),
                                    mags[i] * mu * ca.dot(nmdp.coeffs[:, 1], wi)))
-        self.forces = ca.Function("forces", [theta, w], [ca.vertcat(*rows) if rows else ca.SX(0, 3)])
-        self.magnitudes = ca.Function("magnitudes", [theta], [mags])
+        self.forces = ca.Function("forces", [theta, w, p], [ca.vertcat(*rows) if rows else ca.SX(0, 3)])
+        if nmdp.chart.minimal:
+            self.magnitudes = ca.Function("magnitudes", [theta], [mags])
+        else:  # the magnitudes s(q) of a configuration q
+            _, mq = polytope_columns(s, s.q, nmdp.coeffs, nmdp.stiffness, nmdp.relax, nmdp.radius)
+            self.magnitudes = ca.Function("magnitudes", [s.q], [mq])
         # the NLP: x = (theta, w), g = (G, E^T w)
         E = np.kron(np.eye(n_c), np.ones((V, 1)))  # (n_w x n_c)
         self.nlp = {"x": ca.vertcat(theta, w), "p": p, "f": K,
@@ -365,12 +604,19 @@ class NMDP:
 
     Parameters
     ----------
-    system : ContactSystem with ``qdot = v`` and a constant 0/1 input selection ``B``.
+    system : ContactSystem with a constant 0/1 input selection ``B``: minimal coordinates
+        (``qdot = v``: ``theta = q_{n+1}``) or a floating base with unit quaternions (``qdot = G(q) v``:
+        ``theta = xi``, the increment of the :class:`Chart` ``q_{n+1} = R(q_n + G(q_n) xi)``, and
+        ``qd+ = xi / h``; the step's ``x`` is then ``q_{n+1}``, see :meth:`configuration`).
     vertices : V, pyramid edges per contact (2 for planar systems, >= 3 otherwise; default 2
         planar, 4 otherwise).
-    stiffness : k_i [N/m^2] >= 0 (scalar or per contact) of ``s_i = k min(phi - r, 0)^2 + relax``.
+    stiffness : k_i [N/m^2] >= 0 (scalar or per contact) of ``s_i = k min(phi - r, 0)^2 + relax``;
+        None (default): ``load / design_depth^2`` (:func:`default_gains`: the most loaded contact at
+        rest sinks ``design_depth`` under its load).
     relax : relax_i [N] >= 0 (scalar or per contact); ``stiffness = 0, relax = S``: a constant
-        pyramid of height S.
+        pyramid of height S; None (default): 0, no force at a gap.
+    design_depth : d [m] > 0 of the default stiffness (default 1 mm,
+        :data:`~contactmp.formulations.contact_scale.DESIGN_DEPTH`).
     radius : r_i [m] (scalar or per contact), the offset of the gap (a foot radius); any sign.
     kp, kd : stable-PD gains (scalar or per input, >= 0) [N/m or N m/rad, N s/m].
     objective : ``"effective"`` (default): ``K = 1/2 qd+^T (M + h B diag(h Kp + Kd) B^T) qd+``;
@@ -378,11 +624,23 @@ class NMDP:
         under stable PD).
     """
 
-    def __init__(self, system: ContactSystem, *, vertices: int | None = None, stiffness: ArrayLike = 0.0,
-                 relax: ArrayLike = 0.0, radius: ArrayLike = 0.0, kp: ArrayLike = 0.0,
-                 kd: ArrayLike = 0.0, objective: str = "effective") -> None:
-        _set_polytope(self, system, vertices, stiffness, relax, radius, kp, kd, objective)
+    def __init__(self, system: ContactSystem, *, vertices: int | None = None, stiffness: ArrayLike | None = None,
+                 relax: ArrayLike | None = None, radius: ArrayLike = 0.0, kp: ArrayLike = 0.0,
+                 kd: ArrayLike = 0.0, objective: str = "effective", design_depth: float = DESIGN_DEPTH) -> None:
+        _set_polytope(self, system, vertices, stiffness, relax, radius, kp, kd, objective, design_depth)
         self._c = _Compiled(self)
+
+    def origin(self, q_n: np.ndarray) -> np.ndarray:
+        """The chart coordinate ``theta`` of ``q_n`` itself: ``q_n`` (minimal coordinates) or 0 (``xi``)."""
+        return np.asarray(q_n, dtype=float).copy() if self.chart.minimal else np.zeros(self.n)
+
+    def configuration(self, theta: np.ndarray, p: np.ndarray) -> np.ndarray:
+        """``q_{n+1}`` of the unknown ``theta`` at the step data ``p``: ``theta`` itself (minimal
+        coordinates) or ``R(q_n + G(q_n) theta)`` (:class:`Chart`)."""
+        th = np.asarray(theta, dtype=float).ravel()
+        if self.chart.minimal:
+            return th
+        return self._c.configuration(th, p).full().ravel()
 
     # ------------------------------------------------------------------------- step data
     def parameters(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
@@ -397,9 +655,9 @@ class NMDP:
         evaluate the instruction tapes built once with the problem (``tapes``: PGM then runs
         compiled), or, for a graph tapes do not take, the CasADi Functions."""
         p = self.parameters(q_n, qd_n, h, q_d, qd_d, tau_0)
-        c, n = self._c, self.n
-        qn = p[:n].copy()
-        hh = float(p[2 * n])
+        c, n, nq = self._c, self.n, self.n_q
+        qn = self.origin(p[:nq])
+        hh = float(p[nq + n])
 
         t, n_w, w0 = c.tapes, self.n_w, np.zeros(self.n_w)
         if t is None:
@@ -417,16 +675,16 @@ class NMDP:
             K=lambda th: float(ev(t.K, th, w0)[0, 0]),
             K_grad=lambda th: ev(t.K_grad, th, w0).ravel(),
             K_hess=lambda th: ev(t.K_hess, th, w0),
-            q_n=qn, h=hh, qd_n=p[n:2 * n].copy(),
+            q_n=qn, h=hh, qd_n=p[nq:nq + n].copy(),
             qd_next=lambda th: (np.asarray(th, dtype=float).ravel() - qn) / hh,
-            forces=lambda th, w: c.forces(th, w).full().reshape(self.system.n_c, 3),
-            params=p.copy(), tapes=t,
+            forces=lambda th, w: c.forces(th, w, p).full().reshape(self.system.n_c, 3),
+            params=p.copy(), tapes=t, configuration=lambda th: self.configuration(th, p),
         )
 
     def _casadi_functions(self, p: np.ndarray) -> NMDPFunctions:
         """:meth:`functions` evaluated by the CasADi Functions (no tapes: PGM's Python loop)."""
-        c, n = self._c, self.n
-        qn, hh = p[:n].copy(), float(p[2 * n])
+        c, n, nq = self._c, self.n, self.n_q
+        qn, hh = self.origin(p[:nq]), float(p[nq + n])
 
         def vec(f: ca.Function, *a: Any) -> np.ndarray:
             return f(*a).full().ravel()
@@ -443,10 +701,10 @@ class NMDP:
             K=lambda th: float(c.K(th, p)),
             K_grad=lambda th: vec(c.K_grad, th, p),
             K_hess=lambda th: mat(c.K_hess, th, p),
-            q_n=qn, h=hh, qd_n=p[n:2 * n].copy(),
+            q_n=qn, h=hh, qd_n=p[nq:nq + n].copy(),
             qd_next=lambda th: (np.asarray(th, dtype=float).ravel() - qn) / hh,
-            forces=lambda th, w: mat(c.forces, th, w).reshape(self.system.n_c, 3),
-            params=p.copy(),
+            forces=lambda th, w: mat(c.forces, th, w, p).reshape(self.system.n_c, 3),
+            params=p.copy(), configuration=lambda th: self.configuration(th, p),
         )
 
     # ------------------------------------------------------------------------- checking
@@ -472,7 +730,8 @@ class NMDP:
         is built once per backend and options (through :class:`~contactmp.solvers.ipopt.IpoptNLP`).
         Never raises on non-convergence.
 
-        Returns a :class:`~contactmp.result.Result`: ``x = theta = q_{n+1}``; ``status`` ``SOLVED``
+        Returns a :class:`~contactmp.result.Result`: ``x = q_{n+1}`` (``theta`` itself in minimal
+        coordinates; ``extras["theta"]`` the chart's unknown); ``status`` ``SOLVED``
         only when IPOPT converged and the independent check passed: ``residual = ||G(theta, w)||_inf
         <= tol`` and ``w`` feasible to ``tol`` (``residuals``: ``G``, ``w_violation``);
         ``objective`` the NLP's objective ``K``; ``extras``: ``w``, ``qd_next``, ``forces`` ``(n_c,
@@ -486,8 +745,9 @@ class NMDP:
         if not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
             raise InputError("max_iter", f"must be an integer >= 1, got {max_iter!r}")
         p = self.parameters(q_n, qd_n, h, q_d, qd_d, tau_0)
-        s, n = self.system, self.n
-        th0 = p[:n] + p[2 * n] * p[n:2 * n] if theta0 is None else s._vec("theta0", theta0, n)
+        s, n, nq = self.system, self.n, self.n_q
+        hp = float(p[nq + n])
+        th0 = self.origin(p[:nq]) + hp * p[nq:nq + n] if theta0 is None else s._vec("theta0", theta0, n)
         ww0 = np.zeros(self.n_w) if w0 is None else s._vec("w0", w0, self.n_w)
         opts = {"print_level": 0, "sb": "yes", "tol": float(ipopt_tol), "max_iter": int(max_iter),
                 "bound_relax_factor": 0.0, **(ipopt_options or {})}
@@ -507,15 +767,16 @@ class NMDP:
         status = ipopt_status(text, res <= tol and viol <= tol) if finite else Status.NUMERICAL_ERROR
         msg = "" if status is Status.SOLVED else (
             f"IPOPT: {text}; ||G||_inf = {res:.3g}, w violation = {viol:.3g} (tol {tol:g})")
+        q_next = self.configuration(theta, p) if finite else theta
         return Result(
-            status=status, x=theta, solver=f"ipopt/{backend}", residual=res, tol=tol, iterations=ans.iterations,
+            status=status, x=q_next, solver=f"ipopt/{backend}", residual=res, tol=tol, iterations=ans.iterations,
             time_s=dt, message=msg, residuals={"G": res, "w_violation": viol},
             objective=float(self._c.K(theta, p)) if finite else math.inf,
-            extras={"w": w, "qd_next": (theta - p[:n]) / float(p[2 * n]),
-                    "forces": self._c.forces(theta, w).full().reshape(s.n_c, 3) if finite else np.full((s.n_c, 3), np.nan),
+            extras={"w": w, "qd_next": (theta - self.origin(p[:nq])) / hp, "theta": theta,
+                    "forces": self._c.forces(theta, w, p).full().reshape(s.n_c, 3) if finite else np.full((s.n_c, 3), np.nan),
                     "kinetic_energy": float(self._c.kinetic(theta, p)) if finite else math.inf,
                     "nu": ans.lam_g[:n], "lam_s": ans.lam_g[n:], "lam_w": -ans.lam_x[n:], "backend_status": text,
-                    "w_violation": viol, "magnitudes": self._c.magnitudes(theta).full().ravel() if finite else None})
+                    "w_violation": viol, "magnitudes": self._c.magnitudes(q_next).full().ravel() if finite else None})
 
 
 # -- The KKT conditions as a Program block (contact-implicit trajectory optimization) ----------
@@ -660,15 +921,18 @@ def _variable_positions(prog: Program, e: Any, field_name: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PolytopeOptions:
-    """The options both polytope formulations have (see :class:`NMDP`)."""
+    """The options both polytope formulations have (see :class:`NMDP`): ``stiffness=None`` and
+    ``relax=None`` are derived from the system (:func:`default_gains`: ``k = load / design_depth^2``,
+    ``relax = 0``)."""
 
     vertices: int | None = None
-    stiffness: Any = 0.0
-    relax: Any = 0.0
+    stiffness: Any = None
+    relax: Any = None
     radius: Any = 0.0
     kp: Any = 0.0
     kd: Any = 0.0
     objective: str = "effective"
+    design_depth: float = DESIGN_DEPTH
 
 
 class PolytopeFormulation(Formulation):
@@ -691,7 +955,7 @@ class PolytopeFormulation(Formulation):
         if system not in cache:
             o = self.options
             kw = dict(vertices=o.vertices, stiffness=o.stiffness, relax=o.relax, radius=o.radius, kp=o.kp, kd=o.kd,
-                      objective=o.objective, **self._problem_options())
+                      objective=o.objective, design_depth=o.design_depth, **self._problem_options())
             cache[system] = self.problem_class(system, **kw)
         return cache[system]
 
@@ -701,6 +965,12 @@ class PolytopeFormulation(Formulation):
     def check_system(self, system: ContactSystem, h: float) -> None:
         """Build the problem object (it validates the system and every option)."""
         self.problem(system)
+
+    def physics_tolerances(self, system: ContactSystem, h: float) -> PhysicsTolerances:
+        """What the polytope ``s_i = k min(phi_i - r_i, 0)^2 + relax_i`` allows (:func:`polytope_tolerances`):
+        ``penetration`` the depth a contact reaches landing at :data:`IMPACT_SPEED` with the step's
+        own overshoot, ``gap = max(r, 0) + design_depth`` and ``gap_force = max relax``."""
+        return polytope_tolerances(self.problem(system), h)
 
     def _kkt_options(self, system: ContactSystem) -> dict[str, Any]:
         p = self.problem(system)
@@ -866,10 +1136,12 @@ class NMDPFormulation(PolytopeFormulation):
         return {m: m for m in sorted(NMDP_METHODS, key=lambda m: m != self.options.method)}
 
     def check_system(self, system: ContactSystem, h: float) -> None:
-        """The system must fit :class:`NMDP`; ``h_min <= h``."""
+        """The system must fit :class:`NMDP`; ``h_min <= h``; ``polish`` only in minimal coordinates."""
         super().check_system(system, h)
         if self.options.h_min > h:
             raise InputError("h_min", f"must be <= h = {h:g}, got {self.options.h_min!r}")
+        if self.options.polish:
+            minimal_coordinates(system, "polish", "the polish (Newton on the step's KKT block)")
 
     def _method(self, solver: Any) -> str:
         method = self.options.method if solver is None else solver
@@ -907,11 +1179,12 @@ class NMDPFormulation(PolytopeFormulation):
 
     def _substep(self, system: ContactSystem, method: str, q: np.ndarray, qd: np.ndarray, t: float, hh: float,
                  w0: np.ndarray, targets: Any, tau_0: np.ndarray) -> dict[str, Any]:
-        """One NMDP substep of length ``hh`` from ``(q, qd)`` at time ``t``, from ``theta0 = q + hh qd``."""
+        """One NMDP substep of length ``hh`` from ``(q, qd)`` at time ``t``, from ``theta0 = q + hh qd``
+        (a floating base's chart: ``xi0 = hh qd``)."""
         kind, option = NMDP_METHODS[method]
         prob, opts = self.problem(system), dict(self.options.solver_options or {})
         q_d, qd_d = targets(t + hh)
-        theta0 = q + hh * qd
+        theta0 = prob.origin(q) + hh * qd
         data = {"p": prob.parameters(q, qd, hh, q_d, qd_d, tau_0), "hold": q_d is None}
         if kind == "ipopt":
             r = prob.solve_ipopt(q, qd, hh, q_d, qd_d, tau_0, backend=option, theta0=theta0, w0=w0, **opts)
@@ -931,6 +1204,7 @@ class NMDPFormulation(PolytopeFormulation):
             theta, w = self._polished(system, data["p"], theta, w, fns)
         finite = bool(np.all(np.isfinite(theta)) and np.all(np.isfinite(w)))
         forces = fns.forces(theta, w) if finite else np.full((system.n_c, 3), np.nan)
-        return {"status": r.status, "q": theta, "qd": fns.qd_next(theta), "w": w, "forces": forces,
+        q_next = fns.configuration(theta) if finite else np.full(system.n_q, np.nan)
+        return {"status": r.status, "q": q_next, "qd": fns.qd_next(theta), "w": w, "forces": forces,
                 "outer": r.iterations, "proj": r.extras["projections"], "message": r.message, "residual": r.residual,
                 **data}

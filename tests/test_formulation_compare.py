@@ -43,7 +43,7 @@ def test_stable_pd_bad_input_names_the_field():
         TimeStepping(point_mass_2d(), 0.01, "cone", pd_gains=(1.0,))
     with pytest.raises(InputError, match="pd_gains"):
         TimeStepping(point_mass_2d(), 0.01, "nmdp", pd_gains=(1.0, 0.1), kp=1.0)
-    with pytest.raises(InputError, match="system"):  # a quaternion body has no actuated coordinates B^T q
+    with pytest.raises(InputError, match="pd_gains"):  # a torque on a quaternion body's omega: no position to hold
         TimeStepping(box_3d(), 0.01, "cone", pd_gains=(1.0, 0.1))
     # the linearized MDP's own option pd ("stable" / "explicit") is not the controller's gains
     TimeStepping(point_mass_2d(), 0.01, "mdp", pd="explicit", pd_gains=(1.0, 0.1))

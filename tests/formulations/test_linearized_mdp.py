@@ -132,8 +132,8 @@ def test_project_capped_simplices():
 def test_input_errors():
     s = point_mass_2d()
     with pytest.raises(InputError) as e:
-        LinearizedMDP(box_3d())
-    assert e.value.field == "system"
+        LinearizedMDP(box_3d(), kp=1.0)  # a torque on a quaternion body's omega has no position to hold
+    assert e.value.field == "kp"
     for kw, name in ((dict(vertices=3), "vertices"), (dict(stiffness=-1.0), "stiffness"),
                      (dict(relax=np.inf), "relax"), (dict(radius=np.nan), "radius"),
                      (dict(kp=[1.0]), "kp"), (dict(kd=-1.0), "kd")):

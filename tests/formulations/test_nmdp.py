@@ -216,7 +216,9 @@ def test_input_errors(point_mass):
             fn()
         return ei.value.field
 
-    assert field(lambda: NMDP(box_3d())) == "system"            # quaternion: qdot != v
+    assert field(lambda: NMDP(box_3d(), kp=1.0)) == "kp"        # a torque on omega has no position to hold
+    assert field(lambda: add_nmdp_step(Program(), box_3d(), np.zeros(7), np.zeros(6), np.zeros(7),
+                                       np.zeros(6), 0.01)) == "system"  # the KKT block: minimal coordinates only
     assert field(lambda: NMDP("not a system")) == "system"
     assert field(lambda: NMDP(point_mass, vertices=4)) == "vertices"
     assert field(lambda: NMDP(point_mass, vertices=2.0)) == "vertices"

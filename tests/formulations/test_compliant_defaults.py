@@ -170,15 +170,16 @@ def test_penetration_tolerance_is_the_energy_bound() -> None:
 
 
 # ---------------------------------------------------------------------- physics with the defaults
+@pytest.mark.parametrize("friction", ["cone", "pyramid"])
 @pytest.mark.parametrize("body", ["box", "sphere"])
-def test_slides_on_the_incline_and_stays_on_it(body: str) -> None:
+def test_slides_on_the_incline_and_stays_on_it(body: str, friction: str) -> None:
     """5 % below the slip threshold, 0.3 s: penetration within the declared tolerance (in fact the
     static depth: 1.0 mm), no contact that starts closed lifts above the plane (box: the lightly
     loaded uphill corners stay 0.28 mm inside), and the body slides (box: ``g (sin a - mu cos a) t``
-    to 2 %)."""
+    to 2 %); the same with the pyramid (an LCP, Lemke)."""
     mu = 0.95 * THRESHOLD[body]
     s = BUILD[body](mu, ALPHA)
-    ts, tr, phis = _simulate(s, 30)
+    ts, tr, phis = _simulate(s, 30, friction=friction)
     tol = ts.formulation.physics_tolerances(s, H)
     closed = s.eval_phi(np.asarray(s.q_nominal, dtype=float)) <= 1e-9
     assert tr.n_failed == 0

@@ -45,6 +45,10 @@ class Status(str, enum.Enum):
     TIME_LIMIT = "time_limit"
     NUMERICAL_ERROR = "numerical_error"
     NOT_SOLVED = "not_solved"  # the backend stopped without a claim we could verify
+    #: a time step whose program was solved (verified residual) but whose physics verdict failed: a
+    #: body inside the ground, force at a distance, energy from nowhere
+    #: (:func:`contactmp.transcriptions.physics_check.judge_step`; ``extras["physics"]`` says which)
+    UNPHYSICAL = "unphysical"
 
     def __str__(self) -> str:
         return self.value

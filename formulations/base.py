@@ -304,8 +304,17 @@ class StepOutcome:
 
     @property
     def success(self) -> bool:
-        """True when the step's contact problem was solved (verified residual)."""
+        """True when the step's contact problem was solved (verified residual) and, for a step of
+        :class:`~contactmp.transcriptions.time_stepping.TimeStepping`, its physics verdict passed."""
         return self.result.success
+
+    @property
+    def physics(self) -> Any:
+        """The step's physics verdict (a :class:`~contactmp.transcriptions.physics_check.StepVerdict`;
+        None when the step was not judged: a non-finite state, or not taken by TimeStepping)."""
+        from contactmp.transcriptions.physics_check import StepVerdict
+
+        return StepVerdict.from_dict(self.result.extras.get("physics"))
 
 
 @dataclass(frozen=True)
@@ -318,12 +327,15 @@ class PhysicsTolerances:
       model's design depth with the extra depth of an impact;
     * ``gap`` [m]: a contact may carry force only while its gap at the step's end is at most this;
     * ``gap_force`` [N]: a force any contact may carry at any gap by the model's own definition (a
-      polytope's ``relax``), 0 for the others.
+      polytope's ``relax``), 0 for the others;
+    * ``cone_factor``: the friction impulse may reach ``cone_factor mu p_n`` (1 for Coulomb's cone and
+      the polygons inscribed in it; ``1 / cos(pi / k)`` for a k-facet pyramid circumscribing it).
     """
 
     penetration: float
     gap: float
     gap_force: float = 0.0
+    cone_factor: float = 1.0
 
 
 class Formulation:
@@ -371,11 +383,21 @@ class Formulation:
         """The :class:`PhysicsTolerances` of this formulation on ``system`` with step ``h``. The
         default, for the rigid velocity-level models (whose non-penetration holds at the step's end
         to first order in ``h``: what remains is the explicit kinematics' curvature error):
-        ``penetration = gap = DESIGN_DEPTH`` (1 mm, :mod:`contactmp.formulations.contact_scale`);
-        soft models override it with their design depth."""
+        ``penetration = gap = DESIGN_DEPTH`` (1 mm, :mod:`contactmp.formulations.contact_scale`) and
+        the friction set's :meth:`cone_factor`; soft models override it with their design depth."""
         from contactmp.formulations.contact_scale import DESIGN_DEPTH
 
-        return PhysicsTolerances(penetration=DESIGN_DEPTH, gap=DESIGN_DEPTH)
+        return PhysicsTolerances(penetration=DESIGN_DEPTH, gap=DESIGN_DEPTH, cone_factor=self.cone_factor())
+
+    def cone_factor(self) -> float:
+        """How far the friction set reaches beyond Coulomb's cone, as a factor on ``mu p_n``: ``1 /
+        cos(pi / k)`` for a k-facet pyramid (option ``facets``, with ``friction="pyramid"`` where the
+        formulation has that option), whose polygon circumscribes the disk; 1 otherwise."""
+        o = getattr(self, "options", None)
+        facets = getattr(o, "facets", None)
+        if facets is None or getattr(o, "friction", "pyramid") != "pyramid":
+            return 1.0
+        return 1.0 / math.cos(math.pi / int(facets))
 
     def check_system(self, system: ContactSystem, h: float) -> None:
         """Raise :class:`InputError` when ``system`` (with step ``h``) does not fit the formulation

@@ -36,6 +36,35 @@ impulse):
 
 Each metric is given per step (the maximum over contacts) and summarized (maximum over the
 trajectory); a step the solver did not solve is counted, not hidden (``status_counts``).
+
+**The physics verdict of every step** (:func:`judge_step`, run by
+:meth:`~contactmp.transcriptions.time_stepping.TimeStepping.step` on every step it takes): a step
+whose program was solved can still be wrong physics (a soft model with no stiffness lets a ball
+fall through the ground while every step's program is solved to 1e-12). The verdict compares the
+step's end state and impulses with the formulation's own
+:class:`~contactmp.formulations.base.PhysicsTolerances` (``tol``) and lists every violation:
+
+* ``penetration``: ``max_i -phi_i(q_{k+1}) > tol.penetration``;
+* ``gap_force``: a contact pushes (``p_n / h`` above ``tol.gap_force`` plus the step's force floor)
+  while its gap at the step's end is ``phi_i(q_{k+1}) > tol.gap`` (force at a distance);
+* ``cone``: ``|p_T| - c mu_i p_n`` above the step's impulse floor, with the friction set's
+  ``c = tol.cone_factor`` (1 for Coulomb's cone and the polytopes inscribed in it, ``1 / cos(pi/k)``
+  for a k-facet pyramid, whose corners lie outside the cone);
+* ``negative_normal``: ``p_n`` below minus the impulse floor (a contact that pulls);
+* ``energy_gain``: the work the contacts did on the system since the run began,
+  ``W = sum_k p_k . J(q_k) (v_k + v_{k+1}) / 2`` (the contact impulses' exact share of the kinetic
+  energy change ``v_mid^T M (v_{k+1} - v_k)`` of the velocity-level scheme), is above
+  ``tol.penetration * F_max``: the energy a push out of the deepest allowed penetration could
+  release under the largest total normal force ``F_max`` seen so far (each step that adds to such a
+  gain is flagged). Contacts on fixed surfaces only dissipate; what they store (a soft model's
+  spring, a rigid model's position correction) they may give back, but no more.
+
+The floors are rounding bounds relative to the step's own impulses: the impulse floor is
+``IMPULSE_FLOOR`` times the step's largest impulse (at least ``1e-12`` N s), the force floor that
+floor over ``h``. A step whose program was solved but whose verdict lists a violation has status
+:attr:`~contactmp.result.Status.UNPHYSICAL` (its ``result.extras["physics"]`` names each violated
+check with its value and tolerance); :class:`~contactmp.transcriptions.time_stepping.Trajectory`
+counts them and :func:`check_trajectory` summarizes them.
 """
 from __future__ import annotations
 
@@ -47,10 +76,99 @@ import numpy as np
 from contactmp.errors import InputError
 from contactmp.models.symbolic import ContactSystem
 
-__all__ = ["PhysicsCheck", "check_trajectory", "step_metrics", "METRICS"]
+__all__ = ["PhysicsCheck", "check_trajectory", "step_metrics", "METRICS", "StepVerdict", "judge_step",
+           "VERDICT_CHECKS", "IMPULSE_FLOOR"]
 
 #: the per-step metrics, in the order of :attr:`PhysicsCheck.per_step`
 METRICS = ("penetration", "signorini", "cone", "negative_normal", "mdp_gap", "complementarity")
+#: the checks of the physics verdict (module docstring), in the order they are reported
+VERDICT_CHECKS = ("penetration", "gap_force", "cone", "negative_normal", "energy_gain")
+#: the rounding floor of the verdict's impulse checks, relative to the step's largest impulse: a
+#: verified contact solve (residual <= 1e-8 relative) leaves the cone and sign of its impulses
+#: within it
+IMPULSE_FLOOR = 1e-6
+#: units of each verdict check's value and tolerance
+_UNITS = {"penetration": "m", "gap_force": "N", "cone": "N s", "negative_normal": "N s", "energy_gain": "J"}
+
+
+@dataclass(frozen=True)
+class StepVerdict:
+    """The physics verdict of one step (:func:`judge_step`; module docstring).
+
+    ``violations`` maps each failed check of :data:`VERDICT_CHECKS` to ``(value, tolerance)``;
+    ``contact_work`` [J] is the contacts' work since the run began and ``force_max`` [N] the largest
+    total normal force so far (the running state the next step's verdict continues from)."""
+
+    violations: dict[str, tuple[float, float]]
+    contact_work: float
+    force_max: float
+
+    @property
+    def ok(self) -> bool:
+        """True when no check failed."""
+        return not self.violations
+
+    def describe(self) -> str:
+        """The violations in words, e.g. ``"penetration 0.395 m > 0.001 m"`` ("" when none)."""
+        return "; ".join(f"{name} {val:.3g} {_UNITS[name]} > {tol:.3g} {_UNITS[name]}"
+                         for name, (val, tol) in self.violations.items())
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (what a step's ``result.extras["physics"]`` holds)."""
+        return {"ok": self.ok, "violations": {k: [float(a), float(b)] for k, (a, b) in self.violations.items()},
+                "contact_work": float(self.contact_work), "force_max": float(self.force_max)}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "StepVerdict | None":
+        """The verdict of :meth:`to_dict` (None when ``d`` is not one)."""
+        if not isinstance(d, dict) or "contact_work" not in d:
+            return None
+        return cls({k: (float(a), float(b)) for k, (a, b) in d.get("violations", {}).items()},
+                   float(d["contact_work"]), float(d.get("force_max", 0.0)))
+
+
+def judge_step(system: ContactSystem, tolerances: Any, h: float, q: np.ndarray, v: np.ndarray,
+               q_next: np.ndarray, v_next: np.ndarray, impulses: np.ndarray,
+               previous: StepVerdict | None = None, J: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+               phi_next: np.ndarray | None = None) -> StepVerdict:
+    """The physics verdict (module docstring) of the step ``(q, v) -> (q_next, v_next)`` with contact
+    impulses ``impulses`` (n_c, 3; contact frame ``(n, t, o)``) against ``tolerances`` (a
+    :class:`~contactmp.formulations.base.PhysicsTolerances`), continuing the running contact work
+    and force scale of ``previous`` (the previous step's verdict; None at a run's start). ``J`` are
+    ``Jn, Jt, Jo`` at ``q`` and ``phi_next`` the gaps at ``q_next`` when the caller has them (else
+    evaluated)."""
+    s = system
+    p = np.asarray(impulses, dtype=float).reshape(s.n_c, 3)
+    phi = s.eval_phi(q_next) if phi_next is None else np.asarray(phi_next, dtype=float)
+    p_n = p[:, 0]
+    p_T = p[:, 1:2] if s.planar else p[:, 1:]
+    mu = np.broadcast_to(np.asarray(s.mu, dtype=float), (s.n_c,))
+    floor = max(IMPULSE_FLOOR * float(np.max(np.abs(p), initial=0.0)), 1e-12)
+    Jn, Jt, Jo = s.eval_J(q) if J is None else J
+    mid = 0.5 * (np.asarray(v, dtype=float) + np.asarray(v_next, dtype=float))
+    work = float(p_n @ (Jn @ mid) + p[:, 1] @ (Jt @ mid) + (0.0 if s.planar else p[:, 2] @ (Jo @ mid)))
+    work_total = (previous.contact_work if previous is not None else 0.0) + work
+    force_max = max(previous.force_max if previous is not None else 0.0, float(np.sum(np.maximum(p_n, 0.0))) / h)
+    tol = tolerances
+    found: dict[str, tuple[float, float]] = {}
+    depth = float(np.max(-phi, initial=0.0))
+    if depth > tol.penetration:
+        found["penetration"] = (depth, float(tol.penetration))
+    far = phi > tol.gap
+    if far.any():
+        force = float(np.max(p_n[far])) / h
+        limit = float(tol.gap_force) + floor / h
+        if force > limit:
+            found["gap_force"] = (force, limit)
+    cone = float(np.max(np.linalg.norm(p_T, axis=1) - getattr(tol, "cone_factor", 1.0) * mu * p_n, initial=0.0))
+    if cone > floor:
+        found["cone"] = (cone, floor)
+    if float(np.min(p_n, initial=0.0)) < -floor:
+        found["negative_normal"] = (-float(np.min(p_n)), floor)
+    energy_tol = float(tol.penetration) * force_max + 1e-12
+    if work > 0.0 and work_total > energy_tol:  # flag the steps that add to a gain
+        found["energy_gain"] = (work_total, energy_tol)
+    return StepVerdict(found, work_total, force_max)
 
 
 @dataclass
@@ -58,7 +176,9 @@ class PhysicsCheck:
     """The metrics of one trajectory (:func:`check_trajectory`): ``per_step[name]`` (N, the
     maximum over contacts), ``energy`` (N+1; None without a potential), ``quaternion_drift``
     (N+1; None without a quaternion), ``gap_drift`` (N+1, over the contacts closed at the start),
-    ``status_counts`` and ``time_per_step_s`` (median)."""
+    ``status_counts`` (``"unphysical"``: steps solved whose physics verdict failed),
+    ``violations`` (each verdict check that failed: on how many steps) and ``time_per_step_s`` (the
+    median of the steps' wall times: data, program build and reduction, solve and verdict)."""
 
     per_step: dict[str, np.ndarray]
     energy: np.ndarray | None
@@ -67,6 +187,7 @@ class PhysicsCheck:
     time_per_step_s: float
     gap_drift: np.ndarray | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    violations: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> dict[str, float]:
         """The largest value of every metric over the trajectory; ``energy_drift`` is
@@ -82,6 +203,7 @@ class PhysicsCheck:
         if self.gap_drift is not None:
             out["gap_drift"] = float(np.max(self.gap_drift, initial=0.0))
         out["time_per_step_s"] = self.time_per_step_s
+        out["unphysical_steps"] = float(self.status_counts.get("unphysical", 0))
         return out
 
 
@@ -143,8 +265,12 @@ def check_trajectory(system: ContactSystem, trajectory: Any) -> PhysicsCheck:
                          for qk in q])
         drift = np.max(np.abs(phis - phis[0]), axis=1)
     counts: dict[str, int] = {}
+    violated: dict[str, int] = {}
     for r in trajectory.results:
         counts[r.status.value] = counts.get(r.status.value, 0) + 1
+        verdict = StepVerdict.from_dict(r.extras.get("physics"))
+        for name in (verdict.violations if verdict is not None else ()):
+            violated[name] = violated.get(name, 0) + 1
     times = [r.time_s for r in trajectory.results]
     return PhysicsCheck(per_step, energy, quat, counts, float(np.median(times)) if times else float("nan"),
-                        gap_drift=drift)
+                        gap_drift=drift, violations=violated)

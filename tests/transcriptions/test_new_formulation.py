@@ -20,7 +20,8 @@ import casadi as ca
 import numpy as np
 import pytest
 
-from contactmp.formulations.base import Formulation, Step, StepBlock, register
+from contactmp.formulations.base import Formulation, PhysicsTolerances, Step, StepBlock, register
+from contactmp.formulations.contact_scale import contact_scale
 from contactmp.models.systems import point_mass_2d
 from contactmp.program import Program, Variables
 from contactmp.solvers.multistart import multistart
@@ -50,6 +51,13 @@ class Penalty(Formulation):
     class Options:
         stiffness: float = K
         eps: float = 1e-4
+
+    def physics_tolerances(self, system, h: float) -> PhysicsTolerances:
+        """What the physics verdict of every step allows this model: twice the depth at which the
+        penalty holds the system's most loaded contact (``load / k``), and force while the gap at the
+        step's end is within that depth (the penalty acts on the gap at the step's start)."""
+        depth = 2.0 * contact_scale(system).load / self.options.stiffness
+        return PhysicsTolerances(penetration=depth, gap=depth)
 
     def add_step(self, prog: Program, step: Step) -> PenaltyStep:
         d = step.data()

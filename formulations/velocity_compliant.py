@@ -218,16 +218,17 @@ class Compliant(Formulation):
     * ``stiffness`` K [N/m] (default ``load / d``: a linear spring that sinks ``d`` under ``load``;
       a ball of 1 kg: 9810 N/m).
     * ``damping`` B [N s/m] (default: critical damping of that contact's spring, ``B_c = 2 sqrt(K
-      m_c)``, with ``K`` the stiffness used (given or default), *ramped with the depth at the step's
-      start*: ``B = B_c min(1, max(0, -phi(q_k)) / d)``. Zero at and above the surface, so the
-      damper never pushes a body that has not touched (a constant ``B`` pushes wherever
-      ``K phi(t+h) + B phidot(t+h) < 0``: an approaching contact is braked ``B |phidot| / K`` above
-      the surface, 3.3 cm for a ball dropped from 0.2 m with ``B_c``); critical at the static
-      depth ``d``. With a callable ``stiffness`` the default damping is 0 (give ``damping``).
+      m_c)``, with ``K`` the stiffness used (given or default), *proportional to the depth at the
+      step's start* (Hunt and Crossley's damping): ``B = B_c max(0, -phi(q_k)) / d``. Zero at and
+      above the surface, so the damper never pushes a body that has not touched (a constant ``B``
+      pushes wherever ``K phi(t+h) + B phidot(t+h) < 0``: an approaching contact is braked ``B
+      |phidot| / K`` above the surface, 3.3 cm for a ball dropped from 0.2 m with ``B_c``); critical at the static
+      depth ``d`` and smooth there (no kink at rest for a gradient), more than critical deeper
+      in an impact. With a callable ``stiffness`` the default damping is 0 (give ``damping``).
     * ``tangential_damping`` Bt [N s/m] (default ``load T / d`` with ``T = CREEP_TIME`` = 1 s, i.e.
       ``K T`` for the default ``K``): a sticking contact creeps at ``|lambda_T| / Bt <= mu load /
       Bt = mu d / T`` (at most ``mu`` design depths per second; a box held by friction on a 30 deg
-      incline, mu = 0.61: measured 0.60 mm/s, bound 0.61 mm/s). For 1 kg at d = 1 mm this is the
+      incline, mu = 0.61: measured 0.57 mm/s, bound 0.61 mm/s). For 1 kg at d = 1 mm this is the
       ``Bt = 1e4 m_c`` of formulation-compare's scenes.
     * ``friction`` (``"cone"`` or ``"pyramid"``), ``facets`` (pyramid).
     * ``associated`` (default False): De Saxce's ``- mu gamma`` in the normal row (the cone QP's
@@ -331,7 +332,7 @@ class Compliant(Formulation):
 
     @property
     def ramped_damping(self) -> bool:
-        """True when the damping is the default ramp ``B_c min(1, max(0, -phi_k) / d)`` (no
+        """True when the damping is the default ramp ``B_c max(0, -phi_k) / d`` (no
         ``damping`` given, a constant ``stiffness``)."""
         return self.options.damping is None and not callable(self.options.stiffness)
 
@@ -344,7 +345,7 @@ class Compliant(Formulation):
         return np.full(system.n_c, contact_scale(system, "stiffness").stiffness(o.design_depth))
 
     def critical_damping(self, system: ContactSystem, K: np.ndarray) -> np.ndarray:
-        """``B_c = 2 sqrt(K m_c)`` (``n_c``) for the stiffnesses ``K``: the ramp's full value."""
+        """``B_c = 2 sqrt(K m_c)`` (``n_c``) for the stiffnesses ``K``: the ramp's value at the depth ``d``."""
         m_c = contact_scale(system, "damping").mass
         return 2.0 * np.sqrt(np.asarray(K, dtype=float) * m_c)
 
@@ -388,7 +389,7 @@ class Compliant(Formulation):
           m_c V^2 + load delta``, ``delta = (load + sqrt(load^2 + K_d m_c V^2)) / K_d = d (1 + sqrt(1
           + V^2 / (a d)))`` with ``a = load / m_c`` (about ``g``): 21 mm at d = 1 mm. Damping only
           removes energy; measured with the defaults (h = 0.01): a ball (or a cube landing flat)
-          dropped from 0.05 m sinks 3.7 mm, from 0.2 m 6.7 mm (the bound at those speeds: 11.1 and
+          dropped from 0.05 m sinks 3.2 mm, from 0.2 m 4.9 mm (the bound at those speeds: 11.1 and
           21.0 mm), without rebound.
         * ``gap``: the damper's reach: ``d`` with the default ramped damping (zero at and above the
           surface, so a contact pushes only while its linearized end gap ``phi0 + h Jn v+`` is
@@ -447,7 +448,7 @@ class Compliant(Formulation):
 
     def add_step(self, prog: Program, step: Step) -> VelocityConeStep | VelocityPyramidStep:
         """:func:`add_velocity_compliant_step` at the step's data and gains; the default damping is
-        the ramp ``B_c min(1, max(0, -phi0) / d)`` of the step's gaps ``phi0`` (an expression of the
+        the ramp ``B_c max(0, -phi0) / d`` of the step's gaps ``phi0`` (an expression of the
         state in a parametric or trajectory-optimization step)."""
         o, s = self.options, step.system
         if self.callable_gains and not step.numeric:
@@ -466,8 +467,8 @@ class Compliant(Formulation):
 
 
 def damping_ramp(phi: Any, depth: float) -> Any:
-    """The default damping's factor ``min(1, max(0, -phi) / d)`` of the gaps ``phi`` (numbers or a
-    CasADi expression): 0 at and above the surface, 1 from the design depth ``d`` down."""
+    """The default damping's factor ``max(0, -phi) / d`` of the gaps ``phi`` (numbers or a CasADi
+    expression): 0 at and above the surface, 1 at the design depth ``d``."""
     if isinstance(phi, (ca.SX, ca.MX)):
-        return ca.fmin(1.0, ca.fmax(0.0, -phi) / depth)
-    return np.minimum(1.0, np.maximum(0.0, -np.asarray(phi, dtype=float)) / depth)
+        return ca.fmax(0.0, -phi) / depth
+    return np.maximum(0.0, -np.asarray(phi, dtype=float)) / depth

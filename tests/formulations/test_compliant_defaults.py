@@ -88,22 +88,22 @@ def _simulate(s: ContactSystem, n: int, z0: float = 0.0, **options):
 # ------------------------------------------------------------------------------ derived defaults
 def test_defaults_are_derived_from_the_load_at_rest() -> None:
     """Sphere on the incline: ``load = m g cos a``, ``m_c = m``; cube on its face: ``load = m g / 4``,
-    ``m_c = m / 4``; ``K = load / d``, ``B = 2 sqrt(K m_c)`` at the design depth (0 above the
-    surface), ``Bt = load T / d``."""
+    ``m_c = m / 4``; ``K = load / d``, ``B = 2 sqrt(K m_c) max(0, -phi) / d`` (critical at the design
+    depth, 0 above the surface), ``Bt = load T / d``."""
     for s, load, m_c in ((sphere(0.3, ALPHA), 2.0 * G * math.cos(ALPHA), 2.0), (box(0.5), G / 4, 0.25)):
         f = Compliant()
         f.check_system(s, H)
         cs = contact_scale(s)
         assert cs.load == pytest.approx(load, rel=1e-6) and cs.mass == pytest.approx(m_c, rel=1e-6)
         nc = s.n_c
-        for phi, ramp in ((0.0, 0.0), (1e-4, 0.0), (-DESIGN_DEPTH / 2, 0.5), (-DESIGN_DEPTH, 1.0), (-0.01, 1.0)):
+        for phi, ramp in ((0.0, 0.0), (1e-4, 0.0), (-DESIGN_DEPTH / 2, 0.5), (-DESIGN_DEPTH, 1.0), (-0.01, 10.0)):
             K, B, Bt = f.gains(s, np.full(nc, phi), np.asarray(s.q_nominal, dtype=float))
             np.testing.assert_allclose(K, load / DESIGN_DEPTH, rtol=1e-6)
             np.testing.assert_allclose(B, ramp * 2.0 * math.sqrt(load / DESIGN_DEPTH * m_c), rtol=1e-6)
             np.testing.assert_allclose(Bt, load * CREEP_TIME / DESIGN_DEPTH, rtol=1e-6)
         K5 = Compliant(design_depth=5e-3).gains(s, np.zeros(nc), np.asarray(s.q_nominal, dtype=float))[0]
         np.testing.assert_allclose(K5, load / 5e-3, rtol=1e-6)
-    np.testing.assert_allclose(damping_ramp(np.array([1.0, 0.0, -2e-3]), 4e-3), [0.0, 0.0, 0.5])
+    np.testing.assert_allclose(damping_ramp(np.array([1.0, 0.0, -2e-3, -8e-3]), 4e-3), [0.0, 0.0, 0.5, 2.0])
 
 
 def test_no_options_step_and_the_default_flow_rule() -> None:
@@ -215,10 +215,10 @@ def test_sticks_or_rolls_above_the_slip_threshold(body: str) -> None:
 
 
 @pytest.mark.parametrize("body", ["box", "sphere"])
-@pytest.mark.parametrize("height,measured", [(0.05, 3.73e-3), (0.2, 6.73e-3)])
+@pytest.mark.parametrize("height,measured", [(0.05, 3.15e-3), (0.2, 4.87e-3)])
 def test_dropped_body_stays_within_the_energy_bound(body: str, height: float, measured: float) -> None:
-    """Dropped flat from ``height`` onto the level plane: the deepest penetration (3.7 mm from 0.05
-    m, 6.7 mm from 0.2 m, the same for the sphere and the cube, whose corners each carry a quarter)
+    """Dropped flat from ``height`` onto the level plane: the deepest penetration (3.2 mm from 0.05
+    m, 4.9 mm from 0.2 m, the same for the sphere and the cube, whose corners each carry a quarter)
     lies below the declared tolerance (21 mm) and below the undamped energy bound at the impact
     speed; no contact pushes above the surface (the default damping is zero there); no rebound;
     at rest at the design depth."""

@@ -34,10 +34,23 @@ B^T v_k`` added to ``u_k``.
 
 A step never raises on non-convergence: its status is recorded, and :meth:`TimeStepping.simulate`
 either continues with the best iterate or stops (``on_failure``).
+
+Every step is judged by the physics verdict (:func:`~contactmp.transcriptions.physics_check.judge_step`)
+against the formulation's own tolerances
+(:meth:`~contactmp.formulations.base.Formulation.physics_tolerances`): penetration, force at a gap,
+Coulomb's cone, the sign of the normal impulse and the contacts' work since the run began. A step
+whose program was solved but whose physics fails has status
+:attr:`~contactmp.result.Status.UNPHYSICAL`; ``result.extras["physics"]`` holds the verdict of every
+step (:meth:`~contactmp.transcriptions.physics_check.StepVerdict.to_dict`), and
+:meth:`TimeStepping.simulate` warns once per run (:class:`PhysicsWarning`). A step's
+``result.time_s`` is its whole wall time (the step's data, its program's build and reduction, the
+solve, the verdict); the solver's own share is ``result.extras["solve_s"]``.
 """
 from __future__ import annotations
 
 import math
+import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Union
 
@@ -45,11 +58,18 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, OptionError
-from contactmp.formulations.base import Formulation, Step, StepOutcome, Targets, for_system
+from contactmp.formulations.base import Formulation, PhysicsTolerances, Step, StepOutcome, Targets, for_system
 from contactmp.models.symbolic import ContactSystem
 from contactmp.result import Result, Status
+from contactmp.transcriptions.physics_check import StepVerdict, judge_step
 
-__all__ = ["TimeStepping", "Trajectory"]
+__all__ = ["TimeStepping", "Trajectory", "PhysicsWarning"]
+
+
+class PhysicsWarning(UserWarning):
+    """A simulated step whose physics verdict failed (a solved step then has status
+    :attr:`~contactmp.result.Status.UNPHYSICAL`; a step not solved keeps its status, and its verdict
+    still counts in :attr:`Trajectory.violations`): issued once per :meth:`TimeStepping.simulate` run."""
 
 Control = Union[ArrayLike, Callable[[float], ArrayLike], None]
 
@@ -137,8 +157,43 @@ class Trajectory:
 
     @property
     def n_failed(self) -> int:
-        """Number of steps whose contact problem was not solved."""
+        """Number of steps that are not ``solved``: contact problems not solved, and steps solved but
+        unphysical (:attr:`n_unphysical`)."""
         return sum(r.status is not Status.SOLVED for r in self.results)
+
+    @property
+    def n_unphysical(self) -> int:
+        """Number of steps whose program was solved but whose physics verdict failed (status
+        :attr:`~contactmp.result.Status.UNPHYSICAL`)."""
+        return sum(r.status is Status.UNPHYSICAL for r in self.results)
+
+    @property
+    def status_counts(self) -> dict[str, int]:
+        """How many steps ended with each status."""
+        out: dict[str, int] = {}
+        for r in self.results:
+            out[r.status.value] = out.get(r.status.value, 0) + 1
+        return out
+
+    @property
+    def violations(self) -> dict[str, tuple[int, float]]:
+        """Each physics check that failed on some step (module docstring of
+        :mod:`~contactmp.transcriptions.physics_check`): ``(steps it failed on, its largest value)``."""
+        out: dict[str, tuple[int, float]] = {}
+        for r in self.results:
+            verdict = StepVerdict.from_dict(r.extras.get("physics"))
+            for name, (val, _tol) in (verdict.violations.items() if verdict else ()):
+                n, worst = out.get(name, (0, -math.inf))
+                out[name] = (n + 1, max(worst, val))
+        return out
+
+    def __repr__(self) -> str:
+        text = (f"Trajectory({self.n_steps} steps of h = {self.h:g} s, status "
+                + ", ".join(f"{k}: {n}" for k, n in self.status_counts.items()))
+        bad = self.violations
+        if bad:
+            text += "; physics failed: " + ", ".join(f"{k} on {n} steps (worst {w:.3g})" for k, (n, w) in bad.items())
+        return text + (f"; stopped: {self.stopped}" if self.stopped else "") + ")"
 
     @property
     def frames_per_second(self) -> float:
@@ -176,6 +231,9 @@ class TimeStepping:
     on_failure : ``"continue"`` (keep the best iterate) or ``"stop"`` in :meth:`simulate`.
     pd_gains : stable-PD gains ``(Kp, Kd)`` (scalars or one per input, >= 0; see the module
         docstring), with the targets of :meth:`step` / :meth:`simulate`; None: no controller.
+
+    The attribute ``tolerances`` holds what the physics verdict of every step measures against
+    (the formulation's :meth:`~contactmp.formulations.base.Formulation.physics_tolerances`).
     **options : the formulation's options (with a name), e.g. ``stiffness``, ``damping``,
         ``tangential_damping`` for ``"compliant"``, ``vertices``, ``stiffness``, ``relax``,
         ``radius``, ``kp``, ``kd`` for ``"nmdp"``.
@@ -216,6 +274,8 @@ class TimeStepping:
         # _quat: the one block (None: none or several), as differentiable_rollout reads it
         self._quats = quaternion_blocks(system)
         self._quat = self._quats[0] if len(self._quats) == 1 else None
+        self.tolerances: PhysicsTolerances = self.formulation.physics_tolerances(system, self.h)
+        self._last_gaps: tuple[bytes, np.ndarray] | None = None
 
     # --------------------------------------------------------------------------- one step
     def step(self, q: ArrayLike, v: ArrayLike, u: ArrayLike | None = None, *, t: float = 0.0,
@@ -228,18 +288,51 @@ class TimeStepping:
         returns its solution nearest the start (a non-unique step, such as a statically
         indeterminate friction split, follows the start; see
         :class:`~contactmp.formulations.base.Step`)."""
+        t0 = time.perf_counter()
         s = self.system
         q = s._vec("q", q, s.n_q)
         v = s._vec("v", v, s.n_v)
         u = np.zeros(s.n_u) if u is None else s._vec("u", u, s.n_u)
-        contacts = np.flatnonzero(s.eval_phi(q) <= self.active_gap)
+        contacts = np.flatnonzero(self._gaps(q) <= self.active_gap)
         if self._pd is not None:
             u = u + self._pd_torque(q, v, t, targets)
         step = Step(s, self.h, q, v, u, "step", contacts, t=float(t), targets=targets, previous=previous,
                     start=start, pd_gains=self._pd)
         out = self.formulation.advance(step, solver=self.solver, tol=self.tol)
         self.renormalize(out.q)
+        return self._judged(out, step, previous, t0)
+
+    def _judged(self, out: StepOutcome, step: Step, previous: Result | None, t0: float) -> StepOutcome:
+        """``out`` with the step's physics verdict in ``result.extras["physics"]`` (status
+        ``UNPHYSICAL`` when the program was solved but the verdict failed) and ``result.time_s`` the
+        step's wall time since ``t0`` (the solver's own time in ``extras["solve_s"]``)."""
+        res = out.result
+        extras = dict(res.extras)
+        extras["solve_s"] = res.time_s
+        changes: dict[str, Any] = {"extras": extras}
+        if np.isfinite(out.q).all() and np.isfinite(out.v).all() and np.isfinite(out.impulses).all():
+            data = step._cache.get("data")  # the velocity-level step's J at q_k, when it evaluated them
+            J = (data.Jn, data.Jt, data.Jo) if data is not None else None
+            before = StepVerdict.from_dict(previous.extras.get("physics")) if previous is not None else None
+            phi_next = self.system.eval_phi(out.q)
+            self._last_gaps = (out.q.tobytes(), phi_next)  # the next step's active set reads them
+            verdict = judge_step(self.system, self.tolerances, self.h, step.q, step.v, out.q, out.v,
+                                 out.impulses, before, J, phi_next)
+            extras["physics"] = verdict.to_dict()
+            if not verdict.ok and res.status is Status.SOLVED:
+                changes["status"] = Status.UNPHYSICAL
+                changes["message"] = (f"{res.message}; " if res.message else "") + "physics: " + verdict.describe()
+        changes["time_s"] = time.perf_counter() - t0
+        out.result = res.replace(**changes)
         return out
+
+    def _gaps(self, q: np.ndarray) -> np.ndarray:
+        """``phi(q)``: the gaps the previous step's verdict evaluated at its end, when ``q`` is that
+        end (as in :meth:`simulate`), else evaluated."""
+        last = self._last_gaps
+        if last is not None and last[0] == q.tobytes():
+            return last[1]
+        return self.system.eval_phi(q)
 
     def renormalize(self, q: np.ndarray) -> None:
         """Rescale every unit quaternion of ``q`` (a floating base's entries 3-7,
@@ -283,10 +376,18 @@ class TimeStepping:
         q = s._vec("q0", q0, s.n_q)
         v = s._vec("v0", v0, s.n_v)
         qs, vs, imps, results = [q], [v], [], []
-        stopped, previous = "", None
+        stopped, previous, warned = "", None, False
         for k in range(int(n_steps)):
             out = self.step(q, v, u_of(k), t=k * self.h, targets=targets, previous=previous)
             q, v, previous = out.q, out.v, out.result
+            verdict = out.physics
+            if verdict is not None and not verdict.ok and not warned:
+                warned = True
+                warnings.warn(PhysicsWarning(
+                    f"{self.system.name} under {self.formulation.name}: the physics of step {k} (t = {k * self.h:.4g} s, "
+                    f"status {out.status.value}) failed ({verdict.describe()}); a solved step whose physics fails "
+                    "has status 'unphysical' (Trajectory.violations lists every check that failed)"),
+                    stacklevel=2)
             qs.append(q), vs.append(v), imps.append(out.impulses), results.append(out.result)
             if on_step is not None:
                 on_step(out)

@@ -127,6 +127,7 @@ def test_a_solved_step_inside_the_ground_is_unphysical_and_warned_once():
         tr = ts.simulate(s.q_nominal, np.zeros(2), n_steps=50)
     physics = [w for w in caught if issubclass(w.category, PhysicsWarning)]
     assert len(physics) == 1 and "penetration" in str(physics[0].message)
+    assert "status unphysical" in str(physics[0].message)  # its program was solved
     depth = -tr.q[-1][1]
     assert depth == pytest.approx(9.81 * H**2 * 50 * 51 / 2, rel=1e-12)  # symplectic Euler's fall
     first = int(np.argmax(-tr.q[1:, 1] > 1e-3))  # the first step that ends deeper than 1 mm

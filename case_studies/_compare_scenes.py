@@ -73,22 +73,25 @@ class Scene:
         return system(self.system, self.system_args)
 
     def targets(self) -> Callable[[float], tuple[np.ndarray, np.ndarray]] | None:
-        """The PD targets: the start's actuated coordinates, at rest (None without ``pd``)."""
+        """The PD targets: the start's actuated coordinates (the entries of ``q`` whose rates the
+        inputs act on, :class:`~contactmp.formulations.nmdp.Chart`: ``B^T q`` in minimal coordinates,
+        a floating base's joint angles), at rest (None without ``pd``)."""
         if self.pd is None:
             return None
-        s = self.build()
-        sel = np.array(s.eval_B(np.asarray(self.q0)), dtype=float)
-        q_d, qd_d = sel.T @ np.asarray(self.q0), np.zeros(sel.shape[1])
+        from contactmp.formulations.nmdp import chart
+
+        idx = chart(self.build()).actuated_q
+        q_d, qd_d = np.asarray(self.q0, dtype=float)[idx], np.zeros(idx.size)
         return lambda t: (q_d, qd_d)
 
 
 def _builders() -> dict[str, Callable[..., Any]]:
     from contactmp.models.manipulation import two_finger_grasp
-    from contactmp.models.systems import ball_3d, box_stack_2d, cube_3d, rod_2d
+    from contactmp.models.systems import ball_3d, box_3d, box_stack_2d, cube_3d, rod_2d
     from contactmp.models.urdf import solo12
 
     return {"ball": ball_3d, "cube": cube_3d, "stack": box_stack_2d, "rod": rod_2d, "grasp": two_finger_grasp,
-            "solo12": lambda: solo12(planar=True)}
+            "solo12": lambda: solo12(planar=True), "box3d": box_3d, "solo12_3d": lambda: solo12(planar=False)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -122,6 +125,18 @@ def _ball(slope: float = 0.0) -> tuple[tuple[str, Any], ...]:
 
 def _cube(slope: float = 0.0) -> tuple[tuple[str, Any], ...]:
     return (("mu", MU), ("size", 0.2), ("slope", slope))
+
+
+def _box3d() -> tuple[tuple[str, Any], ...]:
+    return (("mu", MU), ("size", 0.2))
+
+
+def box3d_incline_input(slope: float, m: float = 1.0, g: float = GRAVITY) -> tuple[float, ...]:
+    """The input of ``box_3d`` (a world force at its center, a body torque) that turns its gravity
+    ``(0, 0, -m g)`` into a slope's: ``(m g sin a, 0, m g (1 - cos a))`` plus gravity is
+    ``m g (sin a, 0, -cos a)``, the incline of ``cube_3d(slope=a)`` (down the slope along ``+x``) on
+    the horizontal plane."""
+    return (m * g * math.sin(slope), 0.0, m * g * (1.0 - math.cos(slope)), 0.0, 0.0, 0.0)
 
 
 def ball_slip_angle(mu: float = MU) -> float:
@@ -170,6 +185,24 @@ def scenes() -> list[Scene]:
         out.append(Scene(name, "solo12", "solo12", (), tuple(q0), (0.0,) * 11, 1.0, 2.5 * g / 4, "solo12",
                          pd=SOLO_PD, info={"z_stand": float(q_stand[1])}))
     out.append(Scene("cube-rest", "rest", "cube", _cube(), (0, 0, 0.1, 0, 0, 0), (0.0,) * 6, 0.3, g / 4, "rest"))
+    # the quaternion box (q = (x, y, z, qw, qx, qy, qz), qdot = G(q) v) and the 3D Solo12 (floating base)
+    q_box = (0.0, 0.0, 0.1, 1.0, 0.0, 0.0, 0.0)
+    for deg in DIRECTIONS_DEG:
+        c, s = math.cos(math.radians(deg)), math.sin(math.radians(deg))
+        out.append(Scene(f"box3d-slide-{deg:g}", "box3d-slide", "box3d", _box3d(), q_box, (V0 * c, V0 * s, 0, 0, 0, 0),
+                         0.3, g / 4, "slide_box3d", info={"direction_deg": deg}))
+    for side, f in INCLINE_FACTORS.items():
+        slope = f * cube_slip_angle()
+        out.append(Scene(f"box3d-incline-{side}", "box3d", "box3d", _box3d(), q_box, (0.0,) * 6, 0.2,
+                         g / 4 * math.cos(slope), "incline_cube", u=box3d_incline_input(slope),
+                         info={"slope": slope, "factor": f}))
+    out.append(Scene("box3d-rest", "box3d", "box3d", _box3d(), q_box, (0.0,) * 6, 0.3, g / 4, "rest"))
+    q3 = solo12_standing(planar=False)
+    q3_drop = q3.copy()
+    q3_drop[2] += SOLO_DROP
+    for name, q0 in (("solo12-3d-stand", q3), ("solo12-3d-drop", q3_drop)):
+        out.append(Scene(name, "solo12-3d", "solo12_3d", (), tuple(q0), (0.0,) * 18, 1.0, 2.5 * g / 4, "solo12_3d",
+                         pd=SOLO_PD, info={"z_stand": float(q3[2])}))
     out.append(Scene("grasp", "grasp", "grasp", (("mu", MU),), (0, 0, 0, -0.05, 0.05), (0.0,) * 5, 1.0,
                      GRASP_FORCE, "grasp", u=(GRASP_FORCE, -GRASP_FORCE)))
     return out
@@ -232,7 +265,7 @@ def cube_stop_distance(h: float, v0: float = V0, mu: float = MU, g: float = GRAV
     return h * (k * v0 - h * mu * g * k * (k + 1) / 2)
 
 
-def _slide_cube(sc: Scene, tr: Any) -> dict[str, float]:
+def _slide_cube(sc: Scene, tr: Any, yaw: float | None = None) -> dict[str, float]:
     """The cube stops after ``v0 / (mu g)`` having slid ``v0^2 / (2 mu g)`` along the start's direction:
     the distance's error against the step's discrete closed form (:func:`cube_stop_distance`) and
     against the continuous one, the direction's error [deg]."""
@@ -241,7 +274,20 @@ def _slide_cube(sc: Scene, tr: Any) -> dict[str, float]:
     return {"distance_rel_err": abs(dist / cube_stop_distance(tr.h) - 1.0),
             "distance_rel_err_continuous": abs(dist / (V0**2 / (2 * MU * GRAVITY)) - 1.0),
             "direction_err_deg": _angle_deg(d, np.array(sc.v0[:2])),
-            "final_speed": float(np.linalg.norm(tr.v[-1, :3])), "yaw_deg": abs(math.degrees(float(tr.q[-1, 5])))}
+            "final_speed": float(np.linalg.norm(tr.v[-1, :3])), "yaw_deg": abs(math.degrees(float(tr.q[-1, 5]) if yaw is None else yaw))}
+
+
+def _yaw_pitch(quat: np.ndarray) -> tuple[float, float]:
+    """Yaw and pitch [rad] (z-y-x Euler angles) of the unit quaternion ``(w, x, y, z)``."""
+    w, x, y, z = (float(c) for c in quat)
+    return (math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z)),
+            math.asin(max(-1.0, min(1.0, 2.0 * (w * y - z * x)))))
+
+
+def _slide_box3d(sc: Scene, tr: Any) -> dict[str, float]:
+    """The quaternion box's slide: :func:`_slide_cube`'s measures (its ``v`` starts with the center's
+    world velocity too), the yaw from the quaternion ``q[3:7]``."""
+    return _slide_cube(sc, tr, yaw=_yaw_pitch(tr.q[-1, 3:7])[0])
 
 
 def _roll_ball(sc: Scene, tr: Any) -> dict[str, float]:
@@ -305,6 +351,23 @@ def _solo12(sc: Scene, tr: Any) -> dict[str, float]:
             "max_loaded_foot_slip": slip, "finite": float(np.isfinite(tr.q).all())}
 
 
+def _solo12_3d(sc: Scene, tr: Any) -> dict[str, float]:
+    """:func:`_solo12` for the floating base ``q = (p, quat, joints)``: the torso's height ``q[2]``
+    against standing, its pitch from the quaternion, the largest tangential speed ``|(Jt v, Jo v)|``
+    of a loaded foot."""
+    s = sc.build()
+    slip = 0.0
+    for k in range(tr.n_steps):
+        _, Jt, Jo = s.eval_J(tr.q[k + 1])
+        loaded = tr.p_n[k] / tr.h > 0.01 * sc.load
+        if loaded.any():
+            speed = np.hypot(Jt[loaded] @ tr.v[k + 1], Jo[loaded] @ tr.v[k + 1])
+            slip = max(slip, float(np.max(speed)))
+    return {"final_height_err": float(tr.q[-1, 2] - sc.info["z_stand"]),
+            "final_pitch_deg": math.degrees(_yaw_pitch(tr.q[-1, 3:7])[1]),
+            "max_loaded_foot_slip": slip, "finite": float(np.isfinite(tr.q).all())}
+
+
 def _rest(sc: Scene, tr: Any) -> dict[str, float]:
     """The cube set on the plane at rest: its final sink and largest penetration [m] (a soft model's
     static depth under ``sc.load`` is its design depth; a rigid model's is 0)."""
@@ -330,4 +393,5 @@ PHYSICS: dict[str, Callable[[Scene, Any], dict[str, float]]] = {
     "slide_ball": _slide_ball, "slide_cube": _slide_cube, "roll_ball": _roll_ball,
     "incline_ball": lambda sc, tr: _incline(sc, tr, True), "incline_cube": lambda sc, tr: _incline(sc, tr, False),
     "stack": _stack, "rod": _rod, "solo12": _solo12, "grasp": _grasp, "push": _push, "rest": _rest,
+    "slide_box3d": _slide_box3d, "solo12_3d": _solo12_3d,
 }

@@ -10,8 +10,9 @@ and, per formulation, every solver :meth:`~contactmp.formulations.base.Formulati
 lists. The soft models (compliant; NMDP / MDP polytopes) get gains from each scene's load so that
 they sink the same design depth (1 mm) at rest (:func:`_compare_scenes.formulation_options`).
 
-Scenes (:mod:`contactmp.case_studies._compare_scenes`; every one a symbolic system with ``qdot = v``,
-which the polytope formulations need):
+Scenes (:mod:`contactmp.case_studies._compare_scenes`; symbolic systems in minimal coordinates and
+two floating bases with a quaternion, which every formulation steps: the polytope formulations on
+their chart ``q_{k+1} = R(q_k + G(q_k) xi)``, :class:`~contactmp.formulations.nmdp.Chart`):
 
 * ``ball-slide-*``, ``cube-slide-*``: a solid ball (``ball_3d``) and a cube (``cube_3d``, Euler
   angles) sliding at 1 m/s in 8 directions (15 + 45 j deg); closed forms: the ball rolls at 5/7 v0 in
@@ -26,7 +27,12 @@ which the polytope formulations need):
 * ``painleve-jam`` (``theta = atan 2``, ``mu = 1.5 > 4/3``, the end sliding back: no
   acceleration-level solution) and ``painleve-spin`` (spinning: two);
 * ``solo12-stand``, ``solo12-drop`` (sagittal Solo12, stable PD on fixed joint targets, dropped
-  10 cm); ``grasp``: a box squeezed between two fingers (``2 mu F = 2 m g``).
+  10 cm); ``grasp``: a box squeezed between two fingers (``2 mu F = 2 m g``);
+* ``box3d-slide-*``, ``box3d-incline-below/above``, ``box3d-rest``: the quaternion box (``box_3d``,
+  ``qdot = G(q) v``) as the cube's scenes (its slope is a constant input turning gravity into the
+  slope's, :func:`_compare_scenes.box3d_incline_input`), judged by the same closed forms;
+* ``solo12-3d-stand``, ``solo12-3d-drop``: the 3D Solo12 (floating base, 12 joints) under the
+  same stable PD on its joint angles ``q[7:19]``, judged as the sagittal one (rigid-foot sag 3.94 mm).
 
 Metrics per run: :func:`~contactmp.transcriptions.physics_check.check_trajectory` (penetration,
 Signorini, cone, complementarity, MDP gap, energy, gap drift, statuses, time per step) and the scene's
@@ -48,7 +54,8 @@ from contactmp.case_studies import _compare_scenes as cs
 from contactmp.case_studies._figures import pyplot, save
 from contactmp.case_studies._study import StudyRun, markdown_table
 
-DESCRIPTION = "every formulation x solver on the same scenes (ball, cube, incline, stacks, Painleve, Solo12, grasp)"
+DESCRIPTION = ("every formulation x solver on the same scenes (ball, cube, incline, stacks, Painleve, Solo12, grasp, "
+               "quaternion box, 3D Solo12)")
 
 #: the main step [s]
 H_MAIN = 0.01
@@ -153,7 +160,7 @@ def _trace(sc: cs.Scene, tr: Any, points: int = 120) -> dict[str, list[float]]:
     """A few coordinates over time for the trajectory plots (at most ``points`` samples)."""
     idx = np.unique(np.linspace(0, tr.n_steps, min(points, tr.n_steps + 1)).round().astype(int))
     cols = {"ball": (0, 1), "cube": (0, 1), "stack": (3 * int(sc.info.get("n", 1)) - 2,), "rod": (0, 1),
-            "grasp": (1,), "solo12": (1,)}[sc.system]
+            "grasp": (1,), "solo12": (1,), "box3d": (0, 1), "solo12_3d": (2,)}[sc.system]
     out = {"t": tr.t[idx].tolist()}
     for c in cols:
         out[f"q{c}"] = tr.q[idx, c].tolist()
@@ -226,11 +233,13 @@ def verdict(rec: dict[str, Any]) -> tuple[bool | None, str]:
     if fam == "ball-slide":
         ok = p["speed_rel_err"] <= 0.01 and p["direction_err_deg"] <= DIRECTION_TOL_DEG
         return ok, f"speed {p['speed_rel_err']:.1e}, dir {p['direction_err_deg']:.2f} deg"
-    if fam == "cube-slide":
+    if fam in ("cube-slide", "box3d-slide"):
         ok = p["distance_rel_err"] <= 0.01 and p["direction_err_deg"] <= DIRECTION_TOL_DEG
         return ok, f"dist {p['distance_rel_err']:.1e}, dir {p['direction_err_deg']:.2f} deg"
     if fam == "ball-roll":
         return p["speed_rel_err"] <= 1e-3 and p["max_slip"] <= 1e-6, f"slip {p['max_slip']:.1e}"
+    if fam == "box3d":  # the quaternion box: judged as the cube's incline and rest
+        fam = "incline" if rec["scene"].startswith("box3d-incline") else "rest"
     if fam == "incline":
         if p["sticks_expected"]:
             return p["slip_speed"] <= 1e-6, f"slip {p['slip_speed']:.1e} m/s"
@@ -241,9 +250,9 @@ def verdict(rec: dict[str, Any]) -> tuple[bool | None, str]:
     if fam == "painleve":
         gain = rec["metrics"]["energy_gain"]
         return gain <= 1e-9, f"p_n(1) {p['first_p_n']:.3f} N s, gain {gain:.1e} J"
-    if fam == "solo12":
-        # the joints sag 3.9 mm under the PD gains with rigid feet (pyramid and cone agree to 1e-12);
-        # a soft foot may add two design depths
+    if fam in ("solo12", "solo12-3d"):
+        # the joints sag 3.9 mm under the PD gains with rigid feet (pyramid and cone agree to 1e-12;
+        # the 3D Solo12 too: 3.938 mm); a soft foot may add two design depths
         ok = bool(p["finite"]) and abs(p["final_height_err"]) <= 3.9e-3 + 2 * cs.DESIGN_DEPTH \
             and p["max_loaded_foot_slip"] <= 1e-3
         return ok, f"sag {p['final_height_err']:.1e} m, foot slip {p['max_loaded_foot_slip']:.1e}"

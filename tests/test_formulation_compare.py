@@ -59,6 +59,39 @@ def test_cube_3d_is_box_3d_in_euler_angles():
         TimeStepping(c, 0.01, name, **cs.formulation_options(name, cs.scene("cube-slide-15")))
 
 
+def test_quick_plan_runs_every_formulation_on_the_quaternion_box_and_the_3d_solo12():
+    """The quick study steps box_3d (sliding in two directions, on both inclines, at rest) and the 3D
+    Solo12 (standing, dropped 10 cm, under the stable PD) with all five formulations."""
+    plan = fc.plan(quick=True)
+    five = {"pyramid", "cone", "compliant", "nmdp", "mdp"}
+    for scene in ("box3d-slide-15", "box3d-slide-60", "box3d-incline-below", "box3d-incline-above", "box3d-rest",
+                  "solo12-3d-stand", "solo12-3d-drop"):
+        assert five <= {config for name, config, _, h in plan if name == scene and h == fc.H_MAIN}, scene
+
+
+def test_quaternion_box_scene_is_the_euler_cube_scene():
+    """box3d-slide-15 and cube-slide-15 are the same physics in two charts of the orientation: under
+    the cone both stop at the rigid step's discrete distance exactly (to 1e-12), under NMDP (the
+    quaternion chart q(xi) = R(q_k + G(q_k) xi)) both stop at the same distance to 1e-8 relative
+    (PGM's tolerance); the incline above the slip angle (box_3d's tilted gravity is its input)
+    accelerates at g (sin a - mu cos a) to 1e-9 under the cone."""
+    for form, tol in (("cone", 1e-12), ("nmdp", 1e-8)):
+        box = fc.run_case(("box3d-slide-15", form, fc.default_solver(form, {}), 0.01))
+        cube = fc.run_case(("cube-slide-15", form, fc.default_solver(form, {}), 0.01))
+        assert box["failed_steps"] == cube["failed_steps"] == 0
+        assert box["physics"]["distance_rel_err"] == pytest.approx(cube["physics"]["distance_rel_err"], abs=tol)
+    inc = fc.run_case(("box3d-incline-above", "cone", fc.default_solver("cone", {}), 0.01))
+    assert inc["physics"]["accel_err_rel"] <= 1e-9 and fc.verdict(inc)[0]
+
+
+def test_3d_solo12_stands_under_the_stable_pd_in_the_study():
+    """solo12-3d-stand under the cone: the torso sags 3.94 mm (the joints' compliance under Kp = 15,
+    the sagittal Solo12's too), the feet do not slip: the scene's verdict passes."""
+    r = fc.run_case(("solo12-3d-stand", "cone", fc.default_solver("cone", {}), 0.01))
+    assert r["physics"]["final_height_err"] == pytest.approx(-3.938e-3, abs=2e-6)
+    assert fc.verdict(r)[0]
+
+
 def test_ball_slides_then_rolls_at_five_sevenths():
     """The cone steps the sliding ball: the slip falls by ``7/2 mu g h`` per step until it would change
     sign, then the ball rolls at exactly ``5/7 v0`` (angular momentum about the contact point)."""

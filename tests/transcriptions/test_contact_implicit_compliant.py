@@ -22,7 +22,7 @@ BOX = {"stiffness": 5.0e3, "damping": 100.0, "tangential_damping": 2.5e3}
 def _one_step(friction: str, q0: list[float], v0: list[float], u0: list[float], h: float = 0.05):
     """The N = 1 transcription with q0, v0, u0 fixed (a square MCP: the step itself)."""
     system = box_2d(m=MASS, width=0.4, height=0.2, mu=MU)
-    to = ContactImplicitTO(system, 1, h, formulation="compliant", friction=friction, **BOX)
+    to = ContactImplicitTO(system, 1, h, formulation="compliant", friction=friction, associated=True, **BOX)
     to.set_initial_state(q0, v0)
     to.bound_inputs(u0, u0)
     r = to.solve(strategy="scholtes")
@@ -110,12 +110,10 @@ def test_formulation_registered() -> None:
 
 
 @pytest.mark.parametrize("gains,field", [
-    ({"damping": 1.0, "tangential_damping": 1.0}, "stiffness"),
     ({"stiffness": -1.0, "tangential_damping": 1.0}, "stiffness"),
     ({"stiffness": 1.0, "damping": [1.0, 2.0], "tangential_damping": 1.0}, "damping"),
     ({"stiffness": 1.0, "damping": np.nan, "tangential_damping": 1.0}, "damping"),
     ({"stiffness": 1.0, "tangential_damping": 0.0}, "tangential_damping"),
-    ({"stiffness": 1.0}, "tangential_damping"),
     ({"stiffness": 0.0, "damping": 0.0, "tangential_damping": 1.0}, "stiffness"),
     ({"stiffness": 1.0, "tangential_damping": 1.0, "compliant_friction": "disk"}, "compliant_friction"),
 ])
@@ -123,3 +121,14 @@ def test_bad_gains_name_the_field(gains, field) -> None:
     with pytest.raises(InputError) as exc:
         ContactImplicitTO(point_mass_2d(), 2, 0.1, formulation="compliant", **gains)
     assert exc.value.field == field
+
+
+def test_underived_gains_name_the_field() -> None:
+    """A point mass without gravity has no load to derive the spring from: the error names
+    ``stiffness``, and with a stiffness given, ``tangential_damping`` (derived from the same load)."""
+    with pytest.raises(InputError) as exc:
+        ContactImplicitTO(point_mass_2d(g=0.0), 2, 0.1, formulation="compliant")
+    assert exc.value.field == "stiffness"
+    with pytest.raises(InputError) as exc:
+        ContactImplicitTO(point_mass_2d(g=0.0), 2, 0.1, formulation="compliant", stiffness=1.0, damping=0.0)
+    assert exc.value.field == "tangential_damping"

@@ -40,8 +40,10 @@ least constraint on the cone). Per contact the KKT conditions give three modes:
 The price of the convex (associated) cone: while sliding ``w_n = mu s > 0``, i.e. ``lambda_n =
 lambda_spring + (h K + B) mu s``; at steady sliding (``lambda_n = m g``) the body rides ``(h + B/K) mu s``
 above the spring's equilibrium depth (``s = ||u_T|| - ||lambda_T|| / Bt``). This is the O(h) boundary
-layer of Anitescu's convex relaxation; it vanishes as ``h, B/K -> 0``. Frictionless contacts
-(``mu = 0``) reduce exactly to CompliantQP's unilateral LCP.
+layer of Anitescu's convex relaxation; it vanishes as ``h, B/K -> 0``. (The registered
+``"compliant"`` formulation solves this QP only with ``associated=True``; its default is Coulomb's
+non-associated law on the same regularized slip, which keeps a sliding body at the spring's depth.)
+Frictionless contacts (``mu = 0``) reduce exactly to CompliantQP's unilateral LCP.
 
 Solver (:mod:`contactmp.solvers.cone_lcp`): IPOPT on the smooth description of the cone
 ``mu^2 lambda_n^2 - ||lambda_T||^2 >= 0, lambda_n >= 0`` (these two smooth inequalities define exactly

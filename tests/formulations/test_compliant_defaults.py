@@ -153,6 +153,10 @@ def test_what_cannot_be_derived_names_the_option() -> None:
     with pytest.raises(InputError) as exc:
         TimeStepping(s, H, "compliant", stiffness=1e4, damping=10.0)
     assert exc.value.field == "tangential_damping"
+    for bad in (0.0, -1e-3, math.nan):
+        with pytest.raises(InputError) as exc:
+            Compliant(design_depth=bad)
+        assert exc.value.field == "design_depth"
     ts = TimeStepping(s, H, "compliant", stiffness=1e4, damping=10.0, tangential_damping=1e3)
     # the tolerance falls back to d + V sqrt(m_e / K) with the contact's effective mass m_e = 2 kg
     assert ts.formulation.physics_tolerances(s, H).penetration == pytest.approx(

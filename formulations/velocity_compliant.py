@@ -116,7 +116,8 @@ def add_velocity_compliant_step(prog: Program, *, M: Any, f: Any, v: Any, Jn: An
     gap ``phi0`` at the start of the step, ``stiffness`` K, ``damping`` B, ``tangential_damping`` Bt per
     contact. ``friction`` is ``"cone"`` (disk form; planar systems: the segment, ``planar`` decided as
     in the cone step) or ``"pyramid"`` (``facets`` generators; even for planar systems). With
-    ``associated`` (default) the block's conditions are exactly the KKT conditions of
+    ``associated`` (this block's default; the registered :class:`Compliant` formulation's default
+    is False, which keeps sliding bodies on their surface) the block's conditions are exactly the KKT conditions of
     :class:`~contactmp.formulations.compliant_friction.CompliantFriction`'s QP (impulses ``p = h lambda``).
     """
     if friction not in FRICTION_LAWS:
@@ -395,7 +396,9 @@ class Compliant(Formulation):
           surface, so a contact pushes only while its linearized end gap ``phi0 + h Jn v+`` is
           negative, up to the explicit kinematics' curvature, as the rigid models); with a given
           constant damping ``d + max_i B_i / K_i V`` (a constant damper pushes while ``K phi(t+h)
-          + B phidot(t+h) < 0``, up to ``B |phidot| / K`` above the surface).
+          + B phidot(t+h) < 0``, up to ``B |phidot| / K`` above the surface). The associated law's
+          lift (``associated=True``) is not excused: a sliding contact that rides more than the gap
+          above its surface while pushing is flagged (``gap_force``), its documented artifact.
         * ``gap_force``: 0.
 
         When nothing can be derived (no gravity load), the penetration is ``d`` plus ``V sqrt(m_e /

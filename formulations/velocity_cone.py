@@ -36,8 +36,12 @@ Every input may be a number array or a CasADi expression (``v`` may be the previ
 variables), so transcriptions can stack one block per step; the program is polynomial, so it
 also goes to Pyomo (``Program.to_pyomo``), and without an objective it is a square MCP
 (``Program.to_mcp``: ``v+, p_t, p_o, w`` pair with the equality rows, ``p_n`` and ``gamma`` with
-their slacks). ``w`` has no bounds (``|w| <= 1`` is the pair's own side; adding ``[-1, 1]``
-bounds made IPOPT slower on the 3-D box transcription, 86 instead of 18 iterations).
+their slacks). ``w`` has no bounds in the block (``|w| <= 1`` is the pair's own side, and a square
+MCP pairs every bounded variable); the MPCC strategies' NLPs bound it to ``[-1, 1]``
+(:attr:`~contactmp.solvers.nlp.NLPOptions.cone_bounds`): at a contact without force that does not
+slide, ``w`` enters no row but ``1 - |w|^2 >= 0``, whose linearization at ``w = 0`` is flat, and
+IPOPT's steps in it were unbounded (the rest-to-rest cone box: 1,070-6,729 iterations, 136-388
+with the bounds).
 
 Degenerate points
 -----------------

@@ -170,7 +170,14 @@ class Relaxation:
     side ``i`` is (if it is one), ``a_row[i]`` / ``b_row[i]`` its side row (``mpcc/sign_a``,
     ``mpcc/sign_b``, or the free rows ``mpcc/side_a``, ``mpcc/side_b`` made with ``side_rows``),
     ``pair_row[i]`` its product or smoothing row, ``slack`` the variable ``mpcc/s`` of
-    ``"scholtes_linf"``. The NLP's variables are the source's followed by the strategy's own
+    ``"scholtes_linf"``, ``directions`` the disk-form directions ``w`` of the source's cones
+    (:meth:`Program.add_cone_complementarity`; empty without sign constraints or with
+    ``cone_bounds=False``), which :meth:`bounds` keeps in ``[-1, 1]``: the disk side
+    ``1 - |w|^2 >= 0`` (a sign row of the NLP) implies it, so no relaxed feasible set changes, but
+    IPOPT's fraction-to-the-boundary rule then keeps every step of ``w`` inside. Where a contact
+    carries no force and does not slide (``p_n = 0`` or no friction, ``gamma = 0``), ``w`` enters
+    no row but the disk side, whose linearization at ``w = 0`` is flat, and nothing else bounds
+    IPOPT's steps in it. The NLP's variables are the source's followed by the strategy's own
     (``n_source`` of them come first), so ``x[:n_source]`` is a point of the source.
     """
 
@@ -186,6 +193,7 @@ class Relaxation:
     b_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     pair_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     slack: int = -1
+    directions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     _check: ca.Function | None = field(default=None, repr=False)
 
     @property
@@ -206,6 +214,9 @@ class Relaxation:
         lbg, ubg = prog.lbg, prog.ubg
         lbx[:n], ubx[:n] = src.lbx, src.ubx
         lbg[:m], ubg[:m] = src.lbg, src.ubg
+        if self.sign_constraints and self.directions.size:  # |w_i| <= 1, implied by 1 - |w|^2 >= 0
+            j = self.directions
+            lbx[j], ubx[j] = np.maximum(lbx[j], -1.0), np.minimum(ubx[j], 1.0)
         return lbx, ubx, lbg, ubg
 
     def start(self, x_source: np.ndarray) -> np.ndarray:
@@ -298,8 +309,11 @@ def strategy_named(name: Any) -> MPCCStrategy:
 
 
 def relaxation(prog: Program, strategy: str, parameter: float = 0.0, *,
-               sign_constraints: bool = True, side_rows: bool = False) -> Relaxation:
+               sign_constraints: bool = True, side_rows: bool = False, cone_bounds: bool = True) -> Relaxation:
     """The :class:`Relaxation` of ``prog`` by ``strategy`` with ``t = parameter`` (see :func:`relax`).
+
+    ``cone_bounds`` (with ``sign_constraints``): :meth:`Relaxation.bounds` keeps every disk-form
+    direction ``w`` of the program's cones in ``[-1, 1]`` (:attr:`Relaxation.directions`).
 
     ``side_rows=True`` (what :func:`contactmp.solvers.nlp.solve_program` uses) also gives every side
     that is not a variable a row when ``sign_constraints`` adds none: the free rows ``mpcc/side_a``,
@@ -367,8 +381,10 @@ def relaxation(prog: Program, strategy: str, parameter: float = 0.0, *,
             n_smoothed = len(smooth)
     new.add_cost(f)
     g_check = ca.vertcat(*[e for e in check if e.shape[0]]) if new.n_g else ca.SX(0, 1)
+    directions = np.array([j for c in prog.cones for j in range(c.w.index.start, c.w.index.stop)]
+                          if cone_bounds and sign_constraints else [], dtype=int)
     return Relaxation(prog, st, new, g_check, n_smoothed, bool(sign_constraints), var["a"], var["b"], rows["a"],
-                      rows["b"], rows["pair"], slack)
+                      rows["b"], rows["pair"], slack, directions)
 
 
 def relax(prog: Program, strategy: str, parameter: float, *, sign_constraints: bool = True) -> Program:

@@ -26,6 +26,9 @@ COMP_TOL = 1e-6
 NOISE_SCALE = 0.1
 #: wall-clock limit of one start (s): IPOPT's max_wall_time per NLP, checked between the NLPs
 TIME_LIMIT = 60.0
+#: a plan's normal impulses should act only where the gap at the step's end phi(q_{k+1}) is at most
+#: this (m); the tables print the largest gap at which they act (:func:`largest_force_gap`)
+FORCE_GAP_TOL = 1e-6
 #: contact modes, in the order of their integer codes in the records
 MODES = ("separated", "sticking", "sliding")
 
@@ -201,10 +204,155 @@ def _push_task(formulation: str, quick: bool) -> Any:
     return build_task(formulation, quick)
 
 
+#: the arm tasks' system (:func:`contactmp.models.arm_tasks.two_link_arm_box`'s arguments)
+ARM_SYSTEM = {"m_box": 1.0, "width": 0.2, "height": 0.2, "mu_ground": 0.3, "mu_finger": 0.5, "link_mass": 0.5,
+              "l1": 0.5, "l2": 0.5, "base": (-0.65, 0.5)}
+#: the arm tasks' joint torque bound (N m), joint speed bound (rad/s) and the fingertip's margin
+#: from the face's top and bottom edges (m; it stays within |r_z| <= height / 2 - ARM_FACE_MARGIN)
+ARM_TAU_MAX, ARM_SPEED_MAX, ARM_FACE_MARGIN = 20.0, 3.0, 0.02
+
+
+def arm_joint_angles(tip: Any, base: tuple[float, float] = ARM_SYSTEM["base"], l1: float = ARM_SYSTEM["l1"],
+                     l2: float = ARM_SYSTEM["l2"]) -> np.ndarray:
+    """Shoulder and elbow angles ``(a1, a2)`` placing the fingertip of
+    :func:`~contactmp.models.arm_tasks.two_link_arm_box` at ``tip = (x, z)``, elbow up (``a2 <= 0``):
+    ``cos a2 = (d^2 - l1^2 - l2^2) / (2 l1 l2)``, ``a1 = atan2(dz, dx) - atan2(l2 sin a2, l1 + l2 cos a2)``."""
+    from contactmp.errors import InputError
+
+    dx, dz = float(tip[0]) - base[0], float(tip[1]) - base[1]
+    c2 = (dx * dx + dz * dz - l1 * l1 - l2 * l2) / (2 * l1 * l2)
+    if not -1.0 <= c2 <= 1.0:
+        raise InputError("tip", f"{tuple(tip)} is out of the arm's reach")
+    a2 = -float(np.arccos(c2))
+    a1 = float(np.arctan2(dz, dx) - np.arctan2(l2 * np.sin(a2), l1 + l2 * np.cos(a2)))
+    return np.array([a1, a2])
+
+
+def _arm_transcription(formulation: str, N: int, h: float, q0: np.ndarray, qf: np.ndarray,
+                       q_indices: list[int]) -> Any:
+    """The arm-box transcription shared by the arm tasks: from rest at ``q0`` to rest with the
+    entries ``q_indices`` of ``qf``; joint torques within :data:`ARM_TAU_MAX`, joint speeds within
+    :data:`ARM_SPEED_MAX`, the fingertip within the face's extent (rows ``fingertip_on_face{k}``:
+    ``|r_z| <= height / 2 - ARM_FACE_MARGIN`` in the box's frame); minimize ``h sum |u|^2``."""
+    import casadi as ca
+
+    from contactmp.models.arm_tasks import arm_fingertip, two_link_arm_box
+    from contactmp.transcriptions.contact_implicit import ContactImplicitTO
+
+    system = two_link_arm_box(**ARM_SYSTEM)
+    to = ContactImplicitTO(system, N, h, formulation=formulation)
+    to.set_initial_state(q0, np.zeros(system.n_v))
+    to.set_final_state(qf, q_indices=q_indices)
+    inf = np.inf
+    for k, vk in enumerate(to.v):  # v_N = 0 as bounds (rows would repeat the last step's contact rows)
+        if k == 0:
+            continue
+        if k == N:
+            vk.lb, vk.ub = np.zeros(system.n_v), np.zeros(system.n_v)
+        else:
+            vk.lb = np.array([-inf, -inf, -inf, -ARM_SPEED_MAX, -ARM_SPEED_MAX])
+            vk.ub = np.array([inf, inf, inf, ARM_SPEED_MAX, ARM_SPEED_MAX])
+        vk.init = np.clip(vk.init, vk.lb, vk.ub)
+    half = ARM_SYSTEM["height"] / 2 - ARM_FACE_MARGIN
+    for k, qk in enumerate(to.q):
+        qs = qk.sym
+        tip = arm_fingertip(qs, ARM_SYSTEM["base"], ARM_SYSTEM["l1"], ARM_SYSTEM["l2"])
+        c, s = ca.cos(qs[2]), ca.sin(qs[2])
+        r_z = -s * (tip[0] - qs[0]) + c * (tip[1] - qs[1])
+        to.program.add_constraint(r_z, -half, half, name=f"fingertip_on_face{k}", block=f"state{k}")
+    to.bound_inputs(-ARM_TAU_MAX, ARM_TAU_MAX)
+    to.minimize_effort(1.0)
+    return to
+
+
+def _arm_push_task(formulation: str, quick: bool) -> Any:
+    """The two-link arm of :func:`~contactmp.models.arm_tasks.two_link_arm_box` pushes the 1 kg,
+    0.2 m box 0.3 m along the ground (``mu = 0.3``; fingertip ``mu = 0.5``), from rest with the
+    fingertip 0.2 m left of the box to rest with ``x_N = 0.3`` (the box's height and tilt and the
+    arm's angles at the end free), N = 30 steps of 0.05 s (the issue's task; also ``--quick``);
+    minimize ``h sum |tau|^2`` (:func:`_arm_transcription`)."""
+    hh = ARM_SYSTEM["height"]
+    q0 = np.r_[0.0, hh / 2, 0.0, arm_joint_angles((-0.3, hh / 2))]
+    qf = np.r_[0.3, hh / 2, 0.0, arm_joint_angles((0.2, hh / 2))]
+    return _arm_transcription(formulation, 30, 0.05, q0, qf, [0])
+
+
+def _arm_pivot_task(formulation: str, quick: bool) -> Any:
+    """The two-link arm tips the box over its bottom-right corner: from rest with the fingertip
+    touching the box's left face near its top, to rest with the box tilted to ``theta_N = -0.3``
+    rad (its left corner lifted, held there by the fingertip; position and height free), N = 30
+    steps of 0.05 s (also ``--quick``); minimize ``h sum |tau|^2`` (:func:`_arm_transcription`)."""
+    hh, w = ARM_SYSTEM["height"], ARM_SYSTEM["width"]
+    q0 = np.r_[0.0, hh / 2, 0.0, arm_joint_angles((-w / 2, hh - 0.03))]
+    th = -0.3  # rotate about the bottom-right corner (w/2, 0): center and tip follow
+    R = np.array([[np.cos(th), -np.sin(th)], [np.sin(th), np.cos(th)]])
+    corner = np.array([w / 2, 0.0])
+    center = corner + R @ np.array([-w / 2, hh / 2])
+    tip = corner + R @ np.array([-w, hh - 0.03])
+    qf = np.r_[center, th, arm_joint_angles(tip)]
+    return _arm_transcription(formulation, 30, 0.05, q0, qf, [2])
+
+
+#: the in-hand rotation's system (:func:`contactmp.models.arm_tasks.two_finger_rotation`'s arguments),
+#: its finger force bound (N per component), finger speed bound (m/s per component) and the
+#: fingertips' margin from the faces' edges (m)
+ROTATE_SYSTEM = {"m_box": 0.5, "width": 0.1, "height": 0.1, "mu": 0.8, "m_finger": 0.1}
+ROTATE_F_MAX, ROTATE_V_MAX, ROTATE_FACE_MARGIN = 20.0, 0.5, 0.01
+#: the box's turn (rad) in the in-hand rotation task
+ROTATE_ANGLE = 0.4
+
+
+def _rotate_task(formulation: str, quick: bool) -> Any:
+    """Two fingertips (:func:`~contactmp.models.arm_tasks.two_finger_rotation`, ``mu = 0.8``) hold
+    a 0.5 kg, 0.1 m box in the air and turn it in hand by :data:`ROTATE_ANGLE` about its center: from
+    rest, level, fingertips at the faces' mid-heights, to rest at ``theta_N = ROTATE_ANGLE`` with the
+    center back at the origin (the fingertips' end positions free), N = 20 steps of 0.05 s (also
+    ``--quick``). Finger forces within :data:`ROTATE_F_MAX` per component, finger speeds within
+    :data:`ROTATE_V_MAX`, each fingertip within its face (rows ``fingertip_on_face{k}``: ``|r_z| <=
+    height / 2 - ROTATE_FACE_MARGIN`` in the box's frame); minimize ``h sum |u|^2``."""
+    import casadi as ca
+
+    from contactmp.models.arm_tasks import two_finger_rotation
+    from contactmp.transcriptions.contact_implicit import ContactImplicitTO
+
+    system = two_finger_rotation(**ROTATE_SYSTEM)
+    w, hh = ROTATE_SYSTEM["width"], ROTATE_SYSTEM["height"]
+    N = 20
+    to = ContactImplicitTO(system, N, 0.05, formulation=formulation)
+    th = ROTATE_ANGLE
+    R = np.array([[np.cos(th), -np.sin(th)], [np.sin(th), np.cos(th)]])
+    q0 = np.array([0.0, 0.0, 0.0, -w / 2, 0.0, w / 2, 0.0])
+    qf = np.r_[0.0, 0.0, th, R @ [-w / 2, 0.0], R @ [w / 2, 0.0]]  # the fingertips' entries shape the guess
+    to.set_initial_state(q0, np.zeros(system.n_v))
+    to.set_final_state(qf, q_indices=[0, 1, 2])
+    inf = np.inf
+    for k, vk in enumerate(to.v):
+        if k == 0:
+            continue
+        if k == N:
+            vk.lb, vk.ub = np.zeros(system.n_v), np.zeros(system.n_v)
+        else:
+            vk.lb = np.r_[-inf, -inf, -inf, np.full(4, -ROTATE_V_MAX)]
+            vk.ub = np.r_[inf, inf, inf, np.full(4, ROTATE_V_MAX)]
+        vk.init = np.clip(vk.init, vk.lb, vk.ub)
+    half = hh / 2 - ROTATE_FACE_MARGIN
+    for k, qk in enumerate(to.q):
+        qs = qk.sym
+        c, s = ca.cos(qs[2]), ca.sin(qs[2])
+        r_z = ca.vertcat(*(-s * (qs[3 + 2 * i] - qs[0]) + c * (qs[4 + 2 * i] - qs[1]) for i in range(2)))
+        to.program.add_constraint(r_z, -half, half, name=f"fingertip_on_face{k}", block=f"state{k}")
+    to.bound_inputs(-ROTATE_F_MAX, ROTATE_F_MAX)
+    to.minimize_effort(1.0)
+    return to
+
+
 TASKS: dict[str, Task] = {
     "box": Task("box", "push a planar box 1 m on a friction surface, rest to rest", _box_task, BOX_OPTIONS),
     "hopper": Task("hopper", "planar one-legged hopper moves forward and stands again", _hopper_task, HOPPER_OPTIONS),
     "push": Task("push", "a point finger pushes a box 0.4 m to a goal, rest to rest", _push_task),
+    "arm-push": Task("arm-push", "a two-link arm pushes a box 0.3 m with its fingertip, rest to rest", _arm_push_task),
+    "arm-pivot": Task("arm-pivot", "a two-link arm tips a box 0.3 rad over its corner and holds it", _arm_pivot_task),
+    "rotate": Task("rotate", "two fingertips turn a box held in the air by 0.4 rad, rest to rest", _rotate_task),
 }
 
 
@@ -237,6 +385,7 @@ def run_start(to: Any, strategy: str, seed: int, start: int, backend: str = "cas
     wall = time.perf_counter() - t0
     rec = traj.starts[0]
     modes = contact_modes(to, traj)
+    force_gap = to.force_gap(traj)
     converged = bool(traj.status is Status.SOLVED and traj.comp_violation <= COMP_TOL)
     record = {
         "status": traj.status.value,
@@ -250,6 +399,8 @@ def run_start(to: Any, strategy: str, seed: int, start: int, backend: str = "cas
         "backend_status": rec.get("backend_status", ""),
         "b_stationarity": rec.get("b_stationarity"),  # the certificate of the returned point (timed apart)
         "mode_counts": {m: int((modes == i).sum()) for i, m in enumerate(MODES)},
+        # the largest gap phi(q_{k+1}) at which a normal impulse acts (ContactImplicitTO.force_gap)
+        "force_gap": force_gap["gap"] if force_gap["step"] is not None else None,
         "trajectory": {
             "t": traj.t, "q": traj.q, "v": traj.v, "u": traj.u,
             "p_n": traj.p_n, "p_t": traj.p_t, "p_o": traj.p_o, "modes": modes,
@@ -351,10 +502,19 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "constraint_violation": spread([r["constraint_violation"] for r in rs]),
             "time_s": spread([r["time_s"] for r in rs]),
             "total_time_s": float(sum(r["time_s"] for r in rs)),
+            "force_gap_max": largest_force_gap(conv),
             "best_start": best["start"] if best else None,
             "best_modes": best["mode_counts"] if best else None,
         })
     return rows
+
+
+def largest_force_gap(records: list[dict[str, Any]]) -> float | None:
+    """The largest ``force_gap`` of ``records`` (the gap ``phi(q_{k+1})`` at which a plan's normal
+    impulse acts, :meth:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO.force_gap`);
+    None when no record has one (no converged start, no force, or records from before the check)."""
+    gaps = [float(r["force_gap"]) for r in records if r.get("force_gap") is not None]
+    return max(gaps) if gaps else None
 
 
 def summary_table(rows: list[dict[str, Any]]) -> str:
@@ -366,7 +526,7 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
 
     headers = ["task", "formulation", "strategy", "starts", "converged", "success", "cost min",
                "cost median", "cost max", "comp viol. median", "comp viol. max", "constr. viol. max",
-               "time/start median (s)",
+               "time/start median (s)", f"largest gap with force (m; target <= {FORCE_GAP_TOL:g})",
                "best: sticking/sliding/separated contact-steps"]
     body = []
     for r in rows:
@@ -375,6 +535,7 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
                      f"{100 * r['success_rate']:.0f}%", g(r["cost"]["min"]), g(r["cost"]["median"]),
                      g(r["cost"]["max"]), g(r["comp_violation"]["median"]), g(r["comp_violation"]["max"]),
                      g(r.get("constraint_violation", {}).get("max")), g(r["time_s"]["median"]),
+                     g(r.get("force_gap_max")),
                      "-" if m is None else f"{m['sticking']}/{m['sliding']}/{m['separated']}"])
     return markdown_table(headers, body)
 

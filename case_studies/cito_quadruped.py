@@ -227,6 +227,7 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "solve_cpu_s": _cito.spread([r["solve_cpu_s"] for r in rs if "solve_cpu_s" in r]),
             "iterations": _cito.spread([r["iterations"] for r in rs]),
             "penetration_max": max(r["penetration"] for r in rs),
+            "force_gap_max": _cito.largest_force_gap(conv),
             "step_residual_max": max((r["replay"]["step_residual"] for r in conv), default=None),
             "replay_error": _cito.spread([r["replay"]["replay_error"] for r in conv]),
             "nonunique_starts": sum(bool(r["replay"]["nonunique_steps"]) for r in conv),
@@ -250,14 +251,14 @@ def table(rows: list[dict[str, Any]]) -> str:
     body = [[r["task"], r["starts"], r["verified"], r["converged"], f"{100 * r['success_rate']:.0f}%", g(r["cost"]["min"]),
              g(r["cost"]["median"]), g(r["solve_cpu_s"]["median"]), g(r["solve_cpu_s"]["max"]),
              g(r["time_s"]["median"]), g(r["iterations"]["median"]),
-             g(r["penetration_max"]), g(r["step_residual_max"]), g(r["replay_error"]["max"]), r["nonunique_starts"],
+             g(r["penetration_max"]), g(r.get("force_gap_max")), g(r["step_residual_max"]), g(r["replay_error"]["max"]), r["nonunique_starts"],
              f"{r['replayed']} / {r['replayed_seeded']}",
              ", ".join(f"{k} {v}" for k, v in r["statuses"].items()),
              ", ".join(f"{k} {v}" for k, v in r["gaits"].items()) or "-"] for r in rows]
     return markdown_table(["task", "starts", "verified", "converged", "success", "cost min", "cost median",
                            "solve CPU/start median (s)", "solve CPU/start max (s)",
                            "wall/start median (s)", "IPOPT iterations median",
-                           "max penetration (m)", "max step residual", "max replay error",
+                           "max penetration (m)", "largest gap with force (m)", "max step residual", "max replay error",
                            "starts with non-unique steps", f"replayed to {REPLAY_TOL:g}: default / seeded",
                            "statuses", "gaits (converged)"], body)
 

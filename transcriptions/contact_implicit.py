@@ -523,6 +523,32 @@ class ContactImplicitTO:
         return {"step_residual": worst_res, "replay_error": worst_err, "nonunique_steps": nonunique,
                 "seeded_replay_error": worst_seeded, "seeded_misses": misses, "seeded_misses_not_isolated": explained}
 
+    def force_gap(self, traj: TOResult, impulse_tol: float = 1e-6) -> dict[str, Any]:
+        """The largest position-level gap at which a plan's contact force acts: the maximum of
+        ``phi_j(q_{k+1})`` over the steps ``k`` and contacts ``j`` whose normal impulse
+        ``p_n[k, j] > impulse_tol * max(1, max p_n)`` (friction acts only with it: ``|p_T| <= mu
+        p_n``). A rigid contact pushes only when touching, so on a physical plan this is at most
+        the solver's tolerance; the velocity-level contact side ``phi(q_k) / h + Jn(q_k) v_{k+1}``
+        lets force act while ``phi(q_{k+1}) > 0`` (the linearization of the gap over the step).
+
+        Returns ``{"gap": largest gap (m; -inf when no force acts), "step": k, "contact": j
+        (None when no force acts), "impulse": p_n there, "forces": number of (k, j) with force}``.
+        """
+        if not isinstance(impulse_tol, (int, float)) or not impulse_tol >= 0:
+            raise InputError("impulse_tol", f"must be a number >= 0, got {impulse_tol!r}")
+        pn = np.asarray(traj.p_n, dtype=float).reshape(self.N, self.system.n_c)
+        q = np.asarray(traj.q, dtype=float)
+        if q.shape != (self.N + 1, self.system.n_q):
+            raise InputError("traj", f"q has shape {q.shape}, expected ({self.N + 1}, {self.system.n_q})")
+        phi_next = np.array([np.asarray(self._phi(q[k + 1]), dtype=float).ravel() for k in range(self.N)])
+        acts = pn > impulse_tol * max(1.0, float(pn.max(initial=0.0)))
+        if not acts.any():
+            return {"gap": -math.inf, "step": None, "contact": None, "impulse": 0.0, "forces": 0}
+        gaps = np.where(acts, phi_next, -np.inf)
+        k, j = np.unravel_index(int(np.argmax(gaps)), gaps.shape)
+        return {"gap": float(gaps[k, j]), "step": int(k), "contact": int(j), "impulse": float(pn[k, j]),
+                "forces": int(acts.sum())}
+
     def sensitivity(self, traj: TOResult, tol: float = 1e-7) -> Any:
         """The parametric sensitivity of the solved trajectory ``traj`` from the KKT system of its
         active set (:func:`~contactmp.solvers.kkt_sensitivity.kkt_sensitivity`): ``dx_drows`` of the

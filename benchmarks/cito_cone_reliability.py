@@ -1,0 +1,134 @@
+"""Cone plans against pyramid plans on the contact-implicit tasks: converged share, time per start and
+the largest gap at which a plan's force acts (issue 35, items 5 and 6).
+
+    python benchmarks/cito_cone_reliability.py [--tasks box,push,hopper,arm-push,rotate] [--starts 20]
+                                               [--configs pyramid,cone,cone-unbounded]
+                                               [--gap linear|position] [--time-limit 60] [--out DIR]
+
+Every configuration solves the same seeded starts of each task of ``contactmp.case_studies._cito.TASKS``
+(start 0: the task's guess; start i: the guess plus 0.1 N(0, 1) noise from
+``numpy.random.default_rng([0, i])``, as the studies do) with the library's default strategy
+(Scholtes) and the task's options, one start at a time in this process:
+
+* ``pyramid``: the velocity pyramid;
+* ``cone``: the Coulomb cone (disk form), its NLPs with the directions bounded ``|w_i| <= 1``
+  (:attr:`~contactmp.solvers.nlp.NLPOptions.cone_bounds`, the default);
+* ``cone-unbounded``: the same cone with ``cone_bounds=False`` (the NLPs before issue 35): the
+  reference of the cone's time ratio, measured in the same run.
+
+``--gap position`` builds every task with the formulations' ``gap="position"`` (the normal side is
+the gap at the step's end ``phi(q_{k+1}) / h``), to measure what the position gap costs.
+
+Per task and configuration: converged starts (verified solved, ``max |min(a, b)| <= 1e-6``), median
+cost of the converged starts, median IPOPT iterations and wall time per start, the ratio of the
+median time to ``cone-unbounded``'s (cone rows) or to ``pyramid``'s, and the largest gap
+``phi(q_{k+1})`` at which a converged plan's normal impulse acts
+(:meth:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO.force_gap`). Output:
+``DIR/cito_cone_reliability.json`` and ``DIR/cito_cone_reliability.jsonl`` (one record per start,
+resumable: a rerun skips the starts already recorded).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as common  # noqa: E402
+
+from contactmp.records import RecordStore  # noqa: E402
+
+CONFIGS = {"pyramid": ("pyramid", {}), "cone": ("cone", {}), "cone-unbounded": ("cone", {"cone_bounds": False})}
+TASKS = ("box", "push", "hopper", "arm-push", "rotate")
+
+
+def _build(task: str, formulation: str, gap: str) -> Any:
+    """The task's transcription; with ``gap="position"`` the same task with the position gap."""
+    from contactmp.case_studies import _cito
+    from contactmp.formulations.base import for_system
+    from contactmp.transcriptions import contact_implicit
+
+    if gap == "linear":
+        return _cito.TASKS[task].build(formulation, True)
+    original = contact_implicit.ContactImplicitTO.__init__
+
+    def with_gap(self: Any, system: Any, N: int, h: float, formulation: Any = "pyramid", *args: Any, **kw: Any) -> None:
+        original(self, system, N, h, for_system(formulation, system, h, None, gap="position"), *args, **kw)
+
+    contact_implicit.ContactImplicitTO.__init__ = with_gap  # type: ignore[method-assign]
+    try:
+        return _cito.TASKS[task].build(formulation, True)
+    finally:
+        contact_implicit.ContactImplicitTO.__init__ = original  # type: ignore[method-assign]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the grid (resumable), print the table, write the JSON."""
+    from contactmp.case_studies import _cito
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tasks", default=",".join(TASKS))
+    ap.add_argument("--starts", type=int, default=20)
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--gap", default="linear", choices=("linear", "position"))
+    ap.add_argument("--time-limit", type=float, default=_cito.TIME_LIMIT)
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    args = ap.parse_args(argv)
+    t_start = time.perf_counter()
+    tasks, configs = args.tasks.split(","), args.configs.split(",")
+    for name in configs:
+        if name not in CONFIGS:
+            raise SystemExit(f"unknown configuration {name!r} (known: {', '.join(CONFIGS)})")
+    store = RecordStore(args.out / "cito_cone_reliability.jsonl")
+    done = {r["key"]: r for r in store.records()}
+    records = []
+    for task in tasks:
+        for name in configs:
+            form, extra = CONFIGS[name]
+            to = None
+            for i in range(args.starts):
+                key = f"{args.gap}/{task}/{name}/start{i:02d}"
+                if key not in done:
+                    to = to if to is not None else _build(task, form, args.gap)
+                    opts = {**dict(_cito.TASKS[task].options), "time_limit": args.time_limit, **extra}
+                    rec, _ = _cito.run_start(to, "scholtes", 0, i, options=tuple(opts.items()))
+                    done[key] = {"key": key, "task": task, "config": name, "gap": args.gap, "start": i,
+                                 **{k: rec[k] for k in ("status", "converged", "objective", "comp_violation",
+                                                        "iterations", "time_s", "force_gap")}}
+                    store.append(done[key])
+                    print(f"{key}: {rec['status']} converged={rec['converged']} {rec['time_s']:.1f} s "
+                          f"gap={rec['force_gap']}", flush=True)
+                records.append(done[key])
+    rows, body = [], []
+    for task in tasks:
+        medians = {}
+        for name in configs:
+            rs = [r for r in records if r["task"] == task and r["config"] == name]
+            conv = [r for r in rs if r["converged"]]
+            medians[name] = float(np.median([r["time_s"] for r in rs]))
+            rows.append({"task": task, "config": name, "starts": len(rs), "converged": len(conv),
+                         "cost_median": float(np.median([r["objective"] for r in conv])) if conv else None,
+                         "iterations_median": float(np.median([r["iterations"] for r in rs])),
+                         "time_median_s": medians[name], "force_gap_max": _cito.largest_force_gap(conv)})
+        for row in rows[-len(configs):]:
+            ref = "cone-unbounded" if row["config"].startswith("cone") and "cone-unbounded" in medians else "pyramid"
+            row["reference"] = ref if ref in medians else None
+            row["time_ratio"] = row["time_median_s"] / medians[ref] if ref in medians else None
+            body.append([task, row["config"], f"{row['converged']}/{row['starts']}",
+                         "-" if row["cost_median"] is None else f"{row['cost_median']:.4g}",
+                         f"{row['iterations_median']:.0f}", f"{row['time_median_s']:.2f}",
+                         "-" if row["time_ratio"] is None else f"{row['time_ratio']:.2f} x {ref}",
+                         "-" if row["force_gap_max"] is None else f"{row['force_gap_max']:.2g}"])
+    common.print_table(f"contact-implicit tasks, Scholtes, gap={args.gap}",
+                       ["task", "config", "converged", "cost median", "IPOPT it. median", "time/start median (s)",
+                        "time ratio", "largest gap with force (m)"], body)
+    results = {**common.run_header("cito_cone_reliability", sys.argv, 0), "gap": args.gap, "rows": rows}
+    return common.finish(args.out / f"cito_cone_reliability_{args.gap}.json", results, t_start, store.path)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

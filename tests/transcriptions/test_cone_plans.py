@@ -1,0 +1,97 @@
+"""Coulomb-cone plans: the NLP bounds the disk-form directions |w_i| <= 1 (what the disk side
+1 - |w|^2 >= 0 implies), so a rest-to-rest cone plan converges and obeys Coulomb's law; and the
+largest gap at which a plan's force acts is measured from the plan itself."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from contactmp.errors import InputError
+from contactmp.models.systems import box_2d, point_mass_2d
+from contactmp.result import Status
+from contactmp.solvers.mpcc import relaxation
+from contactmp.transcriptions.contact_implicit import ContactImplicitTO, TOResult
+
+M_, MU, G = 1.0, 0.5, 9.81
+
+
+def _box_rest_to_rest(formulation: str, N: int = 10) -> ContactImplicitTO:
+    """A 1 kg planar box (mu 0.5) pushed 0.5 m in 1 s from rest to rest: v_N = 0 fixes every corner's
+    velocity at the last step (the cone's direction rows there read gamma w = 0)."""
+    to = ContactImplicitTO(box_2d(m=M_, width=0.4, height=0.2, mu=MU, g=G), N, 1.0 / N, formulation=formulation)
+    to.set_initial_state([0.0, 0.1, 0.0], [0.0, 0.0, 0.0])
+    to.set_final_state([0.5, 0.1, 0.0], [0.0, 0.0, 0.0])
+    to.bound_inputs([-10.0, 0.0, 0.0], [10.0, 0.0, 0.0])
+    to.minimize_effort(1.0)
+    return to
+
+
+def test_relaxation_bounds_cone_directions() -> None:
+    to = _box_rest_to_rest("cone", N=2)
+    prog = to.program
+    w = np.concatenate([np.arange(c.w.index.start, c.w.index.stop) for c in prog.cones])
+    assert w.size == 2 * 4  # two steps, four corners, one tangent (planar)
+    assert np.all(np.isinf(prog.lbx[w])) and np.all(np.isinf(prog.ubx[w]))  # the MPCC's own w is free
+    for strategy in ("scholtes", "elastic_l1", "fischer_burmeister", "scholtes_linf", "direct"):
+        rel = relaxation(prog, strategy, 1.0)
+        lbx, ubx, _, _ = rel.bounds()
+        np.testing.assert_array_equal(lbx[w], -1.0)
+        np.testing.assert_array_equal(ubx[w], 1.0)
+        others = np.setdiff1d(np.arange(prog.n_x), w)
+        np.testing.assert_array_equal(lbx[others], prog.lbx[others])  # nothing else moves
+        np.testing.assert_array_equal(ubx[others], prog.ubx[others])
+    # without sign rows the disk side is not kept >= 0, so nothing implies |w_i| <= 1: no bounds
+    lbx, ubx, _, _ = relaxation(prog, "scholtes", 1.0, sign_constraints=False).bounds()
+    assert np.all(np.isinf(lbx[w])) and np.all(np.isinf(ubx[w]))
+
+
+def test_cone_box_rest_to_rest_is_coulomb() -> None:
+    """The rest-to-rest cone box (every corner's direction row degenerate at the last step) converges
+    with the default strategy and is Coulomb: the bottom corners carry the weight, friction inside the
+    segment, exactly mu m g h against the motion while both slide."""
+    to = _box_rest_to_rest("cone")
+    r = to.solve(starts=1)
+    assert r.status is Status.SOLVED and r.comp_violation <= 1e-6
+    h = to.h
+    np.testing.assert_allclose(r.q[-1], [0.5, 0.1, 0.0], atol=1e-6)
+    np.testing.assert_allclose(r.v[-1], 0.0, atol=1e-8)
+    np.testing.assert_allclose(r.p_n[:, :2].sum(axis=1), M_ * G * h, atol=1e-6)
+    np.testing.assert_allclose(r.p_n[:, 2:], 0.0, atol=1e-8)
+    assert np.all(np.abs(r.p_t) <= MU * r.p_n + 1e-8)
+    vx = r.v[1:, 0]
+    slide = np.abs(vx) > 1e-4
+    assert slide.sum() >= 5
+    np.testing.assert_allclose(r.p_t[slide, :2].sum(axis=1), -MU * M_ * G * h * np.sign(vx[slide]), atol=1e-6)
+    # the pyramid (k = 4: the exact segment in the plane) plans the same law: no better optimum
+    rp = _box_rest_to_rest("pyramid").solve(starts=1)
+    assert rp.status is Status.SOLVED
+    assert r.objective >= rp.objective - 1e-6 * rp.objective or math.isclose(r.objective, rp.objective, rel_tol=1e-3)
+
+
+def _fake_plan(to: ContactImplicitTO, z: np.ndarray, p_n: np.ndarray) -> TOResult:
+    """A TOResult of the point mass with heights ``z`` (N+1) and normal impulses ``p_n`` (N)."""
+    N = to.N
+    q = np.column_stack([np.linspace(0.0, 1.0, N + 1), z])
+    zeros = np.zeros((N, 1))
+    return TOResult(t=to.h * np.arange(N + 1), q=q, v=np.zeros((N + 1, 2)), u=np.zeros((N, 2)),
+                    p_n=p_n.reshape(N, 1), p_t=zeros, p_o=zeros, status=Status.SOLVED, objective=0.0,
+                    comp_violation=0.0, constraint_violation=0.0, best=0)
+
+
+def test_force_gap_is_the_gap_at_the_step_end() -> None:
+    to = ContactImplicitTO(point_mass_2d(), 4, 0.1)
+    z = np.array([0.0, 2e-3, 0.0, 5e-3, 1e-2])
+    # impulses act in steps 0 and 1 (ending at z = 2 mm and 0), not in 2 (ends at 5 mm, p_n below
+    # the threshold 1e-6 max(1, max p_n)) nor 3
+    plan = _fake_plan(to, z, np.array([0.3, 0.5, 1e-9, 0.0]))
+    fg = to.force_gap(plan)
+    assert fg["step"] == 0 and fg["contact"] == 0 and fg["forces"] == 2
+    assert fg["gap"] == pytest.approx(2e-3) and fg["impulse"] == pytest.approx(0.3)
+    # with the threshold at 0, the tiny impulse of step 2 counts (its step ends 5 mm up)
+    assert to.force_gap(plan, impulse_tol=0.0)["gap"] == pytest.approx(5e-3)
+    none = to.force_gap(_fake_plan(to, z, np.zeros(4)))
+    assert none["gap"] == -math.inf and none["step"] is None and none["forces"] == 0
+    with pytest.raises(InputError, match="impulse_tol"):
+        to.force_gap(plan, impulse_tol=-1.0)

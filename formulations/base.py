@@ -308,14 +308,6 @@ class StepOutcome:
         :class:`~contactmp.transcriptions.time_stepping.TimeStepping`, its physics verdict passed."""
         return self.result.success
 
-    @property
-    def physics(self) -> Any:
-        """The step's physics verdict (a :class:`~contactmp.transcriptions.physics_check.StepVerdict`;
-        None when the step was not judged: a non-finite state, or not taken by TimeStepping)."""
-        from contactmp.transcriptions.physics_check import StepVerdict
-
-        return StepVerdict.from_dict(self.result.extras.get("physics"))
-
 
 @dataclass(frozen=True)
 class PhysicsTolerances:

@@ -90,7 +90,7 @@ def contact_scale(system: ContactSystem, option: str = "stiffness") -> ContactSc
 
 
 def _derive(s: ContactSystem, option: str) -> ContactScale:
-    from scipy.optimize import lsq_linear
+    from contactmp.solvers.qp import bounded_least_squares
 
     q = np.asarray(s.q_nominal, dtype=float)
     g0 = s.eval_h(q, np.zeros(s.n_v))
@@ -110,10 +110,10 @@ def _derive(s: ContactSystem, option: str) -> ContactScale:
     m = len(idx)
     lb = np.concatenate([np.zeros(m), np.full(A.shape[1] - m, -np.inf)])
     ridge = math.sqrt(_RIDGE) * scale * np.eye(A.shape[1])
-    sol = lsq_linear(np.vstack([A, ridge]), np.concatenate([b, np.zeros(A.shape[1])]),
-                     bounds=(lb, np.full(A.shape[1], np.inf)), method="bvls")
+    x = bounded_least_squares(np.vstack([A, ridge]), np.concatenate([b, np.zeros(A.shape[1])]), lb,
+                              np.full(A.shape[1], np.inf))
     forces = np.zeros(s.n_c)
-    forces[idx] = np.maximum(sol.x[:m], 0.0)
+    forces[idx] = np.maximum(x[:m], 0.0)
     i = int(np.argmax(forces))
     load = float(forces[i])
     if not (math.isfinite(load) and load > 1e-12 * max(float(np.linalg.norm(g0)), 1.0)):

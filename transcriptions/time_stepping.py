@@ -380,7 +380,7 @@ class TimeStepping:
         for k in range(int(n_steps)):
             out = self.step(q, v, u_of(k), t=k * self.h, targets=targets, previous=previous)
             q, v, previous = out.q, out.v, out.result
-            verdict = out.physics
+            verdict = StepVerdict.from_dict(out.result.extras.get("physics"))
             if verdict is not None and not verdict.ok and not warned:
                 warned = True
                 warnings.warn(PhysicsWarning(

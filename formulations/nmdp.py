@@ -27,7 +27,21 @@ mu = 10); with ``A`` (linearized MDP) 0.870 / 0.888 / 0.878 m at 5 / 20 / 50 ms.
     tau = -Kp (S theta - q_d) - Kd (S qd+ - qd_d) + tau_0,     S = B^T
 
 (``B`` a constant 0/1 selection of the actuated coordinates, so ``S theta`` are the actuated
-coordinates). Contact i's polytope has the ``V`` vertices ``s_i(theta) b_j`` (contact frame,
+coordinates).
+
+A floating base (``qdot = G(q) v``, unit quaternions: ``box_3d``, the 3D Solo12, URDF free-flyers)
+takes the same step on the configuration manifold, ``q_{n+1} = q_n (+) h qd+``, in a chart around
+``q_n`` (:class:`Chart`): ``theta = xi`` in ``R^{n_v}``, ``q_{n+1} = q(xi) = R(q_n + G(q_n) xi)``
+(``R`` renormalizes each quaternion block), ``qd+ = xi / h``, and every ``theta`` above that stands
+for a configuration is ``q(xi)`` (``M``, ``h_b``, ``J_i``, ``B_i``, ``phi_i`` at ``q(xi)``); the PD
+acts on ``S_q q(xi)``, the entries of ``q`` whose rates are the actuated entries of ``v`` (the joint
+angles). The program keeps ``n_v`` unknowns and the same structure, so PGM and IPOPT solve it as
+they do a minimal-coordinate step. The KKT block :func:`add_nmdp_step` (trajectory optimization,
+sensitivities, ``polish``) is written in ``q_{n+1}`` and stays minimal-coordinate.
+
+The defaults are physical (:func:`default_gains`): ``stiffness = load / d^2`` with the system's
+most loaded contact's load at rest and the design depth ``d`` (1 mm), ``relax = 0``; what a step
+may then do is declared by :func:`polytope_tolerances`. Contact i's polytope has the ``V`` vertices ``s_i(theta) b_j`` (contact frame,
 normal first) with the pyramid edges ``b_j = n + mu (cos(2 pi j/V) t + sin(2 pi j/V) o)``,
 ``j = 0..V-1`` (planar systems: ``V = 2``, ``b = n +- mu t``: the exact 2-D friction cone), and
 the magnitude

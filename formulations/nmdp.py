@@ -300,7 +300,10 @@ def polytope_tolerances(problem: Any, h: float) -> PhysicsTolerances:
       under the MDP (each interface carrying the boxes above) 6.6 mm at 10 ms. Based on the design depth,
       not on the given stiffness: a softer stiffness than ``load / design_depth^2`` is flagged; give a
       deeper ``design_depth`` to declare it;
-    * ``gap = max(r, 0) + design_depth``: the polytope carries force only where ``phi < r``;
+    * ``gap = max(r, 0) + design_depth`` (NMDP: the polytope carries force only where ``phi < r``
+      at the step's end), plus ``h * IMPACT_SPEED`` for the linearized MDP (its force is the polytope
+      at ``q_k``: a foot lifting during the step carries it to its end, measured on the spider's
+      walk at 50 ms: 25 N at a gap above 3.1 mm);
     * ``gap_force = max relax``: the force any contact may get at any gap by the model's definition."""
     from contactmp.formulations.contact_scale import contact_scale
 
@@ -313,7 +316,8 @@ def polytope_tolerances(problem: Any, h: float) -> PhysicsTolerances:
     r_lo, r_hi = float(np.min(problem.radius, initial=0.0)), float(np.max(problem.radius, initial=0.0))
     lag = float(h) * IMPACT_SPEED if getattr(problem, "frozen", False) else fall * float(h) ** 2
     pen = max(impact_depth(d, fall) - r_lo, 0.0) + lag
-    return PhysicsTolerances(penetration=pen, gap=max(r_hi, 0.0) + d,
+    frozen = float(h) * IMPACT_SPEED if getattr(problem, "frozen", False) else 0.0
+    return PhysicsTolerances(penetration=pen, gap=max(r_hi, 0.0) + d + frozen,
                              gap_force=float(np.max(problem.relax, initial=0.0)))
 
 
@@ -983,7 +987,8 @@ class PolytopeFormulation(Formulation):
     def physics_tolerances(self, system: ContactSystem, h: float) -> PhysicsTolerances:
         """What the polytope ``s_i = k min(phi_i - r_i, 0)^2 + relax_i`` allows (:func:`polytope_tolerances`):
         ``penetration`` the depth a contact reaches landing at :data:`IMPACT_SPEED` with the step's
-        own overshoot, ``gap = max(r, 0) + design_depth`` and ``gap_force = max relax``."""
+        own overshoot, ``gap = max(r, 0) + design_depth`` (the MDP: plus one step's lift) and
+        ``gap_force = max relax``."""
         return polytope_tolerances(self.problem(system), h)
 
     def _kkt_options(self, system: ContactSystem) -> dict[str, Any]:

@@ -79,8 +79,8 @@ def test_default_gains_are_derived_from_the_load():
 
 def test_declared_tolerances_follow_the_design_depth():
     """impact_depth solves x^3 / (3 d^2) - x = v^2 / (2 a): sqrt(3) d released touching; the
-    declared penetration is that depth at 1 m/s plus a h^2 (NMDP) or h * 1 m/s (MDP); gap = d;
-    gap_force = relax."""
+    declared penetration is that depth at 1 m/s plus a h^2 (NMDP) or h * 1 m/s (MDP); gap = d (NMDP)
+    or d + h * 1 m/s (MDP); gap_force = relax."""
     d, a = 1e-3, GRAVITY
     assert impact_depth(d, a, 0.0) == pytest.approx(math.sqrt(3.0) * d, rel=1e-12)
     x = impact_depth(d, a, 1.0)
@@ -90,6 +90,7 @@ def test_declared_tolerances_follow_the_design_depth():
     tm = formulation("mdp", relax=0.5).physics_tolerances(s, H)
     assert tn.penetration == pytest.approx(x + a * H * H, rel=1e-12) and tn.gap == d and tn.gap_force == 0.0
     assert tm.penetration == pytest.approx(x + H * 1.0, rel=1e-12) and tm.gap_force == 0.5
+    assert tm.gap == pytest.approx(d + H * 1.0, rel=1e-12)
 
 
 def test_sphere_on_an_incline_with_defaults_rolls_on_the_plane():

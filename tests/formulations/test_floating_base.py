@@ -221,6 +221,10 @@ def test_floating_base_bad_input_names_the_field():
     assert field(lambda: TimeStepping(b, H, "cone", pd_gains=(1.0, 0.1))).startswith("pd_gains")
     assert field(lambda: TimeStepping(b, H, "nmdp", polish=True)) == "polish"
     assert field(lambda: add_linearized_mdp_step(Program(), b, np.zeros(7), np.zeros(6), np.zeros(6), H)) == "system"
+    from contactmp.transcriptions.contact_implicit import ContactImplicitTO
+
+    for name in ("nmdp", "mdp"):  # contact-implicit trajectory optimization: the KKT blocks are minimal-coordinate
+        assert field(lambda: ContactImplicitTO(b, 3, H, formulation=name)) == "system"
     q, v, u = ca.SX.sym("q", 2), ca.SX.sym("v", 1), ca.SX.sym("u", 1)
     odd = ContactSystem(q=q, v=v, u=u, M=ca.SX.eye(1), h=ca.SX(9.81), B=ca.SX(1.0), phi=q[1],
                         Jn=ca.SX(1.0), Jt=ca.SX(0.0), Jo=ca.SX(0.0), mu=0.5, planar=True,

@@ -26,6 +26,14 @@ COMP_TOL = 1e-6
 NOISE_SCALE = 0.1
 #: wall-clock limit of one start (s): IPOPT's max_wall_time per NLP, checked between the NLPs
 TIME_LIMIT = 60.0
+#: the rigid formulations' (pyramid, cone) contact side in every task here: ``"position"``, the gap at
+#: the step's end ``phi(q_{k+1}) / h`` (the formulations' ``gap`` option), so that a plan's impulses
+#: act only where the bodies touch at the step's end. With the linearized side ``phi(q_k) / h +
+#: Jn(q_k) v_{k+1}`` (``"linear"``) the hopper's plans pushed off from up to 12 cm, the arm's and the
+#: hand's from 3-12 mm; with the position gap the largest such gap is 3e-13 m and the solves were no
+#: slower (Scholtes, benchmarks/cito_cone_reliability.py, 4-8 starts per task and formulation: median
+#: time per start 0.6-1.0x the linear gap's on box, push, hopper and arm-push, 1.3x on rotate)
+GAP = "position"
 #: a plan's normal impulses should act only where the gap at the step's end phi(q_{k+1}) is at most
 #: this (m); the tables print the largest gap at which they act (:func:`largest_force_gap`)
 FORCE_GAP_TOL = 1e-6
@@ -126,7 +134,7 @@ def _box_task(formulation: str, quick: bool) -> Any:
         v_end.lb = np.array([0.0, -BOX_SETTLE_SPEED, -BOX_SETTLE_SPEED])
         v_end.ub = np.array([0.0, BOX_SETTLE_SPEED, BOX_SETTLE_SPEED])
     else:
-        to = ContactImplicitTO(system, N, 1.0 / N, formulation=formulation)
+        to = ContactImplicitTO(system, N, 1.0 / N, formulation=formulation, gap=GAP)
         to.set_initial_state([0.0, 0.1, 0.0], [0.0, 0.0, 0.0])
         to.set_final_state([1.0, 0.1, 0.0], [0.0, 0.0, 0.0])
     to.bound_inputs([-10.0, 0.0, 0.0], [10.0, 0.0, 0.0])
@@ -167,7 +175,7 @@ def _hopper_task(formulation: str, quick: bool) -> Any:
                                **polytope_options(11.0 * 9.81, depth))
         q0[1] -= POLYTOPE_START * depth
     else:
-        to = ContactImplicitTO(system, N, 0.05, formulation=formulation)
+        to = ContactImplicitTO(system, N, 0.05, formulation=formulation, gap=GAP)
     qf = q0.copy()
     qf[0] = d
     to.set_initial_state(q0, np.zeros(5))
@@ -240,7 +248,7 @@ def _arm_transcription(formulation: str, N: int, h: float, q0: np.ndarray, qf: n
     from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 
     system = two_link_arm_box(**ARM_SYSTEM)
-    to = ContactImplicitTO(system, N, h, formulation=formulation)
+    to = ContactImplicitTO(system, N, h, formulation=formulation, gap=GAP)
     to.set_initial_state(q0, np.zeros(system.n_v))
     to.set_final_state(qf, q_indices=q_indices)
     inf = np.inf
@@ -318,7 +326,7 @@ def _rotate_task(formulation: str, quick: bool) -> Any:
     system = two_finger_rotation(**ROTATE_SYSTEM)
     w, hh = ROTATE_SYSTEM["width"], ROTATE_SYSTEM["height"]
     N = 20
-    to = ContactImplicitTO(system, N, 0.05, formulation=formulation)
+    to = ContactImplicitTO(system, N, 0.05, formulation=formulation, gap=GAP)
     th = ROTATE_ANGLE
     R = np.array([[np.cos(th), -np.sin(th)], [np.sin(th), np.cos(th)]])
     q0 = np.array([0.0, 0.0, 0.0, -w / 2, 0.0, w / 2, 0.0])
@@ -450,7 +458,7 @@ def plot_trajectory(path: Path, system: Any, traj: dict[str, Any], title: str) -
 
 def record_key(task: str, formulation: str, strategy: str, seed: int, start: int, quick: bool) -> str:
     """The JSONL key of one start."""
-    return f"{'quick' if quick else 'full'}/{task}/{formulation}/{strategy}/s{seed}/start{start:02d}"
+    return f"{'quick' if quick else 'full'}/{task}/{formulation}/{strategy}/s{seed}/start{start:02d}/gap-{GAP}"
 
 
 @functools.lru_cache(maxsize=8)

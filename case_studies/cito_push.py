@@ -76,7 +76,7 @@ def build_task(formulation: str, quick: bool) -> Any:
     system = planar_pusher(**SYSTEM)
     w, hh = SYSTEM["width"], SYSTEM["height"]
     N, h = STEPS[bool(quick)]
-    to = ContactImplicitTO(system, N, h, formulation=formulation)
+    to = ContactImplicitTO(system, N, h, formulation=formulation, gap=_cito.GAP)
     q0 = np.array([0.0, hh / 2, 0.0, -w / 2 - GAP, hh / 2])
     qf = np.array([GOAL_X, hh / 2, 0.0, GOAL_X - w / 2, hh / 2])  # the finger entries only shape the guess
     to.set_initial_state(q0, np.zeros(system.n_v))

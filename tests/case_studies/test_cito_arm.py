@@ -88,3 +88,26 @@ def test_task_guess_starts_and_ends_on_the_goal(task: str) -> None:
         assert qN[2] == pytest.approx(-0.3) and phi0[2] == pytest.approx(0.0, abs=1e-12)
     else:
         assert qN[2] == pytest.approx(_cito.ROTATE_ANGLE)
+
+
+def test_study_records_and_prints_the_force_gap(tmp_path) -> None:
+    """Every start's record holds the largest gap phi(q_{k+1}) at which its force acts, and the studies'
+    table prints the largest over the converged starts: the box rests on the ground (gap 0 where it is
+    pushed), so it is at rounding level there."""
+    from contactmp.case_studies._study import StudyRun
+
+    study = StudyRun("cito-box", tmp_path, quick=True, seed=0)
+    records = _cito.run_grid(study, ["box"], ["pyramid"], ["scholtes"], starts=1)
+    rec = records[0]
+    assert rec["converged"]
+    to = _cito.TASKS["box"].build("pyramid", True)
+    q = np.asarray(rec["trajectory"]["q"])
+    pn = np.asarray(rec["trajectory"]["p_n"])
+    phi_next = np.array([to.system.eval_phi(qk) for qk in q[1:]])
+    acting = pn > 1e-6 * max(1.0, pn.max())
+    assert rec["force_gap"] == pytest.approx(phi_next[acting].max(), abs=1e-15)
+    assert abs(rec["force_gap"]) <= 1e-9
+    rows = _cito.summarize(records)
+    assert rows[0]["force_gap_max"] == rec["force_gap"]
+    table = _cito.summary_table(rows)
+    assert "largest gap with force" in table

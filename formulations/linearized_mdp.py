@@ -320,8 +320,9 @@ class MDPFormulation(PolytopeFormulation):
     backends of ``solver`` (default :data:`DEFAULT_QP_CHAIN`) until one's answer verifies; a QP that
     none solves is reported in the frame's status and the answer of least residual used anyway.
 
-    Options: ``vertices``, ``stiffness``, ``relax``, ``radius``, ``kp``, ``kd``, ``objective`` as for
-    ``"nmdp"``; ``pd``: ``"stable"`` (the PD torque implicit in ``qd+``) or ``"explicit"`` (the
+    Options: ``vertices``, ``stiffness``, ``relax``, ``radius``, ``design_depth``, ``impact_speed``,
+    ``kp``, ``kd``, ``objective`` as for ``"nmdp"`` (``stiffness=None``: ``load / design_depth^2``,
+    ``relax=None``: 0); ``pd``: ``"stable"`` (the PD torque implicit in ``qd+``) or ``"explicit"`` (the
     notes' baseline, evaluated at ``(q_n, qd_n)``)."""
 
     name = "mdp"

@@ -281,7 +281,7 @@ def impact_depth(design_depth: float, fall: float, speed: float = IMPACT_SPEED) 
     return x
 
 
-def polytope_tolerances(problem: Any, h: float) -> PhysicsTolerances:
+def polytope_tolerances(problem: Any, h: float, impact_speed: float = IMPACT_SPEED) -> PhysicsTolerances:
     """The :class:`~contactmp.formulations.base.PhysicsTolerances` of a polytope step (an
     :class:`NMDP` or a :class:`~contactmp.formulations.linearized_mdp.LinearizedMDP` ``problem``) of
     length ``h``:
@@ -293,7 +293,8 @@ def polytope_tolerances(problem: Any, h: float) -> PhysicsTolerances:
       the step's own overshoot: NMDP (backward Euler, its force acts at the step's end) ``a h^2``,
       the distance one step of that acceleration adds; the linearized MDP (the polytope frozen at
       ``q_k``, one step behind the depth) ``h * IMPACT_SPEED``, one step of travel at the landing
-      speed. Measured (ball and quaternion box, ``d = 1`` mm, ``h`` = 10 / 5 / 2 ms): released
+      speed (``impact_speed`` [m/s] replaces :data:`IMPACT_SPEED`: the formulations' option of that
+      name declares faster landings). Measured (ball and quaternion box, ``d = 1`` mm, ``h`` = 10 / 5 / 2 ms): released
       touching the plane, NMDP 1.17 / 1.32 / 1.51 mm, MDP 2.00 / 1.73 / 1.74 mm against
       ``sqrt(3) d = 1.73`` mm; landing at 1 m/s, NMDP 2.79 / 3.33 / 4.34 mm (declared 6.51 / 5.78 /
       5.57), MDP 5.03 / 5.61 / 5.56 mm (declared 15.5 / 10.5 / 7.5); a 10-box stack released at rest
@@ -308,15 +309,16 @@ def polytope_tolerances(problem: Any, h: float) -> PhysicsTolerances:
     from contactmp.formulations.contact_scale import contact_scale
 
     d = float(problem.design_depth)
+    v_ref = check_number("impact_speed", impact_speed, nonnegative=True)
     try:
         sc = contact_scale(problem.system, "stiffness")
         fall = sc.load / sc.mass
     except InputError:  # no gravity load on a contact: a landing is driven by the inputs alone
         fall = 9.81
     r_lo, r_hi = float(np.min(problem.radius, initial=0.0)), float(np.max(problem.radius, initial=0.0))
-    lag = float(h) * IMPACT_SPEED if getattr(problem, "frozen", False) else fall * float(h) ** 2
-    pen = max(impact_depth(d, fall) - r_lo, 0.0) + lag
-    frozen = float(h) * IMPACT_SPEED if getattr(problem, "frozen", False) else 0.0
+    lag = float(h) * v_ref if getattr(problem, "frozen", False) else fall * float(h) ** 2
+    pen = max(impact_depth(d, fall, v_ref) - r_lo, 0.0) + lag
+    frozen = float(h) * v_ref if getattr(problem, "frozen", False) else 0.0
     return PhysicsTolerances(penetration=pen, gap=max(r_hi, 0.0) + d + frozen,
                              gap_force=float(np.max(problem.relax, initial=0.0)))
 
@@ -941,7 +943,8 @@ def _variable_positions(prog: Program, e: Any, field_name: str) -> np.ndarray:
 class PolytopeOptions:
     """The options both polytope formulations have (see :class:`NMDP`): ``stiffness=None`` and
     ``relax=None`` are derived from the system (:func:`default_gains`: ``k = load / design_depth^2``,
-    ``relax = 0``)."""
+    ``relax = 0``); ``impact_speed`` [m/s] is the landing speed the declared penetration covers
+    (:func:`polytope_tolerances`)."""
 
     vertices: int | None = None
     stiffness: Any = None
@@ -951,6 +954,7 @@ class PolytopeOptions:
     kd: Any = 0.0
     objective: str = "effective"
     design_depth: float = DESIGN_DEPTH
+    impact_speed: float = IMPACT_SPEED
 
 
 class PolytopeFormulation(Formulation):
@@ -989,7 +993,7 @@ class PolytopeFormulation(Formulation):
         ``penetration`` the depth a contact reaches landing at :data:`IMPACT_SPEED` with the step's
         own overshoot, ``gap = max(r, 0) + design_depth`` (the MDP: plus one step's lift) and
         ``gap_force = max relax``."""
-        return polytope_tolerances(self.problem(system), h)
+        return polytope_tolerances(self.problem(system), h, self.options.impact_speed)
 
     def _kkt_options(self, system: ContactSystem) -> dict[str, Any]:
         p = self.problem(system)
@@ -1121,7 +1125,9 @@ class NMDPFormulation(PolytopeFormulation):
     finite differences of a rollout need; kept only when the refined point passes the step's check).
 
     Options: ``vertices``, ``stiffness`` [N/m^2], ``relax`` [N], ``radius`` [m] (the polytope
-    ``s_i = k min(phi - r, 0)^2 + relax``), ``kp``, ``kd`` (stable PD), ``objective``
+    ``s_i = k min(phi - r, 0)^2 + relax``; None: ``load / design_depth^2`` and 0, see
+    :func:`default_gains`), ``design_depth`` [m], ``impact_speed`` [m/s] (the landing speed the
+    declared penetration covers), ``kp``, ``kd`` (stable PD), ``objective``
     (``"effective"`` or ``"kinetic"``), ``method``, ``adaptive``, ``h_min`` [s],
     ``solver_options`` (keyword options of ``pgm`` or :meth:`NMDP.solve_ipopt`), ``polish``."""
 

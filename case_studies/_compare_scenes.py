@@ -274,7 +274,8 @@ def _slide_cube(sc: Scene, tr: Any, yaw: float | None = None) -> dict[str, float
     return {"distance_rel_err": abs(dist / cube_stop_distance(tr.h) - 1.0),
             "distance_rel_err_continuous": abs(dist / (V0**2 / (2 * MU * GRAVITY)) - 1.0),
             "direction_err_deg": _angle_deg(d, np.array(sc.v0[:2])),
-            "final_speed": float(np.linalg.norm(tr.v[-1, :3])), "yaw_deg": abs(math.degrees(float(tr.q[-1, 5]) if yaw is None else yaw))}
+            "final_speed": float(np.linalg.norm(tr.v[-1, :3])),
+            "yaw_deg": abs(math.degrees(float(tr.q[-1, 5]) if yaw is None else yaw))}
 
 
 def _yaw_pitch(quat: np.ndarray) -> tuple[float, float]:

@@ -41,7 +41,9 @@ sensitivities, ``polish``) is written in ``q_{n+1}`` and stays minimal-coordinat
 
 The defaults are physical (:func:`default_gains`): ``stiffness = load / d^2`` with the system's
 most loaded contact's load at rest and the design depth ``d`` (1 mm), ``relax = 0``; what a step
-may then do is declared by :func:`polytope_tolerances`. Contact i's polytope has the ``V`` vertices ``s_i(theta) b_j`` (contact frame,
+may then do is declared by :func:`polytope_tolerances`.
+
+Contact i's polytope has the ``V`` vertices ``s_i(theta) b_j`` (contact frame,
 normal first) with the pyramid edges ``b_j = n + mu (cos(2 pi j/V) t + sin(2 pi j/V) o)``,
 ``j = 0..V-1`` (planar systems: ``V = 2``, ``b = n +- mu t``: the exact 2-D friction cone), and
 the magnitude
@@ -793,7 +795,8 @@ class NMDP:
             time_s=dt, message=msg, residuals={"G": res, "w_violation": viol},
             objective=float(self._c.K(theta, p)) if finite else math.inf,
             extras={"w": w, "qd_next": (theta - self.origin(p[:nq])) / hp, "theta": theta,
-                    "forces": self._c.forces(theta, w, p).full().reshape(s.n_c, 3) if finite else np.full((s.n_c, 3), np.nan),
+                    "forces": (self._c.forces(theta, w, p).full().reshape(s.n_c, 3) if finite
+                               else np.full((s.n_c, 3), np.nan)),
                     "kinetic_energy": float(self._c.kinetic(theta, p)) if finite else math.inf,
                     "nu": ans.lam_g[:n], "lam_s": ans.lam_g[n:], "lam_w": -ans.lam_x[n:], "backend_status": text,
                     "w_violation": viol, "magnitudes": self._c.magnitudes(q_next).full().ravel() if finite else None})

@@ -163,8 +163,8 @@ def test_tumbling_box_chart_step_pgm_and_ipopt_agree_and_never_gain_energy():
         E = [0.5 * v @ s.eval_M(q) @ v + GRAVITY * q[2] for q, v in zip(tr.q, tr.v)]
         assert np.max(np.diff(E)) <= 1e-9 and E[-1] < 0.3 * E[0]
     assert np.abs(trs[0].q - trs[1].q).max() <= 1e-5
-    # it lands a corner at over 2 m/s (a 25 cm fall, spinning), faster than the 1 m/s the default declares: 4 steps are flagged
-    # (6.6 mm > 5.8 mm); declaring impact_speed=3 covers it (impact_depth at 3 m/s: 11.4 mm)
+    # it lands a corner at over 2 m/s (a 25 cm fall, spinning), faster than the 1 m/s the default
+    # declares: 4 steps are flagged (6.6 mm > 5.8 mm); declaring impact_speed=3 covers it (impact_depth at 3 m/s: 11.4 mm)
     assert trs[0].violations["penetration"][0] == 4
     ts = TimeStepping(s, 0.005, "nmdp", impact_speed=3.0)
     assert ts.tolerances.penetration == pytest.approx(impact_depth(DESIGN_DEPTH, GRAVITY, 3.0) + GRAVITY * 0.005 ** 2)

@@ -106,6 +106,14 @@ def _assert_physical(s, ts, tr, closed: np.ndarray | None = None) -> None:
         assert phis[:, closed].max() <= 1e-3, phis[:, closed].max()
 
 
+def _on_incline(body: str, form: str, mu: float):
+    """The body released at rest on the incline for ``T_SLIDE``: its trajectory, after the checks
+    every run must pass (no contact that starts closed lifts off)."""
+    s, ts, tr = _run(body, form, mu)
+    _assert_physical(s, ts, tr, s.eval_phi(s.q_nominal) <= 1e-9)
+    return tr
+
+
 #: every formulation contactmp registers (not those other tests register in the same session)
 FORMULATIONS = tuple(name for name in registered() if type(formulation(name)).__module__.startswith("contactmp."))
 
@@ -114,9 +122,7 @@ FORMULATIONS = tuple(name for name in registered() if type(formulation(name)).__
 @pytest.mark.parametrize("body", ["box", "sphere"])
 def test_slides_down_the_incline_below_the_slip_threshold(form, body):
     mu = 0.95 * THRESHOLD[body]
-    s, ts, tr = _run(body, form, mu)
-    closed = s.eval_phi(s.q_nominal) <= 1e-9
-    _assert_physical(s, ts, tr, closed)
+    tr = _on_incline(body, form, mu)
     speed = tr.v[-1][0]
     exact = G * (math.sin(ALPHA) - mu * math.cos(ALPHA)) * T_SLIDE
     if form == "cone":
@@ -127,10 +133,7 @@ def test_slides_down_the_incline_below_the_slip_threshold(form, body):
 @pytest.mark.parametrize("form", FORMULATIONS)
 @pytest.mark.parametrize("body", ["box", "sphere"])
 def test_sticks_or_rolls_above_the_slip_threshold(form, body):
-    mu = 1.05 * THRESHOLD[body]
-    s, ts, tr = _run(body, form, mu)
-    closed = s.eval_phi(s.q_nominal) <= 1e-9
-    _assert_physical(s, ts, tr, closed)
+    tr = _on_incline(body, form, 1.05 * THRESHOLD[body])
     if body == "box":  # sticks: a soft model slips while it sinks to its depth (MDP 1.03 mm, NMDP 0.52 mm,
         # then none; the compliant creep mu d / T = 0.6 mm/s), within 2 design depths; a rigid one not at all
         assert abs(tr.q[-1][0]) <= (1e-9 if form in ("pyramid", "cone") else 2e-3)

@@ -52,6 +52,23 @@ class Task:
     options: tuple[tuple[str, Any], ...] = ()
 
 
+def rest_at_the_end(to: Any, speed_max: np.ndarray) -> None:
+    """Bound a task's velocities: ``v_N = 0`` and ``|v_k| <= speed_max`` (per coordinate, ``inf`` for
+    none) for ``0 < k < N``, as variable bounds, not rows: rows ``v_N = 0`` would repeat the last
+    step's sticking-contact rows (the cone block's ``u_T + gamma w = 0``), a rank-deficient Jacobian
+    (:meth:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO.set_final_state`). Each
+    start value is clipped into its new bounds."""
+    last = len(to.v) - 1
+    for k, vk in enumerate(to.v):
+        if k == 0:
+            continue
+        if k == last:
+            vk.lb, vk.ub = np.zeros(speed_max.size), np.zeros(speed_max.size)
+        else:
+            vk.lb, vk.ub = -speed_max, speed_max.copy()
+        vk.init = np.clip(vk.init, vk.lb, vk.ub)
+
+
 #: compliant gains of the box task (per corner contact; 1 kg box resting on its two bottom corners,
 #: each carrying m g / 2 = 4.9 N): K = 5e3 N/m gives the static penetration m g / (2 K) = 0.98 mm;
 #: B = 2 sqrt(K m / 2) = 100 N s/m is critical damping of one corner's spring with half the mass;
@@ -256,15 +273,7 @@ def _arm_transcription(formulation: str, N: int, h: float, q0: np.ndarray, qf: n
     to.set_initial_state(q0, np.zeros(system.n_v))
     to.set_final_state(qf, q_indices=q_indices)
     inf = np.inf
-    for k, vk in enumerate(to.v):  # v_N = 0 as bounds (rows would repeat the last step's contact rows)
-        if k == 0:
-            continue
-        if k == N:
-            vk.lb, vk.ub = np.zeros(system.n_v), np.zeros(system.n_v)
-        else:
-            vk.lb = np.array([-inf, -inf, -inf, -ARM_SPEED_MAX, -ARM_SPEED_MAX])
-            vk.ub = np.array([inf, inf, inf, ARM_SPEED_MAX, ARM_SPEED_MAX])
-        vk.init = np.clip(vk.init, vk.lb, vk.ub)
+    rest_at_the_end(to, np.array([inf, inf, inf, ARM_SPEED_MAX, ARM_SPEED_MAX]))
     half = ARM_SYSTEM["height"] / 2 - ARM_FACE_MARGIN
     for k, qk in enumerate(to.q):
         qs = qk.sym
@@ -338,15 +347,7 @@ def _rotate_task(formulation: str, quick: bool) -> Any:
     to.set_initial_state(q0, np.zeros(system.n_v))
     to.set_final_state(qf, q_indices=[0, 1, 2])
     inf = np.inf
-    for k, vk in enumerate(to.v):
-        if k == 0:
-            continue
-        if k == N:
-            vk.lb, vk.ub = np.zeros(system.n_v), np.zeros(system.n_v)
-        else:
-            vk.lb = np.r_[-inf, -inf, -inf, np.full(4, -ROTATE_V_MAX)]
-            vk.ub = np.r_[inf, inf, inf, np.full(4, ROTATE_V_MAX)]
-        vk.init = np.clip(vk.init, vk.lb, vk.ub)
+    rest_at_the_end(to, np.r_[inf, inf, inf, np.full(4, ROTATE_V_MAX)])
     half = hh / 2 - ROTATE_FACE_MARGIN
     for k, qk in enumerate(to.q):
         qs = qk.sym

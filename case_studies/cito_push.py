@@ -81,18 +81,8 @@ def build_task(formulation: str, quick: bool) -> Any:
     qf = np.array([GOAL_X, hh / 2, 0.0, GOAL_X - w / 2, hh / 2])  # the finger entries only shape the guess
     to.set_initial_state(q0, np.zeros(system.n_v))
     to.set_final_state(qf, q_indices=[0])
-    # v_N = 0 as variable bounds, not rows: rows would repeat the last step's sticking-contact rows
-    # (the cone block's u_T + gamma w = 0), a rank-deficient Jacobian (ContactImplicitTO.set_final_state)
     inf = np.inf
-    for k, vk in enumerate(to.v):
-        if k == 0:
-            continue
-        if k == N:
-            vk.lb, vk.ub = np.zeros(system.n_v), np.zeros(system.n_v)
-        else:
-            vk.lb = np.array([-inf, -inf, -inf, -V_MAX, -V_MAX])
-            vk.ub = np.array([inf, inf, inf, V_MAX, V_MAX])
-        vk.init = np.clip(vk.init, vk.lb, vk.ub)
+    _cito.rest_at_the_end(to, np.array([inf, inf, inf, V_MAX, V_MAX]))
     for qk in to.q:
         qk.lb = np.array([-inf, -inf, -THETA_MAX, -inf, FACE_MARGIN])
         qk.ub = np.array([inf, inf, THETA_MAX, inf, hh - FACE_MARGIN])

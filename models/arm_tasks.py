@@ -12,10 +12,10 @@ import casadi as ca
 import numpy as np
 
 from contactmp.errors import InputError, check_number
-from contactmp.models.manipulation import face_contact_2d
+from contactmp.models.manipulation import _last_two_actuated, face_contact_2d, pushed_box_contacts
 from contactmp.models.rigid_bodies import GRAVITY
 from contactmp.models.symbolic import ContactSystem
-from contactmp.models.systems import _GROUND_2D, _lagrangian, _point_contacts, _rot2
+from contactmp.models.systems import _lagrangian
 
 __all__ = ["two_link_arm_box", "arm_fingertip", "two_finger_rotation"]
 
@@ -82,16 +82,8 @@ def two_link_arm_box(m_box: float = 1.0, width: float = 0.2, height: float = 0.2
     V = g * (mb * q[1] + ml * c1[1] + ml * c2[1])
     M, h = _lagrangian(q, v, T, V)
     center, theta = q[0:2], q[2]
-    R = _rot2(theta)
-    corners = [center + R @ ca.DM([-w / 2, -hh / 2]), center + R @ ca.DM([w / 2, -hh / 2])]
-    phi_g, Jn_g, Jt_g, Jo_g = _point_contacts(corners, [_GROUND_2D] * 2, [0.0, 0.0], q, v, v, planar=True)
-    tip = arm_fingertip(q, base_, l1_, l2_)
-    phi_f, Jn_f, Jt_f, Jo_f = face_contact_2d(q, v, tip, center, theta, (-1.0, 0.0), w / 2)
-    B = ca.SX.zeros(5, 2)
-    B[3, 0] = 1.0
-    B[4, 1] = 1.0
-    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=B, phi=ca.vertcat(phi_g, phi_f),
-                         Jn=ca.vertcat(Jn_g, Jn_f), Jt=ca.vertcat(Jt_g, Jt_f), Jo=ca.vertcat(Jo_g, Jo_f),
+    phi, Jn, Jt, Jo = pushed_box_contacts(q, v, center, theta, w, hh, arm_fingertip(q, base_, l1_, l2_))
+    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=_last_two_actuated(), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo,
                          mu=[mug, mug, muf], V=V, planar=True,
                          q_nominal=[0.0, hh / 2, 0.0, -0.5, 1.0], name="two_link_arm_box",
                          q_names=("x", "z", "theta", "a1", "a2"),

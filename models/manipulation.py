@@ -57,6 +57,27 @@ def face_contact_2d(q: ca.SX, v: ca.SX, finger: ca.SX, center: ca.SX, theta: ca.
     return phi, (n.T @ J_rel), (t.T @ J_rel), ca.SX.zeros(1, v.size1())
 
 
+def pushed_box_contacts(q: ca.SX, v: ca.SX, center: ca.SX, theta: ca.SX, width: float, height: float,
+                        tip: ca.SX) -> tuple[ca.SX, ca.SX, ca.SX, ca.SX]:
+    """``(phi, Jn, Jt, Jo)`` of a planar box (center ``center``, angle ``theta``, ``width`` x
+    ``height``) on the ground ``z = 0`` pushed at its left face by the point ``tip`` (``qdot = v``):
+    its two bottom corners against the ground, then the tip against the face
+    (:func:`face_contact_2d`)."""
+    R = _rot2(theta)
+    corners = [center + R @ ca.DM([-width / 2, -height / 2]), center + R @ ca.DM([width / 2, -height / 2])]
+    phi_g, Jn_g, Jt_g, Jo_g = _point_contacts(corners, [_GROUND_2D] * 2, [0.0, 0.0], q, v, v, planar=True)
+    phi_f, Jn_f, Jt_f, Jo_f = face_contact_2d(q, v, tip, center, theta, (-1.0, 0.0), width / 2)
+    return (ca.vertcat(phi_g, phi_f), ca.vertcat(Jn_g, Jn_f), ca.vertcat(Jt_g, Jt_f), ca.vertcat(Jo_g, Jo_f))
+
+
+def _last_two_actuated() -> ca.SX:
+    """``B`` (5 x 2) of a box-and-pusher system: the inputs act on ``q[3]`` and ``q[4]``."""
+    B = ca.SX.zeros(5, 2)
+    B[3, 0] = 1.0
+    B[4, 1] = 1.0
+    return B
+
+
 def planar_pusher(m_box: float = 1.0, width: float = 0.2, height: float = 0.2, mu_ground: float = 0.3,
                   m_finger: float = 0.1, mu_finger: float = 0.5, g: float = GRAVITY) -> ContactSystem:
     """A planar box pushed along the ground by an actuated point finger (x-z plane).
@@ -92,15 +113,8 @@ def planar_pusher(m_box: float = 1.0, width: float = 0.2, height: float = 0.2, m
     T = 0.5 * mb * (v[0] ** 2 + v[1] ** 2) + 0.5 * inertia * v[2] ** 2 + 0.5 * mf * (v[3] ** 2 + v[4] ** 2)
     V = mb * g * q[1]  # the finger's weight is compensated
     M, h = _lagrangian(q, v, T, V)
-    R = _rot2(theta)
-    corners = [center + R @ ca.DM([-w / 2, -hh / 2]), center + R @ ca.DM([w / 2, -hh / 2])]
-    phi_g, Jn_g, Jt_g, Jo_g = _point_contacts(corners, [_GROUND_2D] * 2, [0.0, 0.0], q, v, v, planar=True)
-    phi_f, Jn_f, Jt_f, Jo_f = face_contact_2d(q, v, finger, center, theta, (-1.0, 0.0), w / 2)
-    B = ca.SX.zeros(5, 2)
-    B[3, 0] = 1.0
-    B[4, 1] = 1.0
-    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=B, phi=ca.vertcat(phi_g, phi_f),
-                         Jn=ca.vertcat(Jn_g, Jn_f), Jt=ca.vertcat(Jt_g, Jt_f), Jo=ca.vertcat(Jo_g, Jo_f),
+    phi, Jn, Jt, Jo = pushed_box_contacts(q, v, center, theta, w, hh, finger)
+    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=_last_two_actuated(), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo,
                          mu=[mug, mug, muf], V=V, planar=True,
                          q_nominal=[0.0, hh / 2, 0.0, -w / 2 - 0.1, hh / 2], name="planar_pusher",
                          q_names=("x", "z", "theta", "x_f", "z_f"),

@@ -399,7 +399,8 @@ class Compliant(Formulation):
           + B phidot(t+h) < 0``, up to ``B |phidot| / K`` above the surface). The associated law's
           lift (``associated=True``) is not excused: a sliding contact that rides more than the gap
           above its surface while pushing is flagged (``gap_force``), its documented artifact.
-        * ``gap_force``: 0.
+        * ``gap_force``: 0; ``cone_factor``: the friction set's (:meth:`Formulation.cone_factor`:
+          ``1 / cos(pi / k)`` with ``friction="pyramid"``, whose k-gon circumscribes the disk).
 
         When nothing can be derived (no gravity load), the penetration is ``d`` plus ``V sqrt(m_e /
         K)`` with a given constant ``K`` and the largest effective contact mass ``m_e = 1 / (Jn_i
@@ -422,7 +423,7 @@ class Compliant(Formulation):
         if cs is not None:
             Kd = cs.stiffness(d)
             return PhysicsTolerances(penetration=(cs.load + math.sqrt(cs.load ** 2 + Kd * cs.mass * V * V)) / Kd,
-                                     gap=gap)
+                                     gap=gap, cone_factor=self.cone_factor())
         pen = d
         if K is not None:
             q = np.asarray(system.q_nominal, dtype=float)
@@ -430,7 +431,7 @@ class Compliant(Formulation):
             inv_m = np.einsum("ij,ij->i", Jn, np.linalg.solve(system.eval_M(q), Jn.T).T)
             m_e = 1.0 / np.maximum(inv_m, 1e-300)
             pen = d + float(np.max(V * np.sqrt(m_e / np.maximum(K, 1e-300)), initial=0.0))
-        return PhysicsTolerances(penetration=pen, gap=gap)
+        return PhysicsTolerances(penetration=pen, gap=gap, cone_factor=self.cone_factor())
 
     def _step_gains(self, step: Step) -> tuple[np.ndarray, ...]:
         """:meth:`gains` at the step's start (``q_nominal`` and zero gaps for a symbolic step, where

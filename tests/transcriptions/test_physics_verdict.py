@@ -91,11 +91,13 @@ def test_a_sliding_box_passes_and_its_contacts_take_exactly_its_kinetic_energy()
     assert all(r.time_s >= r.extras["solve_s"] for r in tr.results)  # a step's time includes its solve
 
 
-def test_a_3d_pyramid_may_reach_its_corners_but_not_beyond():
-    """The 4-facet pyramid's square circumscribes the disk: a box sliding diagonally gets friction
-    up to sqrt(2) mu p_n, which its own model allows; the cone check holds it to that."""
+@pytest.mark.parametrize("form,options", [("pyramid", {}), ("compliant", {"friction": "pyramid"})])
+def test_a_3d_pyramid_may_reach_its_corners_but_not_beyond(form, options):
+    """The 4-facet pyramid's square circumscribes the disk (the rigid pyramid's and the compliant
+    contact's with ``friction="pyramid"``): a box sliding diagonally gets friction up to
+    sqrt(2) mu p_n, which its own model allows; the cone check holds it to that."""
     s = box_3d(mu=0.3, size=0.2)
-    ts = TimeStepping(s, H, "pyramid")
+    ts = TimeStepping(s, H, form, **options)
     assert ts.tolerances.cone_factor == pytest.approx(math.sqrt(2.0))
     v0 = np.array([1.0, 1.0, 0.0, 0.0, 0.0, 0.0]) / math.sqrt(2.0)
     tr = ts.simulate(s.q_nominal, v0, n_steps=10)

@@ -100,7 +100,6 @@ class LinearizedMDP:
         q, v = system.q, system.v
         W, mags = polytope_columns(system, q, self.coeffs, self.stiffness, self.relax, self.radius)
         self._data = ca.Function("lmdp_data", [q, v], [system.M, system.h, W, mags])
-        self._qdot = ca.Function("qdot", [q, v], [system.qdot])
 
     def parameters(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
                    qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> np.ndarray:
@@ -201,9 +200,7 @@ class LinearizedMDP:
 
     def configuration(self, q_n: np.ndarray, xi: np.ndarray) -> np.ndarray:
         """``q_{n+1} = q_n + xi`` (minimal coordinates) or ``R(q_n + G(q_n) xi)`` (the chart), ``xi = h qd+``."""
-        if self.chart.minimal:
-            return q_n + xi
-        return self.chart.retract(q_n, xi, lambda q, v: self._qdot(q, v).full().ravel())
+        return self.chart.retract(q_n, xi, self.system.eval_qdot)
 
     def natural_residual(self, Q: np.ndarray, c: np.ndarray, w: np.ndarray) -> float:
         """``||w - Proj_C(w - (Q w + c) / L)||_inf`` with ``L = max |Q_ij|`` (0 exactly at the

@@ -80,7 +80,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, OptionError, check_number, check_step
-from contactmp.formulations.base import Formulation, PhysicsTolerances, Step, StepBlock, StepOutcome, register
+from contactmp.formulations.base import (Formulation, PhysicsTolerances, Step, StepBlock, StepOutcome,
+                                         _SystemFunctions, register)
 from contactmp.formulations.contact_scale import DESIGN_DEPTH
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, Constraint, Program, Variables
@@ -200,9 +201,21 @@ def check_position_gains(system: ContactSystem, kp: np.ndarray, field_name: str 
                                      "alone (a quaternion body's angular velocity): they take no position gain (0)")
 
 
-def _kinematic_map(system: ContactSystem) -> tuple[list[int], np.ndarray]:
+def _kinematic_map(system: ContactSystem) -> tuple[tuple[int, ...], np.ndarray]:
     """``(varying, Gc)``: the rows of ``G = d qdot / d v`` that depend on ``q``, and ``G`` with those
-    rows NaN (the others are constant)."""
+    rows NaN (the others are constant); derived once per system (:func:`chart` and
+    :func:`quaternion_blocks`, which every TimeStepping asks, both read it)."""
+    got = _kinematic_maps.get(system)
+    if got is None:
+        got = _kinematic_maps[system] = _derive_kinematic_map(system)
+    return got
+
+
+_kinematic_maps: "weakref.WeakKeyDictionary[ContactSystem, tuple[tuple[int, ...], np.ndarray]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def _derive_kinematic_map(system: ContactSystem) -> tuple[tuple[int, ...], np.ndarray]:
     Gq = ca.jacobian(system.qdot, system.v)
     n_q, n_v = system.n_q, system.n_v
     varying = [i for i in range(n_q) if ca.depends_on(Gq[i, :], system.q)]
@@ -210,7 +223,8 @@ def _kinematic_map(system: ContactSystem) -> tuple[list[int], np.ndarray]:
     Gc = np.full((n_q, n_v), np.nan)
     if const:
         Gc[const] = np.array(ca.evalf(ca.substitute(Gq[const, :], system.q, ca.DM.zeros(n_q))), dtype=float)
-    return varying, Gc
+    Gc.setflags(write=False)
+    return tuple(varying), Gc
 
 
 def quaternion_blocks(system: ContactSystem, strict: bool = False) -> tuple[slice, ...]:
@@ -222,12 +236,12 @@ def quaternion_blocks(system: ContactSystem, strict: bool = False) -> tuple[slic
     qn = np.asarray(system.q_nominal, dtype=float)
     out = []
     for k in range(0, len(varying), 4):
-        r = varying[k:k + 4]
+        r = list(varying[k:k + 4])
         if len(r) != 4 or r != list(range(r[0], r[0] + 4)) or abs(float(np.linalg.norm(qn[r])) - 1.0) > 1e-9:
             if not strict:
                 return ()
             raise InputError("system", f"qdot = G(q) v with rows of G that depend on q other than unit-quaternion "
-                                       f"blocks of 4 entries (rows {varying}; {system.name}): the step's chart "
+                                       f"blocks of 4 entries (rows {list(varying)}; {system.name}): the step's chart "
                                        "q(xi) = R(q_k + G(q_k) xi) cannot renormalize them")
         out.append(slice(r[0], r[0] + 4))
     return tuple(out)
@@ -318,10 +332,11 @@ def polytope_tolerances(problem: Any, h: float, impact_speed: float = IMPACT_SPE
     except InputError:  # no gravity load on a contact: a landing is driven by the inputs alone
         fall = 9.81
     r_lo, r_hi = float(np.min(problem.radius, initial=0.0)), float(np.max(problem.radius, initial=0.0))
-    lag = float(h) * v_ref if getattr(problem, "frozen", False) else fall * float(h) ** 2
+    # the step's overshoot and its lift: a frozen polytope is one step behind (h v_ref each), NMDP's
+    # force acts at the step's end (a h^2, no lift)
+    lag, lift = (float(h) * v_ref,) * 2 if getattr(problem, "frozen", False) else (fall * float(h) ** 2, 0.0)
     pen = max(impact_depth(d, fall, v_ref) - r_lo, 0.0) + lag
-    frozen = float(h) * v_ref if getattr(problem, "frozen", False) else 0.0
-    return PhysicsTolerances(penetration=pen, gap=max(r_hi, 0.0) + d + frozen,
+    return PhysicsTolerances(penetration=pen, gap=max(r_hi, 0.0) + d + lift,
                              gap_force=float(np.max(problem.relax, initial=0.0)))
 
 
@@ -552,8 +567,7 @@ class _Compiled:
             G_free, K, _ = step_expressions(s, theta, q_n, qd_n, h, ca.mtimes(nmdp.B, tau), W)
             q_th = theta
         else:  # theta = xi, q_{n+1} = q(xi) = R(q_n + G(q_n) xi) (Chart), qd+ = xi / h
-            qdot = ca.Function("qdot", [s.q, s.v], [s.qdot])
-            q_th = nmdp.chart.retract(q_n, theta, qdot)
+            q_th = nmdp.chart.retract(q_n, theta, _SystemFunctions.of(s).qdot)
             qd = theta / h
             tau = -nmdp.kp * (ca.mtimes(nmdp.S_q, q_th) - q_d) - nmdp.kd * (ca.mtimes(S, qd) - qd_d) + tau_0
             W, mags = polytope_columns(s, q_th, nmdp.coeffs, nmdp.stiffness, nmdp.relax, nmdp.radius)

@@ -74,6 +74,7 @@ from typing import Any
 import numpy as np
 
 from contactmp.errors import InputError
+from contactmp.formulations.base import PhysicsTolerances
 from contactmp.models.symbolic import ContactSystem
 
 __all__ = ["PhysicsCheck", "check_trajectory", "step_metrics", "METRICS", "StepVerdict", "judge_step",
@@ -127,7 +128,7 @@ class StepVerdict:
                    float(d["contact_work"]), float(d.get("force_max", 0.0)))
 
 
-def judge_step(system: ContactSystem, tolerances: Any, h: float, q: np.ndarray, v: np.ndarray,
+def judge_step(system: ContactSystem, tolerances: PhysicsTolerances, h: float, q: np.ndarray, v: np.ndarray,
                q_next: np.ndarray, v_next: np.ndarray, impulses: np.ndarray,
                previous: StepVerdict | None = None, J: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
                phi_next: np.ndarray | None = None) -> StepVerdict:
@@ -160,7 +161,7 @@ def judge_step(system: ContactSystem, tolerances: Any, h: float, q: np.ndarray, 
         limit = float(tol.gap_force) + floor / h
         if force > limit:
             found["gap_force"] = (force, limit)
-    cone = float(np.max(np.linalg.norm(p_T, axis=1) - getattr(tol, "cone_factor", 1.0) * mu * p_n, initial=0.0))
+    cone = float(np.max(np.linalg.norm(p_T, axis=1) - tol.cone_factor * mu * p_n, initial=0.0))
     if cone > floor:
         found["cone"] = (cone, floor)
     if float(np.min(p_n, initial=0.0)) < -floor:
@@ -264,13 +265,7 @@ def check_trajectory(system: ContactSystem, trajectory: Any) -> PhysicsCheck:
         phis = np.array([s.eval_phi(qk)[closed] if np.isfinite(qk).all() else np.full(int(closed.sum()), np.nan)
                          for qk in q])
         drift = np.max(np.abs(phis - phis[0]), axis=1)
-    counts: dict[str, int] = {}
-    violated: dict[str, int] = {}
-    for r in trajectory.results:
-        counts[r.status.value] = counts.get(r.status.value, 0) + 1
-        verdict = StepVerdict.from_dict(r.extras.get("physics"))
-        for name in (verdict.violations if verdict is not None else ()):
-            violated[name] = violated.get(name, 0) + 1
+    violated = {name: n for name, (n, _worst) in trajectory.violations.items()}
     times = [r.time_s for r in trajectory.results]
-    return PhysicsCheck(per_step, energy, quat, counts, float(np.median(times)) if times else float("nan"),
-                        gap_drift=drift, violations=violated)
+    return PhysicsCheck(per_step, energy, quat, trajectory.status_counts,
+                        float(np.median(times)) if times else float("nan"), gap_drift=drift, violations=violated)

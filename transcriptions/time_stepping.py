@@ -231,12 +231,12 @@ class TimeStepping:
     on_failure : ``"continue"`` (keep the best iterate) or ``"stop"`` in :meth:`simulate`.
     pd_gains : stable-PD gains ``(Kp, Kd)`` (scalars or one per input, >= 0; see the module
         docstring), with the targets of :meth:`step` / :meth:`simulate`; None: no controller.
-
-    The attribute ``tolerances`` holds what the physics verdict of every step measures against
-    (the formulation's :meth:`~contactmp.formulations.base.Formulation.physics_tolerances`).
     **options : the formulation's options (with a name), e.g. ``stiffness``, ``damping``,
         ``tangential_damping`` for ``"compliant"``, ``vertices``, ``stiffness``, ``relax``,
         ``radius``, ``kp``, ``kd`` for ``"nmdp"``.
+
+    The attribute ``tolerances`` holds what the physics verdict of every step measures against
+    (the formulation's :meth:`~contactmp.formulations.base.Formulation.physics_tolerances`).
     """
 
     def __init__(self, system: ContactSystem, h: float, formulation: str | Formulation = "pyramid",

@@ -21,18 +21,18 @@ def _solve_json(*args: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_lemke_on_cps1_prints_a_verified_solution(shared_data: Path) -> None:
-    d = _solve_json(str(shared_data / "lcp" / "lcp_CPS_1.npz"), "--solver", "lemke")
+def test_lemke_on_cps1_prints_a_verified_solution(repo_data: Path) -> None:
+    d = _solve_json(str(repo_data / "lcp" / "lcp_CPS_1.npz"), "--solver", "lemke")
     assert d["status"] == "solved" and d["solver"] == "lemke"
     assert d["residual"] < 1e-10
     for key in ("iterations", "time_s", "z"):
         assert key in d
-    npz = np.load(shared_data / "lcp" / "lcp_CPS_1.npz", allow_pickle=False)
+    npz = np.load(repo_data / "lcp" / "lcp_CPS_1.npz", allow_pickle=False)
     assert lcp_residual(npz["M"], npz["q"], np.array(d["z"])) < 1e-10
 
 
-def test_every_shared_lcp_with_a_solution_is_solved(shared_data: Path) -> None:
-    for path in sorted((shared_data / "lcp").glob("*.npz")):
+def test_every_shared_lcp_with_a_solution_is_solved(repo_data: Path) -> None:
+    for path in sorted((repo_data / "lcp").glob("*.npz")):
         d = _solve_json(str(path))
         if path.stem in NO_SOLUTION:
             # Lemke's secondary ray is reported as such, not as an error
@@ -43,9 +43,9 @@ def test_every_shared_lcp_with_a_solution_is_solved(shared_data: Path) -> None:
             assert d["residual"] <= 1e-8
 
 
-def test_siconos_dat_reads_like_the_npz(shared_data: Path) -> None:
-    a = _solve_json(str(shared_data / "raw" / "lcp_CPS_1.dat"), "--solver", "lemke")
-    b = _solve_json(str(shared_data / "lcp" / "lcp_CPS_1.npz"), "--solver", "lemke")
+def test_siconos_dat_reads_like_the_npz(repo_data: Path) -> None:
+    a = _solve_json(str(repo_data / "raw" / "lcp_CPS_1.dat"), "--solver", "lemke")
+    b = _solve_json(str(repo_data / "lcp" / "lcp_CPS_1.npz"), "--solver", "lemke")
     assert a["z"] == b["z"]
 
 
@@ -218,7 +218,7 @@ def test_study_only_chooses_tasks_and_names_a_bad_one(tmp_path: Path) -> None:
     assert not (tmp_path / "q" / "records.jsonl").exists() or (tmp_path / "q" / "records.jsonl").read_text() == ""
 
 
-def test_solve_json_sensitivities(tmp_path: Path, shared_data: Path) -> None:
+def test_solve_json_sensitivities(tmp_path: Path, repo_data: Path) -> None:
     """``--sensitivities`` adds dz_dq for an LCP (M = [[2, 1], [1, 2]], q = (-1, 1): z = (1/2, 0),
     dz/dq = [[-1/2, 0], [0, 0]], not degenerate) and dr_dq (3nc x 3nc), dr_dmu (3nc x nc) with the
     contact modes for fc3d; an unsolved answer gets a reason instead."""
@@ -228,7 +228,7 @@ def test_solve_json_sensitivities(tmp_path: Path, shared_data: Path) -> None:
     assert out.exit_code == 0
     sens = json.loads(out.stdout)["sensitivities"]
     assert sens["dz_dq"] == [[-0.5, 0.0], [0.0, 0.0]] and sens["degenerate"] is False and sens["degenerate_pairs"] == []
-    out = runner.invoke(app, ["solve", str(shared_data / "fc3d" / "FC3D_Example1.npz"), "--json", "--sensitivities"])
+    out = runner.invoke(app, ["solve", str(repo_data / "fc3d" / "FC3D_Example1.npz"), "--json", "--sensitivities"])
     sens = json.loads(out.stdout)["sensitivities"]
     assert np.shape(sens["dr_dq"]) == (9, 9) and np.shape(sens["dr_dmu"]) == (9, 3) and len(sens["modes"]) == 3
     bad = tmp_path / "none.npz"

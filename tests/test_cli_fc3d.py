@@ -85,8 +85,8 @@ def _check_answer(d: dict, W: np.ndarray, q: np.ndarray, mu: np.ndarray, tol: fl
 
 
 @pytest.mark.usefixtures("standin")
-def test_named_solver_on_siconos_dat(shared_data: Path) -> None:
-    path = shared_data / "raw" / "FC3D_Example1.dat"
+def test_named_solver_on_siconos_dat(repo_data: Path) -> None:
+    path = repo_data / "raw" / "FC3D_Example1.dat"
     d = _solve_json(str(path), "--solver", "standin")
     assert d["status"] == "solved" and d["solver"] == "standin"
     r = _check_answer(d, *load_fc3d(path))
@@ -96,12 +96,12 @@ def test_named_solver_on_siconos_dat(shared_data: Path) -> None:
 
 
 @pytest.mark.usefixtures("standin")
-def test_hdf5_and_npz_give_the_same_answer(shared_data: Path, tmp_path: Path) -> None:
+def test_hdf5_and_npz_give_the_same_answer(repo_data: Path, tmp_path: Path) -> None:
     # a small FCLIB file written from a shared problem: the reader's W equals the npz's, so the
     # deterministic stand-in prints the same r for both
     import h5py
 
-    W, q, mu = load_fc3d(shared_data / "fc3d" / "Rover4396.npz")
+    W, q, mu = load_fc3d(repo_data / "fc3d" / "Rover4396.npz")
     h5 = tmp_path / "rover.h5"
     with h5py.File(h5, "w") as f:
         g = f.create_group("fclib_local")
@@ -113,16 +113,16 @@ def test_hdf5_and_npz_give_the_same_answer(shared_data: Path, tmp_path: Path) ->
         w["p"], w["i"], w["x"] = r_idx.astype(np.int32), c_idx.astype(np.int32), W[r_idx, c_idx]
         g["vectors/q"], g["vectors/mu"] = q, mu
     a = _solve_json(str(h5), "--solver", "standin")
-    b = _solve_json(str(shared_data / "fc3d" / "Rover4396.npz"), "--solver", "standin")
+    b = _solve_json(str(repo_data / "fc3d" / "Rover4396.npz"), "--solver", "standin")
     assert a["r"] == b["r"] and a["status"] == b["status"]
     if a["status"] == "solved":
         _check_answer(a, W, q, mu)
 
 
-def test_default_tries_the_registry_order(shared_data: Path, monkeypatch: pytest.MonkeyPatch,
+def test_default_tries_the_registry_order(repo_data: Path, monkeypatch: pytest.MonkeyPatch,
                                           standin: None) -> None:
     monkeypatch.setattr(registry, "DEFAULT_FC3D_ORDER", ("never", "standin"))
-    path = shared_data / "raw" / "FC3D_Example1.dat"
+    path = repo_data / "raw" / "FC3D_Example1.dat"
     d = _solve_json(str(path))
     assert d["solver"] == "standin" and d["status"] == "solved"
     assert [a["solver"] for a in d["attempts"]] == ["never", "standin"]
@@ -131,17 +131,17 @@ def test_default_tries_the_registry_order(shared_data: Path, monkeypatch: pytest
 
 
 @pytest.mark.usefixtures("standin")
-def test_unsolved_status_is_reported_with_exit_0(shared_data: Path) -> None:
-    d = _solve_json(str(shared_data / "raw" / "Rover1039.dat"), "--solver", "never")
+def test_unsolved_status_is_reported_with_exit_0(repo_data: Path) -> None:
+    d = _solve_json(str(repo_data / "raw" / "Rover1039.dat"), "--solver", "never")
     assert d["status"] == "max_iter" and d["residual"] > 1e-8 and d["message"] == "gave up"
     # r = 0, so u = q
     assert d["r"] == [0.0] * 12
-    np.testing.assert_array_equal(d["u"], load_fc3d(shared_data / "raw" / "Rover1039.dat")[1])
+    np.testing.assert_array_equal(d["u"], load_fc3d(repo_data / "raw" / "Rover1039.dat")[1])
 
 
 @pytest.mark.usefixtures("standin")
-def test_table_output_names_the_class(shared_data: Path) -> None:
-    out = runner.invoke(app, ["solve", str(shared_data / "raw" / "FC3D_Example1.dat"), "--solver", "standin"])
+def test_table_output_names_the_class(repo_data: Path) -> None:
+    out = runner.invoke(app, ["solve", str(repo_data / "raw" / "FC3D_Example1.dat"), "--solver", "standin"])
     assert out.exit_code == 0, out.output
     assert "fc3d" in out.output and "nc = 3" in out.output and "solved" in out.output
 
@@ -157,16 +157,16 @@ def test_bad_fc3d_input_exits_2_naming_the_field(tmp_path: Path) -> None:
     assert out.exit_code == 2 and "q" in out.output
 
 
-def test_unknown_fc3d_solver_exits_2_with_a_hint(shared_data: Path) -> None:
-    out = runner.invoke(app, ["solve", str(shared_data / "fc3d" / "FC3D_Example1.npz"), "--solver", "newtn"])
+def test_unknown_fc3d_solver_exits_2_with_a_hint(repo_data: Path) -> None:
+    out = runner.invoke(app, ["solve", str(repo_data / "fc3d" / "FC3D_Example1.npz"), "--solver", "newtn"])
     assert out.exit_code == 2 and "did you mean 'newton'" in out.output
     # an LCP solver name is not an fc3d solver
-    out = runner.invoke(app, ["solve", str(shared_data / "fc3d" / "FC3D_Example1.npz"), "--solver", "lemke"])
+    out = runner.invoke(app, ["solve", str(repo_data / "fc3d" / "FC3D_Example1.npz"), "--solver", "lemke"])
     assert out.exit_code == 2 and "fc3d" in out.output
 
 
-def test_lcp_output_keeps_z_and_w(shared_data: Path) -> None:
-    d = _solve_json(str(shared_data / "raw" / "lcp_CPS_1.dat"), "--solver", "lemke")
+def test_lcp_output_keeps_z_and_w(repo_data: Path) -> None:
+    d = _solve_json(str(repo_data / "raw" / "lcp_CPS_1.dat"), "--solver", "lemke")
     assert d["kind"] == "lcp" and "z" in d and "w" in d and "r" not in d
 
 
@@ -180,24 +180,24 @@ def test_list_shows_the_fc3d_solvers() -> None:
 
 
 @pytest.mark.parametrize("name", ["FC3D_Example1.dat", "Rover1039.dat"])
-def test_real_default_solver_on_raw_files(shared_data: Path, name: str) -> None:
-    path = shared_data / "raw" / name
+def test_real_default_solver_on_raw_files(repo_data: Path, name: str) -> None:
+    path = repo_data / "raw" / name
     d = _solve_json(str(path), "--solver", "newton")
     assert d["status"] == "solved", d["message"]
     _check_answer(d, *load_fc3d(path))
 
 
-def test_a_registered_solver_whose_module_is_missing_exits_1(shared_data: Path,
+def test_a_registered_solver_whose_module_is_missing_exits_1(repo_data: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(registry.FC3D_SOLVERS, "ghost", "contactmp.solvers.no_such_module")
-    out = runner.invoke(app, ["solve", str(shared_data / "fc3d" / "FC3D_Example1.npz"), "--solver", "ghost"])
+    out = runner.invoke(app, ["solve", str(repo_data / "fc3d" / "FC3D_Example1.npz"), "--solver", "ghost"])
     assert out.exit_code == 1 and "no_such_module" in out.output and "fc3d" in out.output
 
 
-def test_time_limit_on_a_shared_fc3d_problem(shared_data: Path) -> None:
+def test_time_limit_on_a_shared_fc3d_problem(repo_data: Path) -> None:
     """--time-limit 0.001 on a 286-contact problem (Newton needs about 0.2 s): the answer is the
     best iterate checked in time (here r = 0 at the latest), status time_limit, printed as usual."""
-    path = shared_data / "fc3d" / "Capsules-i125-1213.npz"
+    path = repo_data / "fc3d" / "Capsules-i125-1213.npz"
     t = time.perf_counter()
     d = _solve_json(str(path), "--time-limit", "0.001")
     assert time.perf_counter() - t <= 5.0
@@ -208,8 +208,8 @@ def test_time_limit_on_a_shared_fc3d_problem(shared_data: Path) -> None:
 
 
 @pytest.mark.usefixtures("standin")
-def test_progress_reports_of_a_named_solver_go_to_stderr(shared_data: Path) -> None:
-    out = runner.invoke(app, ["solve", str(shared_data / "fc3d" / "Capsules-i125-1213.npz"), "--solver", "standin",
+def test_progress_reports_of_a_named_solver_go_to_stderr(repo_data: Path) -> None:
+    out = runner.invoke(app, ["solve", str(repo_data / "fc3d" / "Capsules-i125-1213.npz"), "--solver", "standin",
                               "--time-limit", "0.5", "--progress-delay", "0", "--json"])
     assert out.exit_code == 0, out.output
     d = json.loads(out.stdout)

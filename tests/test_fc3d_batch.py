@@ -14,7 +14,8 @@ from contactmp.result import BatchResult, Status
 from contactmp.solvers.fc3d import fc3d_residual
 from contactmp.solvers.registry import solve_fc3d, solve_fc3d_batch
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "fc3d"
+#: the Siconos fc3d test problems shipped in the repository
+FC3D = Path(__file__).resolve().parent / "data" / "fc3d"
 
 
 def _same_answer(r, alone) -> None:
@@ -53,12 +54,11 @@ def test_stacked_batch_equals_the_unbatched_solves(parallel):
     assert {r.solver for r in res} >= {"nsgs"}
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="shared fc3d data not present")
 def test_list_of_unequal_shared_problems():
     """The Siconos test problems with at most nine contacts as one list (grouped by size): in input
     order, each answer equal to the unbatched one, every one solved to 1e-8."""
     triples = []
-    for f in sorted(SHARED.glob("*.npz")):
+    for f in sorted(FC3D.glob("*.npz")):
         W, q, mu = load_fc3d(f)
         if mu.shape[0] <= 9:
             triples.append((W, q, mu))

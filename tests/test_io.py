@@ -20,9 +20,9 @@ def _field(excinfo: pytest.ExceptionInfo[InputError]) -> str:
 
 
 @pytest.mark.parametrize("name", RAW_LCPS)
-def test_siconos_dat_equals_npz(shared_data: Path, name: str) -> None:
-    M, q = load_lcp(shared_data / "raw" / f"{name}.dat")
-    ref = np.load(shared_data / "lcp" / f"{name}.npz", allow_pickle=False)
+def test_siconos_dat_equals_npz(repo_data: Path, name: str) -> None:
+    M, q = load_lcp(repo_data / "raw" / f"{name}.dat")
+    ref = np.load(repo_data / "lcp" / f"{name}.npz", allow_pickle=False)
     assert M.dtype == np.float64 and q.dtype == np.float64
     assert np.array_equal(M, ref["M"]) and np.array_equal(q, ref["q"])
 
@@ -38,8 +38,8 @@ def test_dense_dat_is_column_major(tmp_path: Path) -> None:
     assert lcp_residual(M, q, np.array([0.0, 0.5])) == 0.0
 
 
-def test_all_shared_npz_load_exactly(shared_data: Path) -> None:
-    files = sorted((shared_data / "lcp").glob("*.npz"))
+def test_all_shared_npz_load_exactly(repo_data: Path) -> None:
+    files = sorted((repo_data / "lcp").glob("*.npz"))
     assert len(files) >= 17
     for f in files:
         M, q = load_lcp(f)
@@ -48,11 +48,11 @@ def test_all_shared_npz_load_exactly(shared_data: Path) -> None:
         assert M.shape == (q.size, q.size)
 
 
-def test_content_not_extension_decides(shared_data: Path, tmp_path: Path) -> None:
+def test_content_not_extension_decides(repo_data: Path, tmp_path: Path) -> None:
     dat_named_npz = tmp_path / "really_text.npz"
-    shutil.copy(shared_data / "raw" / "lcp_mmc.dat", dat_named_npz)
+    shutil.copy(repo_data / "raw" / "lcp_mmc.dat", dat_named_npz)
     npz_named_dat = tmp_path / "really_zip.dat"
-    shutil.copy(shared_data / "lcp" / "lcp_mmc.npz", npz_named_dat)
+    shutil.copy(repo_data / "lcp" / "lcp_mmc.npz", npz_named_dat)
     M1, q1 = load_lcp(dat_named_npz)
     M2, q2 = load_lcp(npz_named_dat)
     assert np.array_equal(M1, M2) and np.array_equal(q1, q2)
@@ -68,16 +68,16 @@ def test_crlf_and_trailing_comment(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["Rover1039.dat", "FC3D_Example1.dat", "Capsules-i125-1213.hdf5"])
-def test_other_problem_classes_are_not_lcps(shared_data: Path, name: str) -> None:
+def test_other_problem_classes_are_not_lcps(repo_data: Path, name: str) -> None:
     with pytest.raises(InputError) as exc:
-        load_lcp(shared_data / "raw" / name)
+        load_lcp(repo_data / "raw" / name)
     assert _field(exc) == "path"
     assert "expected" in str(exc.value)
 
 
-def test_fc3d_npz_names_missing_array(shared_data: Path) -> None:
+def test_fc3d_npz_names_missing_array(repo_data: Path) -> None:
     with pytest.raises(InputError) as exc:
-        load_lcp(shared_data / "fc3d" / "Rover1039.npz")
+        load_lcp(repo_data / "fc3d" / "Rover1039.npz")
     assert _field(exc) == "M" and "missing" in str(exc.value)
 
 
@@ -285,8 +285,8 @@ def test_npz_real_dtypes_and_memory_orders_read_as_c_float64(tmp_path: Path, M: 
     assert np.array_equal(M2, M.astype(np.float64)) and q2.tolist() == [-1.0, 1.0]
 
 
-def test_compressed_npz_reads_exactly(shared_data: Path, tmp_path: Path) -> None:
-    ref = np.load(shared_data / "lcp" / "lcp_mmc.npz", allow_pickle=False)
+def test_compressed_npz_reads_exactly(repo_data: Path, tmp_path: Path) -> None:
+    ref = np.load(repo_data / "lcp" / "lcp_mmc.npz", allow_pickle=False)
     p = tmp_path / "z.npz"
     np.savez_compressed(p, M=ref["M"], q=ref["q"])
     M, q = load_lcp(p)

@@ -21,8 +21,8 @@ RAW_FC3D = [
 ]
 
 
-def _ref(shared_data: Path, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    d = np.load(shared_data / "fc3d" / f"{name}.npz", allow_pickle=False)
+def _ref(repo_data: Path, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    d = np.load(repo_data / "fc3d" / f"{name}.npz", allow_pickle=False)
     return d["W"], d["q"], d["mu"]
 
 
@@ -117,15 +117,15 @@ def _write_fclib(path: Path, W: np.ndarray, q: np.ndarray, mu: np.ndarray, layou
 
 
 @pytest.mark.parametrize(("raw", "name"), RAW_FC3D)
-def test_raw_files_equal_their_npz(shared_data: Path, raw: str, name: str) -> None:
-    _assert_same(load_fc3d(shared_data / "raw" / raw), _ref(shared_data, name))
-    kind, arrays = load_problem(shared_data / "raw" / raw)
+def test_raw_files_equal_their_npz(repo_data: Path, raw: str, name: str) -> None:
+    _assert_same(load_fc3d(repo_data / "raw" / raw), _ref(repo_data, name))
+    kind, arrays = load_problem(repo_data / "raw" / raw)
     assert kind == "fc3d"
-    _assert_same(arrays, _ref(shared_data, name))
+    _assert_same(arrays, _ref(repo_data, name))
 
 
-def test_every_shared_fc3d_npz_loads_exactly(shared_data: Path) -> None:
-    files = sorted((shared_data / "fc3d").glob("*.npz"))
+def test_every_shared_fc3d_npz_loads_exactly(repo_data: Path) -> None:
+    files = sorted((repo_data / "fc3d").glob("*.npz"))
     assert len(files) >= 19
     for f in files:
         W, q, mu = load_fc3d(f)
@@ -135,49 +135,49 @@ def test_every_shared_fc3d_npz_loads_exactly(shared_data: Path) -> None:
         assert load_problem(f)[0] == "fc3d"
 
 
-def test_load_problem_tells_lcps_from_fc3d(shared_data: Path) -> None:
-    for f in [*(shared_data / "lcp").glob("*.npz"), *(shared_data / "raw").glob("lcp_*.dat")]:
+def test_load_problem_tells_lcps_from_fc3d(repo_data: Path) -> None:
+    for f in [*(repo_data / "lcp").glob("*.npz"), *(repo_data / "raw").glob("lcp_*.dat")]:
         kind, (M, q) = load_problem(f)
         assert kind == "lcp"
         M2, q2 = load_lcp(f)
         assert np.array_equal(M, M2) and np.array_equal(q, q2)
 
 
-def test_closed_form_solution_of_fc3d_example1(shared_data: Path) -> None:
+def test_closed_form_solution_of_fc3d_example1(repo_data: Path) -> None:
     # W = I, q = (-1, 1, 3) per contact, mu = 0.1: u = r + q. Sticking (u = 0) would need
     # r = (1, -1, -3), outside the cone; sliding with r_T = -mu r_n u_T/||u_T||, u_n = 0 gives
     # r_n = 1, r_T = 0.1 (-1, -3)/sqrt(10) and u_T = r_T + (1, 3).
-    W, q, mu = load_fc3d(shared_data / "raw" / "FC3D_Example1.dat")
+    W, q, mu = load_fc3d(repo_data / "raw" / "FC3D_Example1.dat")
     rt = -0.1 * np.array([1.0, 3.0]) / np.sqrt(10.0)
     r = np.tile(np.concatenate([[1.0], rt]), 3)
     assert fc3d_residual(W, q, mu, r) < 1e-15
 
 
-def test_content_not_extension_decides(shared_data: Path, tmp_path: Path) -> None:
+def test_content_not_extension_decides(repo_data: Path, tmp_path: Path) -> None:
     pairs = [("raw/Rover1039.dat", "a.npz"), ("raw/Capsules-i125-1213.hdf5", "b.dat"),
              ("fc3d/Rover1039.npz", "c.hdf5")]
     for src, dst in pairs:
-        shutil.copy(shared_data / src, tmp_path / dst)
+        shutil.copy(repo_data / src, tmp_path / dst)
         assert load_problem(tmp_path / dst)[0] == "fc3d"
     assert sniff_format(tmp_path / "a.npz", FC3D_FORMATS).name == "siconos-fc3d-dat"
     assert sniff_format(tmp_path / "b.dat", FC3D_FORMATS).name == "fclib-hdf5"
-    _assert_same(load_fc3d(tmp_path / "c.hdf5"), _ref(shared_data, "Rover1039"))
+    _assert_same(load_fc3d(tmp_path / "c.hdf5"), _ref(repo_data, "Rover1039"))
 
 
 # --------------------------------------------------------------------------------------------
 # Siconos .dat: dense and sparse-block
 
 
-def test_dense_dat_round_trip_with_isComplete_and_comment(shared_data: Path, tmp_path: Path) -> None:
-    W, q, mu = _ref(shared_data, "Rover1039")
+def test_dense_dat_round_trip_with_isComplete_and_comment(repo_data: Path, tmp_path: Path) -> None:
+    W, q, mu = _ref(repo_data, "Rover1039")
     p = tmp_path / "r.dat"
     p.write_text(_dense_dat(W, q, mu, tail="1\nwritten by a test\n"))
     _assert_same(load_fc3d(p), (W, q, mu))
 
 
 @pytest.mark.parametrize("sizes", [[3, 3, 3, 3], [3, 9], [6, 3, 3]])
-def test_sparse_block_dat_equals_npz(shared_data: Path, tmp_path: Path, sizes: list[int]) -> None:
-    W, q, mu = _ref(shared_data, "Rover1039")
+def test_sparse_block_dat_equals_npz(repo_data: Path, tmp_path: Path, sizes: list[int]) -> None:
+    W, q, mu = _ref(repo_data, "Rover1039")
     W = W.copy()
     W[0:3, 9:12] = 0.0  # an empty block, left out of the file
     p = tmp_path / "sbm.dat"
@@ -186,8 +186,8 @@ def test_sparse_block_dat_equals_npz(shared_data: Path, tmp_path: Path, sizes: l
     assert load_problem(p)[0] == "fc3d"
 
 
-def test_sparse_block_dat_of_a_shared_problem_with_many_contacts(shared_data: Path, tmp_path: Path) -> None:
-    W, q, mu = _ref(shared_data, "NESpheres_30_1")
+def test_sparse_block_dat_of_a_shared_problem_with_many_contacts(repo_data: Path, tmp_path: Path) -> None:
+    W, q, mu = _ref(repo_data, "NESpheres_30_1")
     p = tmp_path / "sbm.dat"
     p.write_text(_sbm_dat(W, q, mu, [3] * (W.shape[0] // 3)))
     _assert_same(load_fc3d(p), (W, q, mu))
@@ -258,10 +258,10 @@ def test_dat_announcing_impossible_sizes_is_refused_before_allocating(tmp_path: 
     assert _field(exc) in ("filled1", "index1_data")
 
 
-def test_two_dimensional_and_lcp_text_are_not_fc3d(shared_data: Path, tmp_path: Path) -> None:
+def test_two_dimensional_and_lcp_text_are_not_fc3d(repo_data: Path, tmp_path: Path) -> None:
     p = tmp_path / "fc2d.dat"
     p.write_text("2\n1\n0\n2\n2\n2\t2\n1 0\n0 1\n-1 0\n0.5\n")
-    for f in (p, shared_data / "raw" / "lcp_mmc.dat"):
+    for f in (p, repo_data / "raw" / "lcp_mmc.dat"):
         with pytest.raises(InputError) as exc:
             load_fc3d(f)
         assert _field(exc) == "path" and "expected" in str(exc.value)
@@ -275,9 +275,9 @@ def test_two_dimensional_and_lcp_text_are_not_fc3d(shared_data: Path, tmp_path: 
 
 
 @pytest.mark.parametrize("layout", ["csr", "csc", "triplet"])
-def test_fclib_layouts_equal_npz(shared_data: Path, tmp_path: Path, layout: str) -> None:
+def test_fclib_layouts_equal_npz(repo_data: Path, tmp_path: Path, layout: str) -> None:
     # Rover1039's W is not symmetric, so a transposed reading would be caught.
-    W, q, mu = _ref(shared_data, "Rover1039")
+    W, q, mu = _ref(repo_data, "Rover1039")
     assert not np.array_equal(W, W.T)
     f = _write_fclib(tmp_path / f"{layout}.hdf5", W, q, mu, layout)
     got = load_fc3d(f)
@@ -288,8 +288,8 @@ def test_fclib_layouts_equal_npz(shared_data: Path, tmp_path: Path, layout: str)
         _assert_same(got, (W, q, mu))
 
 
-def test_fclib_csc_of_capsules_equals_npz(shared_data: Path, tmp_path: Path) -> None:
-    W, q, mu = _ref(shared_data, "Capsules-i125-1213")
+def test_fclib_csc_of_capsules_equals_npz(repo_data: Path, tmp_path: Path) -> None:
+    W, q, mu = _ref(repo_data, "Capsules-i125-1213")
     _assert_same(load_fc3d(_write_fclib(tmp_path / "c.hdf5", W, q, mu, "csc")), (W, q, mu))
 
 
@@ -322,16 +322,16 @@ def _delete(path: str):
         (_delete("fclib_local/spacedim"), "spacedim"),
     ],
 )
-def test_fclib_malformed_names_the_field(shared_data: Path, tmp_path: Path, edit: Any, field: str) -> None:
-    W, q, mu = _ref(shared_data, "Rover1039")
+def test_fclib_malformed_names_the_field(repo_data: Path, tmp_path: Path, edit: Any, field: str) -> None:
+    W, q, mu = _ref(repo_data, "Rover1039")
     f = _write_fclib(tmp_path / "bad.hdf5", W, q, mu, "csr", edit=edit)
     with pytest.raises(InputError) as exc:
         load_fc3d(f)
     assert _field(exc) == field, str(exc.value)
 
 
-def test_fclib_indices_out_of_range(shared_data: Path, tmp_path: Path) -> None:
-    W, q, mu = _ref(shared_data, "Rover1039")
+def test_fclib_indices_out_of_range(repo_data: Path, tmp_path: Path) -> None:
+    W, q, mu = _ref(repo_data, "Rover1039")
     for layout, key, field in (("csr", "i", "W/i"), ("csc", "i", "W/i"), ("triplet", "p", "W/p"),
                                ("triplet", "i", "W/i")):
         def edit(f: h5py.File, key: str = key) -> None:
@@ -364,8 +364,8 @@ def test_fclib_global_problem_and_other_hdf5_are_refused(tmp_path: Path) -> None
     assert _field(exc) == "fclib_local"
 
 
-def test_fclib_links_and_external_data_are_refused(shared_data: Path, tmp_path: Path) -> None:
-    W, q, mu = _ref(shared_data, "Rover1039")
+def test_fclib_links_and_external_data_are_refused(repo_data: Path, tmp_path: Path) -> None:
+    W, q, mu = _ref(repo_data, "Rover1039")
     secret = tmp_path / "secret.bin"
     secret.write_bytes(np.arange(12, dtype=np.float64).tobytes())
     other = _write_fclib(tmp_path / "other.hdf5", W, q, mu)
@@ -389,8 +389,8 @@ def test_fclib_links_and_external_data_are_refused(shared_data: Path, tmp_path: 
         assert _field(exc) == field, (edit.__name__, str(exc.value))
 
 
-def test_fclib_declared_sizes_beyond_the_stored_bytes_are_refused(shared_data: Path, tmp_path: Path) -> None:
-    W, q, mu = _ref(shared_data, "Rover1039")
+def test_fclib_declared_sizes_beyond_the_stored_bytes_are_refused(repo_data: Path, tmp_path: Path) -> None:
+    W, q, mu = _ref(repo_data, "Rover1039")
 
     def huge_unwritten_x(f: h5py.File) -> None:
         del f["fclib_local/W/x"]
@@ -416,8 +416,8 @@ def test_fclib_declared_sizes_beyond_the_stored_bytes_are_refused(shared_data: P
     assert _field(exc) == "W" and "GiB" in str(exc.value)
 
 
-def test_gzip_compressed_fclib_reads(shared_data: Path, tmp_path: Path) -> None:
-    W, q, mu = _ref(shared_data, "Capsules-i125-1213")
+def test_gzip_compressed_fclib_reads(repo_data: Path, tmp_path: Path) -> None:
+    W, q, mu = _ref(repo_data, "Capsules-i125-1213")
 
     def compress(f: h5py.File) -> None:
         for key in ("p", "i", "x"):
@@ -525,8 +525,8 @@ def test_fc3d_npz_headers_are_checked_before_reading(tmp_path: Path) -> None:
     assert _field(exc) == "nc"
 
 
-def test_fclib_reads_only_the_entries_the_pointers_announce(shared_data: Path, tmp_path: Path) -> None:
-    W, q, mu = _ref(shared_data, "Rover1039")
+def test_fclib_reads_only_the_entries_the_pointers_announce(repo_data: Path, tmp_path: Path) -> None:
+    W, q, mu = _ref(repo_data, "Rover1039")
 
     def padded(f: h5py.File) -> None:  # nzmax > nnz: trailing storage FCLIB allows, never read
         for key, dtype in (("i", np.int32), ("x", np.float64)):
@@ -537,9 +537,9 @@ def test_fclib_reads_only_the_entries_the_pointers_announce(shared_data: Path, t
     _assert_same(load_fc3d(_write_fclib(tmp_path / "pad.hdf5", W, q, mu, edit=padded)), (W, q, mu))
 
 
-def test_fclib_groups_links_and_dataspaces_are_checked_before_they_are_followed(shared_data: Path,
+def test_fclib_groups_links_and_dataspaces_are_checked_before_they_are_followed(repo_data: Path,
                                                                                 tmp_path: Path) -> None:
-    W, q, mu = _ref(shared_data, "Rover1039")
+    W, q, mu = _ref(repo_data, "Rover1039")
 
     def external_group(f: h5py.File) -> None:
         del f["fclib_local/vectors"]

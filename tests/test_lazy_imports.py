@@ -43,8 +43,8 @@ def test_plugin_registered_once_pyomo_environ_is_imported(order):
 
 
 @pytest.mark.parametrize("problem", ["lcp/lcp_CPS_1.npz", "fc3d/FC3D_Example1.npz"])
-def test_cli_solve_of_a_small_problem_loads_no_heavy_module(shared_data, problem):
-    path = shared_data / problem
+def test_cli_solve_of_a_small_problem_loads_no_heavy_module(repo_data, problem):
+    path = repo_data / problem
     code = (
         "import sys, json, io, contextlib\n"
         "from contactmp.cli import app\n"

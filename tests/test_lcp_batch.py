@@ -13,7 +13,8 @@ from contactmp.solvers import lemke
 from contactmp.solvers.registry import solve_lcp, solve_lcp_batch
 from contactmp.result import BatchResult, Status
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "lcp"
+#: the Siconos test LCPs shipped in the repository
+LCPS = Path(__file__).resolve().parent / "data" / "lcp"
 
 
 def _random_batch(B: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -49,11 +50,10 @@ def test_large_and_threaded_batches_equal_the_unbatched_solves(B, n):
         np.testing.assert_array_equal(batched[b].extras["w"], alone.extras["w"])
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="shared LCP data not present")
 def test_list_of_unequal_shared_problems():
     """The Siconos test LCPs (n = 2 ... 60) as one list: grouped by size, each answer equal to the
     unbatched one to 1e-12 and in input order."""
-    problems = [load_lcp(f) for f in sorted(SHARED.glob("*.npz"))]
+    problems = [load_lcp(f) for f in sorted(LCPS.glob("*.npz"))]
     pairs = [(p.M, p.q) if hasattr(p, "M") else p for p in problems]
     res = solve_lcp_batch(pairs)
     assert len(res) == len(pairs)

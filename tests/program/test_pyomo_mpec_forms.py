@@ -479,7 +479,7 @@ KNOWN: dict[str, tuple[dict[str, float] | None, float | None]] = {
     "scholtes4": ({"z[1]": 0.0, "z[2]": 0.0, "z3": 0.0}, 0.0),
 }
 def _example(data: Path, name: str) -> pyo.ConcreteModel:
-    """The ``model`` that ``../shared/data/pyomo_mpec/<name>.py`` builds."""
+    """The ``model`` that ``tests/data/pyomo_mpec/<name>.py`` builds."""
     return runpy.run_path(str(data / "pyomo_mpec" / f"{name}.py"))["model"]
 
 
@@ -491,14 +491,14 @@ def _example_params() -> list[Any]:
     return out
 
 
-def test_every_shared_example_is_known(shared_data: Path) -> None:
-    assert sorted(p.stem for p in (shared_data / "pyomo_mpec").glob("*.py")) == sorted(KNOWN)
+def test_every_shared_example_is_known(repo_data: Path) -> None:
+    assert sorted(p.stem for p in (repo_data / "pyomo_mpec").glob("*.py")) == sorted(KNOWN)
 
 
 @pytest.mark.parametrize("name,strategy", _example_params())
-def test_pyomo_mpec_examples(name: str, strategy: str, shared_data: Path) -> None:
+def test_pyomo_mpec_examples(name: str, strategy: str, repo_data: Path) -> None:
     solution, objective = KNOWN[name]
-    m = _example(shared_data, name)
+    m = _example(repo_data, name)
     res = pyo.SolverFactory("contactmp_ipopt").solve(m, options={"strategy": strategy})
     assert res.solver.termination_condition == TerminationCondition.optimal
     assert _model_residual(m) <= FEAS
@@ -513,14 +513,14 @@ def test_pyomo_mpec_examples(name: str, strategy: str, shared_data: Path) -> Non
 
 
 @pytest.mark.parametrize("name", sorted(KNOWN))
-def test_pyomo_mpec_examples_match_standard_form(name: str, shared_data: Path) -> None:
+def test_pyomo_mpec_examples_match_standard_form(name: str, repo_data: Path) -> None:
     """At the known solution (or a point of linear1's) all three judges accept; at random points
     they agree."""
     solution = KNOWN[name][0] or {"x1": 0.0, "x2": 1.0}
-    m = _example(shared_data, name)
+    m = _example(repo_data, name)
     pp = pyomo_to_program(m)
     assert {c.form for c in pp.conditions} == {"pair"}
-    sf = _example(shared_data, name)
+    sf = _example(repo_data, name)
     blocks = _standard_form(sf)
     conds = list(m.component_data_objects(Complementarity, active=True))
     names = [v.name for v in pp.variables]

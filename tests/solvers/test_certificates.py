@@ -39,14 +39,14 @@ TWO_Q = np.array([1.0, -1.0])
 TWO_SOLUTIONS = [np.array([1.0, 0.0]), np.array([0.0, 1.0])]
 
 
-def _load(shared_data, name):
-    d = np.load(shared_data / "lcp" / f"{name}.npz", allow_pickle=False)
+def _load(repo_data, name):
+    d = np.load(repo_data / "lcp" / f"{name}.npz", allow_pickle=False)
     return d["M"], d["q"]
 
 
-def _small_problems(shared_data):
+def _small_problems(repo_data):
     out = []
-    for path in sorted((shared_data / "lcp").glob("*.npz")):
+    for path in sorted((repo_data / "lcp").glob("*.npz")):
         d = np.load(path, allow_pickle=False)
         if d["q"].shape[0] <= 16:
             out.append((path.stem, d["M"], d["q"]))
@@ -56,8 +56,8 @@ def _small_problems(shared_data):
 # ------------------------------------------------------------------------------------------------
 # existence: MILP against enumeration
 # ------------------------------------------------------------------------------------------------
-def test_existence_milp_agrees_with_enumeration(shared_data):
-    problems = _small_problems(shared_data)
+def test_existence_milp_agrees_with_enumeration(repo_data):
+    problems = _small_problems(repo_data)
     assert len(problems) >= 14
     for name, M, q in problems:
         enum = enumerate_lcp_solutions(M, q)
@@ -75,9 +75,9 @@ def test_existence_milp_agrees_with_enumeration(shared_data):
                 assert dist.min() <= 1e-6 * (1 + np.abs(cert.z).max()), name
 
 
-def test_infeasible_lcp_is_proven(shared_data):
+def test_infeasible_lcp_is_proven(repo_data):
     # w_2 = z_1 - 1 >= 0 and w_3 = 1 - z_1 >= 0 force z_1 = 1, then w_1 = -z_2 - z_3 - 1e-4 < 0
-    M, q = _load(shared_data, "lcp_Pang_isolated_sol_perturbed")
+    M, q = _load(repo_data, "lcp_Pang_isolated_sol_perturbed")
     cert = lcp_existence_milp(M, q)
     assert cert.verdict == "no_solution" and cert.z is None
     assert cert.alpha_upper <= 1e-6
@@ -85,17 +85,17 @@ def test_infeasible_lcp_is_proven(shared_data):
     enum = enumerate_lcp_solutions(M, q)
     assert enum.verdict == "no_solution" and enum.count == 0
     # the unperturbed problem has the isolated solution (1, 0, 0) on a singular basis
-    M0, q0 = _load(shared_data, "lcp_Pang_isolated_sol")
+    M0, q0 = _load(repo_data, "lcp_Pang_isolated_sol")
     enum0 = enumerate_lcp_solutions(M0, q0)
     assert enum0.verdict == "unique"
     np.testing.assert_allclose(enum0.solutions[0], [1.0, 0.0, 0.0], atol=1e-12)
 
 
-def test_enumeration_flags_continua(shared_data):
+def test_enumeration_flags_continua(repo_data):
     # CPS_1: z_1 + z_2 = 1 (segment); CPS_5: z_2 = z_1 + 1 (ray); inf_sol_perturbed: z_1 = 1,
     # z_3 = z_2 + 1e-4 (ray)
     for name, ray in (("lcp_CPS_1", False), ("lcp_CPS_5", True), ("lcp_inf_sol_perturbed", True)):
-        M, q = _load(shared_data, name)
+        M, q = _load(repo_data, name)
         enum = enumerate_lcp_solutions(M, q)
         assert enum.verdict == "continuum" and enum.count == float("inf"), name
         for piece in enum.continua:
@@ -105,15 +105,15 @@ def test_enumeration_flags_continua(shared_data):
             for t in (lo, 0.5 * (lo + hi) if np.isfinite(hi) else lo + 10.0, hi if np.isfinite(hi) else lo + 1e3):
                 z = piece.point + t * d
                 assert lcp_residual(M, q, np.maximum(z, 0)) <= 1e-9, (name, t)
-    M, q = _load(shared_data, "lcp_CPS_1")
+    M, q = _load(repo_data, "lcp_CPS_1")
     piece = enumerate_lcp_solutions(M, q).continua[0]
     d = piece.directions[:, 0]
     assert abs(abs(d @ np.array([1.0, -1.0])) / np.sqrt(2) - 1.0) < 1e-12  # along z_1 + z_2 = 1
     assert piece.t_range[1] - piece.t_range[0] == pytest.approx(np.sqrt(2), rel=1e-9)
 
 
-def test_enumeration_finds_every_solution_of_a_bimatrix_game(shared_data):
-    M, q = _load(shared_data, "lcp_CPS_3")
+def test_enumeration_finds_every_solution_of_a_bimatrix_game(repo_data):
+    M, q = _load(repo_data, "lcp_CPS_3")
     enum = enumerate_lcp_solutions(M, q)
     assert enum.verdict == "finite" and len(enum.solutions) == 3
     # a second-solution search from each finds one of the others
@@ -141,9 +141,9 @@ def test_two_solution_lcp():
         assert cert.verdict == "unique_up_to_delta" and cert.z is None
 
 
-def test_p_matrix_lcp_is_unique(shared_data):
+def test_p_matrix_lcp_is_unique(repo_data):
     for name in ("lcp_ortiz", "lcp_deudeu", "lcp_exp_murty"):
-        M, q = _load(shared_data, name)
+        M, q = _load(repo_data, name)
         assert is_p_matrix(M).verdict == "P", name
         z = lcp_existence_milp(M, q).z
         cert = lcp_second_solution_milp(M, q, z, 1e-3)

@@ -33,8 +33,8 @@ def _library(shared: "Path") -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 @pytest.mark.parametrize("solver", sorted(LCP_SOLVERS))
-def test_every_solver_on_the_library(solver: str, shared_data) -> None:
-    for name, (M, q, z_true) in _library(shared_data).items():
+def test_every_solver_on_the_library(solver: str, repo_data) -> None:
+    for name, (M, q, z_true) in _library(repo_data).items():
         if solver == "pgs" and name in ("p_matrix_20", "p_matrix_8"):
             continue  # PGS needs symmetric-dominant M; the skew part can stall it (status, not error)
         res = solve_lcp(M, q, solver=solver)
@@ -45,8 +45,8 @@ def test_every_solver_on_the_library(solver: str, shared_data) -> None:
 
 
 @pytest.mark.parametrize("solver", sorted(LCP_SOLVERS))
-def test_no_solver_claims_a_solution_that_does_not_exist(solver: str, shared_data) -> None:
-    d = np.load(shared_data / "lcp" / "lcp_Pang_isolated_sol_perturbed.npz", allow_pickle=False)
+def test_no_solver_claims_a_solution_that_does_not_exist(solver: str, repo_data) -> None:
+    d = np.load(repo_data / "lcp" / "lcp_Pang_isolated_sol_perturbed.npz", allow_pickle=False)
     res = solve_lcp(d["M"], d["q"], solver=solver)
     assert res.status is not Status.SOLVED
 

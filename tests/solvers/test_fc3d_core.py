@@ -52,18 +52,18 @@ def test_validation_names_the_field() -> None:
         validate_fc3d(np.eye(6), np.zeros(6), [0.1, 0.2, 0.3])
 
 
-def test_default_solver_runs_quick_nsgs_first_and_falls_back_to_newton(shared_data) -> None:
+def test_default_solver_runs_quick_nsgs_first_and_falls_back_to_newton(repo_data) -> None:
     """The auto chain: a small problem that NSGS solves is answered by the quick NSGS pass; one
     where NSGS stagnates falls through to Newton; both verified by the independent residual."""
     from contactmp.io import load_fc3d
     from contactmp.solvers.registry import DEFAULT_FC3D_ORDER, solve_fc3d
 
     assert DEFAULT_FC3D_ORDER[:2] == ("nsgs", "newton")
-    W, q, mu = load_fc3d(shared_data / "fc3d" / "Rover4144.npz")
+    W, q, mu = load_fc3d(repo_data / "fc3d" / "Rover4144.npz")
     res = solve_fc3d(W, q, mu)
     assert res.solver == "nsgs" and res.status is Status.SOLVED
     assert fc3d_residual(W, q, mu, res.x) <= 1e-8
-    W, q, mu = load_fc3d(shared_data / "fc3d" / "OneObject-i100000-316_hdf5.npz")
+    W, q, mu = load_fc3d(repo_data / "fc3d" / "OneObject-i100000-316_hdf5.npz")
     res = solve_fc3d(W, q, mu, time_limit=30.0)
     assert [a["solver"] for a in res.extras["attempts"]] == ["nsgs", "newton"]
     assert res.extras["attempts"][0]["status"] == "not_solved" and res.extras["attempts"][0]["iterations"] < 50
@@ -122,7 +122,7 @@ def _same_result(a, b) -> None:
     assert all(t["time_s"] >= 0.0 for t in a.extras["attempts"])
 
 
-def test_lean_path_gives_the_general_paths_answer_on_the_shared_problems(shared_data) -> None:
+def test_lean_path_gives_the_general_paths_answer_on_the_shared_problems(repo_data) -> None:
     """The default's hot path (one compiled quick pass) and the general chain return the same r,
     status, residual, message and attempts on every shared problem it serves (nc <= 64), with and
     without options; larger problems are left to the general path."""
@@ -131,7 +131,7 @@ def test_lean_path_gives_the_general_paths_answer_on_the_shared_problems(shared_
     from contactmp.solvers.fc3d import dual_violation
 
     served = 0
-    for f in sorted((shared_data / "fc3d").glob("*.npz")):
+    for f in sorted((repo_data / "fc3d").glob("*.npz")):
         W, q, mu = load_fc3d(f)
         for options in ({}, {"tol": 1e-8, "time_limit": 30.0}):
             lean = registry._solve_fc3d_lean(W, q, mu, dict(options))

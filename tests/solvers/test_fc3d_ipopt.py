@@ -17,14 +17,14 @@ SMALL = ["FrictionContact3D_1c", "FrictionContact3D_RR_1c", "Rover11035", "Rover
          "Rover1040", "Rover3865", "NESpheres_10_1"]
 
 
-def _load(shared_data, name):
-    with np.load(shared_data / "fc3d" / f"{name}.npz", allow_pickle=False) as d:
+def _load(repo_data, name):
+    with np.load(repo_data / "fc3d" / f"{name}.npz", allow_pickle=False) as d:
         return d["W"], d["q"], d["mu"]
 
 
 @pytest.mark.parametrize("name", SMALL)
-def test_shared_problem_solved_and_verified(shared_data, name):
-    W, q, mu = _load(shared_data, name)
+def test_shared_problem_solved_and_verified(repo_data, name):
+    W, q, mu = _load(repo_data, name)
     res = solve_fc3d(W, q, mu, solver="ipopt")
     assert res.status is Status.SOLVED, res.message
     assert res.solver == "ipopt"
@@ -41,15 +41,15 @@ def test_shared_problem_solved_and_verified(shared_data, name):
 
 
 @pytest.mark.parametrize("strategy", ["elastic_l1", "direct", "scholtes"])
-def test_each_strategy_alone_on_a_coupled_problem(shared_data, strategy):
-    W, q, mu = _load(shared_data, "GFC3D_TwoRods1-condensed")
+def test_each_strategy_alone_on_a_coupled_problem(repo_data, strategy):
+    W, q, mu = _load(repo_data, "GFC3D_TwoRods1-condensed")
     res = fc3d_ipopt.solve(W, q, mu, strategies=(strategy,))
     assert res.success, res.message
     assert [a["strategy"] for a in res.extras["attempts"]] == [strategy]
 
 
-def test_without_polish_and_scaling_still_verified(shared_data):
-    W, q, mu = _load(shared_data, "Rover4144")
+def test_without_polish_and_scaling_still_verified(repo_data):
+    W, q, mu = _load(repo_data, "Rover4144")
     res = fc3d_ipopt.solve(W, q, mu, polish=False, scale=False)
     assert res.success, res.message
     assert res.extras["polished"] is False
@@ -85,8 +85,8 @@ def test_zero_q_is_solved_by_zero():
     assert res.success and not res.x.any()
 
 
-def test_time_limit_reported(shared_data):
-    W, q, mu = _load(shared_data, "NESpheres_30_1")
+def test_time_limit_reported(repo_data):
+    W, q, mu = _load(repo_data, "NESpheres_30_1")
     res = fc3d_ipopt.solve(W, q, mu, time_limit=1e-6)
     assert res.status is Status.TIME_LIMIT
 

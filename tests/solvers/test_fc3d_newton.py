@@ -1,7 +1,6 @@
 """The semismooth Newton method for fc3d: contactmp.solvers.fc3d_newton."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +11,8 @@ from contactmp.result import Status
 from contactmp.solvers import fc3d_newton
 from contactmp.solvers.fc3d import fc3d_residual, project_cone
 
-REPO = Path(__file__).resolve().parents[2]
-FC3D = Path(os.environ.get("CONTACTMP_SHARED", REPO.parent / "shared")) / "data" / "fc3d"
+#: the Siconos fc3d test problems shipped in the repository (tests/data/fc3d)
+FC3D = Path(__file__).resolve().parents[1] / "data" / "fc3d"
 PROBLEMS = sorted(FC3D.glob("*.npz"))
 FORMULATIONS = ("ac", "natural")
 

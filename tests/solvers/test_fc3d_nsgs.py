@@ -97,8 +97,8 @@ def test_registered():
 NSGS_HARD = {"OneObject-i100000-499_hdf5", "OneObject-i100000-316_hdf5", "BoxesStack1-i100000-32_hdf5"}
 
 
-def test_shared_problems(shared_data):
-    files = sorted((shared_data / "fc3d").glob("*.npz"))
+def test_shared_problems(repo_data):
+    files = sorted((repo_data / "fc3d").glob("*.npz"))
     assert len(files) == 19
     for f in files:
         d = np.load(f, allow_pickle=False)
@@ -112,21 +112,21 @@ def test_shared_problems(shared_data):
         assert fc3d_residual(d["W"], d["q"], d["mu"], out.x) <= 1e-8, f.stem
 
 
-def test_under_relaxation_solves_oneobject(shared_data):
-    d = np.load(shared_data / "fc3d" / "OneObject-i100000-316_hdf5.npz", allow_pickle=False)
+def test_under_relaxation_solves_oneobject(repo_data):
+    d = np.load(repo_data / "fc3d" / "OneObject-i100000-316_hdf5.npz", allow_pickle=False)
     out = fc3d_nsgs.solve(d["W"], d["q"], d["mu"], omega=0.5)
     assert out.success and fc3d_residual(d["W"], d["q"], d["mu"], out.x) <= 1e-8
 
 
-def test_warm_start_and_time_limit(shared_data):
-    d = np.load(shared_data / "fc3d" / "Rover1039.npz", allow_pickle=False)
+def test_warm_start_and_time_limit(repo_data):
+    d = np.load(repo_data / "fc3d" / "Rover1039.npz", allow_pickle=False)
     first = fc3d_nsgs.solve(d["W"], d["q"], d["mu"], tol=1e-12)
     assert first.success
     again = fc3d_nsgs.solve(d["W"], d["q"], d["mu"], tol=1e-12, r0=first.x)
     assert again.success and again.iterations <= 2
     timed = fc3d_nsgs.solve(d["W"], d["q"], d["mu"], tol=1e-12, time_limit=30.0)
     assert timed.success and timed.iterations == first.iterations  # batches stop at convergence
-    hard = np.load(shared_data / "fc3d" / "BoxesStack1-i100000-32_hdf5.npz", allow_pickle=False)
+    hard = np.load(repo_data / "fc3d" / "BoxesStack1-i100000-32_hdf5.npz", allow_pickle=False)
     out = fc3d_nsgs.solve(hard["W"], hard["q"], hard["mu"], time_limit=0.05, max_iter=10**7)
     assert out.status is Status.TIME_LIMIT and out.time_s < 2.0
 
@@ -182,16 +182,16 @@ def test_block_data_matches_scipy_csr():
         np.testing.assert_array_equal(diag[j], W[3 * j:3 * j + 3, 3 * j:3 * j + 3])
 
 
-def test_early_stop_gives_up_on_stagnation_and_keeps_convergent_runs(shared_data):
+def test_early_stop_gives_up_on_stagnation_and_keeps_convergent_runs(repo_data):
     """early_stop: where NSGS stagnates (residual ~1e-3 after hundreds of sweeps) it gives up
     within a few sweeps; where it converges linearly it still reaches tol (same sweeps as without)."""
     for stem in sorted(NSGS_HARD):
-        d = np.load(shared_data / "fc3d" / f"{stem}.npz", allow_pickle=False)
+        d = np.load(repo_data / "fc3d" / f"{stem}.npz", allow_pickle=False)
         out = fc3d_nsgs.solve(d["W"], d["q"], d["mu"], max_iter=50, early_stop=True)
         assert out.status is Status.NOT_SOLVED and 4 <= out.iterations < 50, stem
         assert out.residual == pytest.approx(fc3d_residual(d["W"], d["q"], d["mu"], out.x))
     for stem in ("Rover1039", "NESpheres_10_1", "Confeti-ex03-Fc3D-SBM"):
-        d = np.load(shared_data / "fc3d" / f"{stem}.npz", allow_pickle=False)
+        d = np.load(repo_data / "fc3d" / f"{stem}.npz", allow_pickle=False)
         full = fc3d_nsgs.solve(d["W"], d["q"], d["mu"])
         quick = fc3d_nsgs.solve(d["W"], d["q"], d["mu"], max_iter=50, early_stop=True, time_limit=10.0)
         assert quick.status is Status.SOLVED and quick.iterations == full.iterations, stem
@@ -222,13 +222,13 @@ def test_allocation_free_roots_are_roots():
         assert d.min(axis=1).max() <= 1e-8 * max(1.0, np.abs(roots).max())
 
 
-def test_quick_pass_is_the_early_stopping_solve(shared_data):
+def test_quick_pass_is_the_early_stopping_solve(repo_data):
     """The compiled quick pass equals ``solve(max_iter=50, early_stop=True)`` (same r, sweeps,
     status, residual, message) where it converges and where it gives up, and declines bad data."""
     import time
 
     for stem in ("Rover1039", "FC3D_Example1", "OneObject-i100000-316_hdf5"):
-        d = np.load(shared_data / "fc3d" / f"{stem}.npz", allow_pickle=False)
+        d = np.load(repo_data / "fc3d" / f"{stem}.npz", allow_pickle=False)
         W, q, mu = (np.ascontiguousarray(d[k], dtype=np.float64) for k in ("W", "q", "mu"))
         ref = fc3d_nsgs.solve(W, q, mu, max_iter=50, early_stop=True)
         out = fc3d_nsgs.quick_pass(W, q, mu, 1e-8, 50, time.perf_counter())

@@ -15,13 +15,13 @@ from contactmp.solvers.fc3d import fc3d_residual
 from contactmp.solvers.registry import FC3D_SOLVERS, solve_fc3d
 
 
-def load(shared_data, name: str):
-    d = np.load(shared_data / "fc3d" / f"{name}.npz", allow_pickle=False)
+def load(repo_data, name: str):
+    d = np.load(repo_data / "fc3d" / f"{name}.npz", allow_pickle=False)
     return d["W"], d["q"], d["mu"]
 
 
-def test_capsules_solved_and_checked_on_the_original_problem(shared_data) -> None:
-    W, q, mu = load(shared_data, "Capsules-i101-404")
+def test_capsules_solved_and_checked_on_the_original_problem(repo_data) -> None:
+    W, q, mu = load(repo_data, "Capsules-i101-404")
     assert np.linalg.matrix_rank(W) < W.shape[0]  # singular W
     res = fc3d_prox.solve(W, q, mu)
     assert res.status is Status.SOLVED, res.message
@@ -33,8 +33,8 @@ def test_capsules_solved_and_checked_on_the_original_problem(shared_data) -> Non
     assert FC3D_SOLVERS["prox-newton"] == "contactmp.solvers.fc3d_prox"
 
 
-def test_auto_starts_with_prox_newton_on_large_problems(shared_data) -> None:
-    W, q, mu = load(shared_data, "Capsules-i125-1213")
+def test_auto_starts_with_prox_newton_on_large_problems(repo_data) -> None:
+    W, q, mu = load(repo_data, "Capsules-i125-1213")
     res = solve_fc3d(W, q, mu, tol=1e-8, time_limit=60)
     assert res.success and fc3d_residual(W, q, mu, res.x) <= 1e-8
     assert res.extras["attempts"][0]["solver"] == "prox-newton"
@@ -104,8 +104,8 @@ def test_time_limit_is_honoured() -> None:
     assert res.time_s < 2.0
 
 
-def test_dense_input_is_checked_and_split_into_blocks_in_one_pass(shared_data) -> None:
-    W, q, mu = load(shared_data, "Capsules-i101-404")
+def test_dense_input_is_checked_and_split_into_blocks_in_one_pass(repo_data) -> None:
+    W, q, mu = load(repo_data, "Capsules-i101-404")
     Wd, Wb, q2, mu2 = fc3d_prox.validate_dense_fc3d(W, q, mu)
     assert Wb.blocksize == (3, 3) and Wb.has_canonical_format
     np.testing.assert_array_equal(Wb.toarray(), W)  # the nonzero blocks, exactly
@@ -149,8 +149,8 @@ def test_block_norms_and_ordering() -> None:
     assert sorted(order.tolist()) == list(range(pile.nc))
 
 
-def test_auto_on_large_dense_input_checks_once_and_names_the_field(shared_data) -> None:
-    W, q, mu = load(shared_data, "Capsules-i101-404")
+def test_auto_on_large_dense_input_checks_once_and_names_the_field(repo_data) -> None:
+    W, q, mu = load(repo_data, "Capsules-i101-404")
     res = solve_fc3d(W, q, mu)
     assert res.success and res.extras["attempts"][0]["solver"] == "prox-newton"
     assert fc3d_residual(W, q, mu, res.x) <= 1e-8

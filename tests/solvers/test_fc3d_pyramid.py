@@ -77,14 +77,14 @@ def test_registered():
     assert fc3d_solver("pyramid") is fc3d_pyramid.solve
 
 
-def test_shared_problems(shared_data):
+def test_shared_problems(repo_data):
     """NESpheres_30_1's pyramid solution lies in the cones (verified at k = 4); a sliding problem
     reports the residual reached, never a claim."""
-    d = np.load(shared_data / "fc3d" / "NESpheres_30_1.npz", allow_pickle=False)
+    d = np.load(repo_data / "fc3d" / "NESpheres_30_1.npz", allow_pickle=False)
     out = fc3d_pyramid.solve(d["W"], d["q"], d["mu"])
     assert out.success and out.extras["k"] == 4
     assert fc3d_residual(d["W"], d["q"], d["mu"], out.x) <= 1e-8
-    d = np.load(shared_data / "fc3d" / "Rover1039.npz", allow_pickle=False)
+    d = np.load(repo_data / "fc3d" / "Rover1039.npz", allow_pickle=False)
     out = fc3d_pyramid.solve(d["W"], d["q"], d["mu"], k_max=16)
     assert out.status is Status.MAX_ITER and out.residual > 1e-8
     assert out.extras["max_cone_violation"] > 0.0

@@ -62,8 +62,8 @@ def test_registered():
 SLOW = {"BoxesStack1-i100000-32_hdf5", "Capsules-i101-404"}
 
 
-def test_shared_problems(shared_data):
-    files = sorted((shared_data / "fc3d").glob("*.npz"))
+def test_shared_problems(repo_data):
+    files = sorted((repo_data / "fc3d").glob("*.npz"))
     assert len(files) == 19
     for f in files:
         if f.stem in SLOW:
@@ -75,12 +75,12 @@ def test_shared_problems(shared_data):
         assert out.extras["inner_sweeps"] >= out.iterations
 
 
-def test_non_convergence_is_a_status(shared_data):
-    d = np.load(shared_data / "fc3d" / "Rover1039.npz", allow_pickle=False)
+def test_non_convergence_is_a_status(repo_data):
+    d = np.load(repo_data / "fc3d" / "Rover1039.npz", allow_pickle=False)
     out = fc3d_qvi.solve(d["W"], d["q"], d["mu"], max_iter=2)
     assert out.status is Status.MAX_ITER and out.iterations == 2
     assert out.residual > 1e-8
-    hard = np.load(shared_data / "fc3d" / "BoxesStack1-i100000-32_hdf5.npz", allow_pickle=False)
+    hard = np.load(repo_data / "fc3d" / "BoxesStack1-i100000-32_hdf5.npz", allow_pickle=False)
     out = fc3d_qvi.solve(hard["W"], hard["q"], hard["mu"], time_limit=0.1)
     assert out.status is Status.TIME_LIMIT and out.time_s < 2.0
 

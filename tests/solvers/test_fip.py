@@ -11,7 +11,8 @@ from contactmp.result import Status
 from contactmp.solvers import fip
 from contactmp.solvers.lcp import lcp_residual
 
-DATA = Path("/work/shared/data/lcp")
+#: the Siconos test LCPs shipped in the repository (tests/data/lcp)
+DATA = Path(__file__).resolve().parents[1] / "data" / "lcp"
 
 #: shared problems with no strictly feasible pair. Each has two rows with w_i = -w_j for every z:
 #: CPS_5 (w_2 = -1 - z_1 + z_2 = -w_1), Pang_isolated_sol and its perturbation and

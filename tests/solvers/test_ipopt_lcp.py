@@ -16,7 +16,8 @@ from contactmp.solvers.ipopt import ipopt_option_types
 from contactmp.solvers.nlp import NLPOptions, solve_program
 from contactmp.solvers.registry import lcp_solver
 
-DATA = Path("/work/shared/data/lcp")
+#: the Siconos test LCPs shipped in the repository (tests/data/lcp)
+DATA = Path(__file__).resolve().parents[1] / "data" / "lcp"
 BACKENDS = ["casadi", "cyipopt"]
 M2 = np.array([[2.0, 1.0], [1.0, 2.0]])
 Q2 = np.array([-5.0, -6.0])

@@ -3,7 +3,6 @@ degenerate problems, Murty's exponential example, restarts and bad input."""
 from __future__ import annotations
 
 import itertools
-import os
 from pathlib import Path
 
 import numpy as np
@@ -15,18 +14,10 @@ from contactmp.solvers import lemke
 from contactmp.solvers.lcp import lcp_residual
 from contactmp.solvers.registry import lcp_solver
 
-def _shared_dir() -> Path:
-    """shared/ sits beside the repository (here and in CI); CONTACTMP_SHARED overrides."""
-    env = os.environ.get("CONTACTMP_SHARED")
-    if env:
-        return Path(env)
-    beside = Path(__file__).resolve().parents[2].parent / "shared"
-    return beside if beside.is_dir() else Path("/work/shared")
-
-
-DATA = _shared_dir() / "data" / "lcp"
+#: the Siconos test LCPs shipped in the repository (tests/data/lcp)
+DATA = Path(__file__).resolve().parents[1] / "data" / "lcp"
 PROBLEMS = sorted(p.stem for p in DATA.glob("*.npz"))
-assert len(PROBLEMS) == 17, f"expected the 17 shared LCPs in {DATA}"
+assert len(PROBLEMS) == 17, f"expected the 17 Siconos LCPs in {DATA}"
 #: problems on which Lemke's method ends on a secondary ray (every start)
 #: lcp_CPS_3: M = [[0, A], [B, 0]] with A, B > 0: after z0 enters, the complement's column is
 #: -M[:, r] <= 0 whatever the covering vector, so every start ends on a ray (Siconos' Lemke fails

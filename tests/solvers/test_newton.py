@@ -13,7 +13,8 @@ from contactmp.solvers import newton
 from contactmp.solvers.lcp import lcp_residual
 from contactmp.solvers.newton import _lm_direction, fb_system, natural_residual, solve_mcp
 
-DATA = Path("/work/shared/data/lcp")
+#: the Siconos test LCPs shipped in the repository (tests/data/lcp)
+DATA = Path(__file__).resolve().parents[1] / "data" / "lcp"
 NO_SOLUTION = "lcp_Pang_isolated_sol_perturbed"  # w_2 = -z_1 - 1 < 0 (data README)
 
 

@@ -17,7 +17,8 @@ from contactmp.solvers.nlp import NLPOptions, fischer_burmeister, solve_program
 from contactmp.solvers.registry import lcp_solver
 from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 
-DATA = Path("/work/shared/data/lcp")
+#: the Siconos test LCPs shipped in the repository (tests/data/lcp)
+DATA = Path(__file__).resolve().parents[1] / "data" / "lcp"
 BACKENDS = ["casadi", "cyipopt"]
 FB = "fischer_burmeister"
 # LCPs with a unique solution (M positive definite or a P-matrix): the Lemke answer is the answer

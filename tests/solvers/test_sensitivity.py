@@ -130,10 +130,10 @@ def test_fc3d_jacobians_match_finite_differences(seed: int) -> None:
         S.vjp(r_bar, wrt=("M",))
 
 
-def test_fc3d_shared_problem_with_unique_solution(shared_data: Path) -> None:
+def test_fc3d_shared_problem_with_unique_solution(repo_data: Path) -> None:
     """FC3D_Example1 (Siconos' test suite, W positive definite, solution non-degenerate): dr/dq
     matches finite differences."""
-    W, q, mu = load_fc3d(shared_data / "fc3d" / "FC3D_Example1.npz")
+    W, q, mu = load_fc3d(repo_data / "fc3d" / "FC3D_Example1.npz")
     assert np.linalg.eigvalsh(W).min() > 0
     S = fc3d_sensitivity(W, q, mu, _fc3d(W, q, mu))
     assert not S.flagged

@@ -91,8 +91,8 @@ def laplacian(n: int) -> tuple[np.ndarray, np.ndarray]:
     return M, -np.ones(n) / n**2
 
 
-def shared(shared_data: Path, stem: str, kind: str = "fc3d") -> dict[str, np.ndarray]:
-    return dict(np.load(shared_data / kind / f"{stem}.npz", allow_pickle=False))
+def shared(repo_data: Path, stem: str, kind: str = "fc3d") -> dict[str, np.ndarray]:
+    return dict(np.load(repo_data / kind / f"{stem}.npz", allow_pickle=False))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -149,22 +149,22 @@ def test_chains_and_multistart_name_a_bad_time_limit() -> None:
 # ------------------------------------------------------------------------------------------------
 # the chunked runs take the same steps as the one-call runs
 # ------------------------------------------------------------------------------------------------
-def _lcps(shared_data: Path) -> list[tuple[str, np.ndarray, np.ndarray]]:
+def _lcps(repo_data: Path) -> list[tuple[str, np.ndarray, np.ndarray]]:
     from contactmp.formulations.pyramid_lcp import random_pyramid_lcp
 
     out = [(p.stem, *(np.load(p, allow_pickle=False)[k] for k in ("M", "q")))
-           for p in sorted((shared_data / "lcp").glob("*.npz"))]
+           for p in sorted((repo_data / "lcp").glob("*.npz"))]
     for size, seed in ((30, 0), (90, 1), (170, 2)):
         out.append((f"pyramid{size}", *random_pyramid_lcp(size, seed)))
     return out
 
 
 @pytest.mark.parametrize("module", [lemke, newton, fip, pgs], ids=lambda m: m.NAME)
-def test_watched_runs_give_the_same_answers(shared_data: Path, module: Any) -> None:
+def test_watched_runs_give_the_same_answers(repo_data: Path, module: Any) -> None:
     """A reporter (or a limit the solve does not reach) makes the compiled solvers run in chunks,
     checking after each: the answers, statuses and iteration counts are those of one call."""
     extra = {"max_iter": 3000} if module is pgs else {}
-    for stem, M, q in _lcps(shared_data):
+    for stem, M, q in _lcps(repo_data):
         a = module.solve(M, q, **extra)
         rec = Recorder()
         b = module.solve(M, q, progress=rec, **extra)
@@ -175,9 +175,9 @@ def test_watched_runs_give_the_same_answers(shared_data: Path, module: Any) -> N
             assert other.residual == a.residual
 
 
-def test_watched_nsgs_gives_the_same_answers(shared_data: Path) -> None:
+def test_watched_nsgs_gives_the_same_answers(repo_data: Path) -> None:
     for stem in ("NESpheres_30_1", "Confeti-ex03-Fc3D-SBM", "OneObject-i100000-316_hdf5"):
-        d = shared(shared_data, stem)
+        d = shared(repo_data, stem)
         a = fc3d_nsgs.solve(d["W"], d["q"], d["mu"], max_iter=300)
         b = fc3d_nsgs.solve(d["W"], d["q"], d["mu"], max_iter=300, progress=Recorder())
         assert a.status is b.status and a.iterations == b.iterations
@@ -196,25 +196,25 @@ def test_lemke_murty_stops_at_the_limit() -> None:
     assert res.iterations > 1000 and res.extras["best_iteration"] <= res.iterations
 
 
-def test_lemke_time_limit_between_restarts(shared_data: Path) -> None:
+def test_lemke_time_limit_between_restarts(repo_data: Path) -> None:
     """The limit is also checked between starts; the best of all starts' iterates is returned."""
-    d = shared(shared_data, "lcp_Pang_isolated_sol_perturbed", "lcp")  # every start ends on a ray
+    d = shared(repo_data, "lcp_Pang_isolated_sol_perturbed", "lcp")  # every start ends on a ray
     rec = Recorder(sleep=0.05)  # (at least one report per start)
     res, el = _timed(lambda: lemke.solve(d["M"], d["q"], restarts=1000, time_limit=0.3, progress=rec))
     _check_lcp(d["M"], d["q"], res, rec, el)
     assert 1 < res.extras["starts"] < 1001 and "ray_termination" in res.extras["start_statuses"]
 
 
-def test_newton_stops_at_the_limit(shared_data: Path) -> None:
-    d = shared(shared_data, "lcp_Pang_isolated_sol_perturbed", "lcp")  # no solution
+def test_newton_stops_at_the_limit(repo_data: Path) -> None:
+    d = shared(repo_data, "lcp_Pang_isolated_sol_perturbed", "lcp")  # no solution
     rec = Recorder()
     res, el = _timed(lambda: newton.solve(d["M"], d["q"], max_iter=10**8, time_limit=0.1, progress=rec))
     _check_lcp(d["M"], d["q"], res, rec, el)
     assert res.iterations > 2
 
 
-def test_newton_mcp_stops_at_the_limit(shared_data: Path) -> None:
-    d = shared(shared_data, "lcp_Pang_isolated_sol_perturbed", "lcp")
+def test_newton_mcp_stops_at_the_limit(repo_data: Path) -> None:
+    d = shared(repo_data, "lcp_Pang_isolated_sol_perturbed", "lcp")
     M, q = d["M"], d["q"]
     rec = Recorder()
     res, el = _timed(lambda: newton.solve_mcp(lambda z: M @ z + q, lambda z: M, 0.0, np.inf, z0=np.zeros(q.size),
@@ -231,8 +231,8 @@ def test_pgs_stops_at_the_limit() -> None:
     _check_lcp(M, q, res, rec, el)
 
 
-def test_fip_stops_in_phase_two(shared_data: Path) -> None:
-    d = shared(shared_data, "lcp_CPS_4bis", "lcp")  # 17 iterations; each checkpoint sleeps 0.03 s
+def test_fip_stops_in_phase_two(repo_data: Path) -> None:
+    d = shared(repo_data, "lcp_CPS_4bis", "lcp")  # 17 iterations; each checkpoint sleeps 0.03 s
     rec = Recorder(sleep=0.03)
     res, el = _timed(lambda: fip.solve(d["M"], d["q"], time_limit=0.15, progress=rec))
     _check_lcp(d["M"], d["q"], res, rec, el)
@@ -248,8 +248,8 @@ def test_fip_stops_in_phase_one() -> None:
 
 
 @pytest.mark.parametrize("name", ["ipopt", "cyipopt"])
-def test_ipopt_stops_at_the_limit(shared_data: Path, name: str) -> None:
-    d = shared(shared_data, "lcp_Pang_isolated_sol_perturbed", "lcp")
+def test_ipopt_stops_at_the_limit(repo_data: Path, name: str) -> None:
+    d = shared(repo_data, "lcp_Pang_isolated_sol_perturbed", "lcp")
     res, el = _timed(lambda: lcp_solver(name)(d["M"], d["q"], time_limit=1e-3))
     _check_lcp(d["M"], d["q"], res, None, el)
 
@@ -265,8 +265,8 @@ def test_lcp_chain_shares_one_budget() -> None:
 # ------------------------------------------------------------------------------------------------
 # fc3d solvers at their limit
 # ------------------------------------------------------------------------------------------------
-def test_nsgs_stops_at_the_limit(shared_data: Path) -> None:
-    d = shared(shared_data, "OneObject-i100000-316_hdf5")  # NSGS stagnates here
+def test_nsgs_stops_at_the_limit(repo_data: Path) -> None:
+    d = shared(repo_data, "OneObject-i100000-316_hdf5")  # NSGS stagnates here
     rec = Recorder()
     res, el = _timed(lambda: fc3d_nsgs.solve(d["W"], d["q"], d["mu"], max_iter=10**9, time_limit=0.1,
                                             progress=rec))
@@ -274,36 +274,36 @@ def test_nsgs_stops_at_the_limit(shared_data: Path) -> None:
     assert len(rec.calls) >= 2
 
 
-def test_qvi_stops_at_the_limit(shared_data: Path) -> None:
-    d = shared(shared_data, "BoxesStack1-i100000-32_hdf5")  # about 20 s
+def test_qvi_stops_at_the_limit(repo_data: Path) -> None:
+    d = shared(repo_data, "BoxesStack1-i100000-32_hdf5")  # about 20 s
     rec = Recorder()
     res, el = _timed(lambda: fc3d_qvi.solve(d["W"], d["q"], d["mu"], time_limit=0.1, progress=rec))
     _check_fc3d(d["W"], d["q"], d["mu"], res, rec, el)
 
 
-def test_fc3d_newton_stops_at_the_limit(shared_data: Path) -> None:
-    d = shared(shared_data, "BoxesStack1-i100000-32_hdf5")
+def test_fc3d_newton_stops_at_the_limit(repo_data: Path) -> None:
+    d = shared(repo_data, "BoxesStack1-i100000-32_hdf5")
     rec = Recorder(sleep=0.02)  # every residual check costs 20 ms: 5 checks fit in the limit
     res, el = _timed(lambda: fc3d_newton.solve(d["W"], d["q"], d["mu"], time_limit=0.1, progress=rec))
     _check_fc3d(d["W"], d["q"], d["mu"], res, rec, el)
 
 
-def test_pyramid_stops_at_the_limit(shared_data: Path) -> None:
-    d = shared(shared_data, "Capsules-i101-404")  # LCPs of 1350 rows and more
+def test_pyramid_stops_at_the_limit(repo_data: Path) -> None:
+    d = shared(repo_data, "Capsules-i101-404")  # LCPs of 1350 rows and more
     rec = Recorder()
     res, el = _timed(lambda: fc3d_pyramid.solve(d["W"], d["q"], d["mu"], time_limit=0.05, progress=rec))
     _check_fc3d(d["W"], d["q"], d["mu"], res, None, el)
 
 
-def test_fc3d_ipopt_stops_at_the_limit(shared_data: Path) -> None:
-    d = shared(shared_data, "BoxesStack1-i100000-32_hdf5")
+def test_fc3d_ipopt_stops_at_the_limit(repo_data: Path) -> None:
+    d = shared(repo_data, "BoxesStack1-i100000-32_hdf5")
     rec = Recorder()
     res, el = _timed(lambda: fc3d_ipopt.solve(d["W"], d["q"], d["mu"], time_limit=0.2, progress=rec))
     _check_fc3d(d["W"], d["q"], d["mu"], res, rec if rec.calls else None, el)
 
 
-def test_fc3d_chain_shares_one_budget(shared_data: Path) -> None:
-    d = shared(shared_data, "BoxesStack1-i100000-32_hdf5")  # the quick pass fails, Newton takes ~2 s
+def test_fc3d_chain_shares_one_budget(repo_data: Path) -> None:
+    d = shared(repo_data, "BoxesStack1-i100000-32_hdf5")  # the quick pass fails, Newton takes ~2 s
     rec = Recorder(sleep=0.02)
     res, el = _timed(lambda: solve_fc3d(d["W"], d["q"], d["mu"], time_limit=0.2, progress=rec))
     _check_fc3d(d["W"], d["q"], d["mu"], res, rec, el)

@@ -11,6 +11,13 @@ Each reduction (CVXPY's ``apply`` / ``invert``) either returns the reduced probl
   ``K_mu contains r _|_ W r + q in K_mu*`` (the associated law) when every pair of the program
   belongs to a :class:`~contactmp.program.ConeComplementarity` and everything else is affine.
 
+Both reduced problems keep the program's other variables as an affine function of their unknowns
+(the eliminated equalities), so any variable of the program -- a time step's next velocity
+``v_{k+1}`` above all -- is ``A z + b`` of an LCP solution ``z`` (or of an fc3d ``r``).
+:meth:`LCPReduction.motion_map` and :meth:`ConeReduction.motion_map` give that map as a
+:class:`MotionMap`, which a multistart or a certificate takes to judge distinct solutions by what
+moves as well as by the impulses (:mod:`contactmp.solvers.multistart`).
+
 :data:`REDUCTIONS` lists them for the solver front door (:func:`contactmp.solvers.front.solve`),
 with :func:`refusal` giving each one's reason for a program it does not take.
 """
@@ -28,7 +35,90 @@ from contactmp.errors import InputError, UnsupportedProgramError
 from contactmp.program import INF, ConeComplementarity, Program, _is_free
 
 __all__ = ["to_mcp", "to_lcp", "to_cone_problem", "MCPReduction", "LCPReduction", "ConeReduction",
-           "REDUCTIONS", "refusal"]
+           "MotionMap", "MOTION_SAFETY", "REDUCTIONS", "refusal"]
+
+
+#: the factor between the motion tolerance and what a verified answer's own error moves the motion
+#: by (:meth:`MotionMap.tolerance`)
+MOTION_SAFETY = 10.0
+
+
+@dataclass(frozen=True)
+class MotionMap:
+    """The motion ``v = A z + b`` of a solution ``z`` of a reduced problem (a time step's
+    ``v_{k+1} = v_free + A z``, with ``v_free = b`` the velocity without contact impulses).
+
+    ``A`` is ``n_v x n`` and ``b`` has ``n_v`` entries (finite); ``name`` says what ``v`` is
+    (``"v_next"``, ``"contact velocity u = W r + q"``, ...), ``labels`` (optional) name its entries.
+    Two solutions are the same motion when their ``v`` agree to :meth:`tolerance`.
+    """
+
+    A: np.ndarray
+    b: np.ndarray
+    name: str = "v_next"
+    labels: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        try:
+            A = np.array(self.A, dtype=float, ndmin=2)
+            b = np.array(self.b, dtype=float).ravel()
+        except (TypeError, ValueError) as exc:
+            raise InputError("motion", f"A and b must be numeric ({exc})") from None
+        if A.ndim != 2 or b.shape != (A.shape[0],):
+            raise InputError("motion", f"A must be 2-D with one row per entry of b, got A {A.shape}, b {b.shape}")
+        if not (np.isfinite(A).all() and np.isfinite(b).all()):
+            raise InputError("motion", "A and b must be finite")
+        if self.labels and len(self.labels) != b.size:
+            raise InputError("motion", f"has {len(self.labels)} labels for {b.size} entries")
+        object.__setattr__(self, "A", A)
+        object.__setattr__(self, "b", b)
+
+    @classmethod
+    def of(cls, value: Any, n: int) -> "MotionMap":
+        """``value`` as a map of ``n`` unknowns: a :class:`MotionMap` or a pair ``(A, b)``."""
+        mm = value if isinstance(value, MotionMap) else None
+        if mm is None:
+            if not isinstance(value, (tuple, list)) or len(value) != 2:
+                raise InputError("motion", f"must be a MotionMap or a pair (A, b), got {type(value).__name__}")
+            mm = cls(value[0], value[1])
+        if mm.A.shape[1] != n:
+            raise InputError("motion", f"A has {mm.A.shape[1]} columns but the problem has {n} unknowns")
+        return mm
+
+    @property
+    def n_v(self) -> int:
+        """Number of motion entries."""
+        return int(self.b.size)
+
+    @property
+    def gain(self) -> float:
+        """``||A||_inf`` (largest absolute row sum): ``||A dz||_inf <= gain ||dz||_inf``."""
+        return float(np.abs(self.A).sum(axis=1).max(initial=0.0))
+
+    def __call__(self, z: Any) -> np.ndarray:
+        """``v = A z + b``."""
+        return self.A @ np.asarray(z, dtype=float).ravel() + self.b
+
+    def tolerance(self, solve_error: float, scale: float = 0.0) -> float:
+        """The motion tolerance ``tol_v = MOTION_SAFETY ||A||_inf e + 64 eps V`` [units of ``v``].
+
+        ``e`` (``solve_error``) bounds ``||z - z'||_inf`` for a verified answer ``z`` and an exact
+        solution ``z'`` of a nearby problem; for an LCP verified by ``||r||_inf <= tol``,
+        ``r = min(z, M z + q)``, the point ``z' = z - r = max(z - w, 0)`` with ``w' = w - r`` solves
+        ``LCP(q + (M - I) r, M)`` exactly, so ``e = tol``. Its motion ``A z' + b`` is then within
+        ``||A||_inf e`` of the answer's, and two answers of one motion differ by ``2 ||A||_inf e``
+        plus what the perturbation of ``q`` (of size ``(||M||_inf + 1) e``) moves the motion by;
+        :data:`MOTION_SAFETY` (10) covers that second part for a motion whose sensitivity to ``q``
+        is up to about 4 ``||A||_inf`` (a worse-conditioned step reports more motions, never fewer
+        than there are).
+        ``64 eps V`` (``V = scale``, the largest ``||v||_inf`` seen) is the rounding of ``A z + b``.
+        """
+        return float(MOTION_SAFETY * self.gain * float(solve_error) + 64.0 * np.finfo(float).eps * float(scale))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready description (the name, the size and ``||A||_inf``; not the matrices)."""
+        return {"name": self.name, "n_v": self.n_v, "gain": self.gain, "labels": list(self.labels)}
+
 
 
 def to_mcp(prog: Program) -> MCPReduction:
@@ -319,6 +409,20 @@ class LCPReduction:
         full[self.free] = -(self.free_gain @ zb + self.free_offset)
         return self.mcp.invert(full)
 
+    def motion_map(self, handle: Any, name: str | None = None) -> MotionMap:
+        """The program variables ``x[handle.index]`` (a :class:`~contactmp.program.Variables` handle,
+        e.g. a step block's ``v_next``; or an index array into ``x``) as ``A z + b`` of the LCP's
+        ``z``: what :meth:`invert` computes, ``x_B = z``, ``x_F = -(S_B z + S_c)``, ``x_X`` fixed."""
+        idx = _variable_index(handle, self.mcp.n_x)
+        n = self.basis.size
+        A = np.zeros((self.mcp.n, n))
+        b = np.zeros(self.mcp.n)
+        A[self.basis, np.arange(n)] = 1.0
+        b[self.fixed] = self.fixed_values
+        A[self.free] = -self.free_gain
+        b[self.free] = -self.free_offset
+        return MotionMap(A[idx], b[idx], name or getattr(handle, "name", "x[index]"))
+
 
 
 class ConeReduction:
@@ -372,6 +476,40 @@ class ConeReduction:
             x[cone.w.index] = w.T.ravel()  # (w_t of all contacts, then w_o)
             j += n
         return x
+
+    def motion_map(self, handle: Any, name: str | None = None) -> MotionMap:
+        """The program variables ``x[handle.index]`` (a :class:`~contactmp.program.Variables` handle,
+        e.g. a step block's ``v_next``; or an index array into ``x``) as ``A r + b`` of the reduced
+        problem's ``r``: the variables outside the cones are ``y = -(gain r + offset)``, the cones'
+        ``r`` are ``r`` (a planar contact's dummy ``r_o`` maps to no variable). The cones' disk variables ``w``,
+        ``gamma`` are not affine in ``r`` and are refused (:class:`InputError`)."""
+        idx = _variable_index(handle, self.n_x)
+        n = 3 * self.n_c
+        A = np.full((self.n_x, n), np.nan)
+        b = np.full(self.n_x, np.nan)
+        keep = np.flatnonzero(self.r_index >= 0)
+        A[self.r_index[keep]] = 0.0
+        b[self.r_index[keep]] = 0.0
+        A[self.r_index[keep], keep] = 1.0
+        A[self.other] = -self.other_gain
+        b[self.other] = -self.other_offset
+        if not np.isfinite(A[idx]).all():
+            raise InputError("handle", "selects a cone's disk variables (w, gamma), which are not affine in r")
+        return MotionMap(A[idx], b[idx], name or getattr(handle, "name", "x[index]"))
+
+
+def _variable_index(handle: Any, n_x: int) -> np.ndarray:
+    """The positions in ``x`` of a Variables handle (its ``index`` slice) or of an index array."""
+    index = getattr(handle, "index", handle)
+    if isinstance(index, slice):
+        return np.arange(n_x)[index]
+    try:
+        idx = np.asarray(index, dtype=int).ravel()
+    except (TypeError, ValueError):
+        raise InputError("handle", f"must be a Variables handle or an index array, got {type(handle).__name__}") from None
+    if idx.size and (idx.min() < 0 or idx.max() >= n_x):
+        raise InputError("handle", f"indices must lie in [0, {n_x}), got {idx.min()}..{idx.max()}")
+    return idx
 
 
 def to_cone_problem(prog: Program) -> ConeReduction:

@@ -52,6 +52,28 @@ contact LCP) gives as many clusters as distinct points the starts happened to re
 
 :func:`solve_from_guesses` runs the same loop from the caller's initial guesses.
 
+Motions. Distinct solutions are counted twice, each count with its own tolerance: by the
+*impulses* (the clusters above: ``z``, ``r`` or the program's ``x``, relative ``tol_cluster``) and by
+the *motion* they produce, ``v = A x + b`` of a :class:`~contactmp.reductions.MotionMap` (a time
+step's next velocity ``v_{k+1} = v_free + A z``; :meth:`LCPReduction.motion_map
+<contactmp.reductions.LCPReduction.motion_map>` and :meth:`ConeReduction.motion_map
+<contactmp.reductions.ConeReduction.motion_map>` carry it from the step's Program to its LCP or
+fc3d problem). Statically indeterminate contacts (a box resting on four corners) have many impulse
+sets and one motion. The verified clusters' representatives are grouped by motion (leader
+clustering, absolute ``||v - v_lead||_inf <= tol_motion``); ``tol_motion`` defaults to
+:meth:`MotionMap.tolerance <contactmp.reductions.MotionMap.tolerance>` ``(e, V)``:
+``MOTION_SAFETY ||A||_inf e + 64 eps V``, with ``e`` the bound on a verified answer's distance to an
+exact solution of a nearby problem (LCP: the residual tolerance ``tol``, the residual being
+absolute; fc3d: ``tol max(||q||, ||r||, ||u||)`` over the representatives, its residual being
+relative to that scale; programs: ``max(feas_tol, comp_tol)``, taken as such) and ``V`` the largest
+``||v||_inf`` found. Without a map the motion is not judged for an LCP (``n_distinct_motions`` is
+None and ``motion_note`` says why: a bare ``(M, q)`` carries nothing that maps ``z`` to a velocity,
+and its ``w = M z + q`` mixes contact velocities with friction slacks), nor for programs and
+trajectories; for a bare fc3d problem the contact velocities ``u = W r + q`` are the motion
+(``u = J v_{k+1} + ...`` is the motion of the contact points: equal ``v_{k+1}`` give equal ``u``,
+so the count by ``u`` is a lower bound on the count by ``v_{k+1}``, equal to it when ``J`` has full
+column rank).
+
 Every start's outcome is one JSON-able record (start, structured, pattern, method, status,
 residual, iterations, time, ``x``, objective, mode) written through
 :func:`contactmp.parallel.run_tasks`, so a multistart runs in this process (``workers=0``, the
@@ -86,7 +108,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from contactmp.records import RecordStore
 
-__all__ = ["multistart", "solve_from_guesses", "best_start", "MultistartResult", "Cluster", "KINDS", "cluster_points"]
+__all__ = ["multistart", "solve_from_guesses", "best_start", "MultistartResult", "Cluster", "MotionCluster", "KINDS",
+           "cluster_points"]
 
 #: kinds of problem multistart takes
 KINDS = ("lcp", "fc3d", "program", "trajectory")
@@ -122,6 +145,28 @@ class Cluster:
     starts: list[int]
     objective: float | None = None
     mode: str | None = None
+    motion: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return jsonable(dataclasses.asdict(self))
+
+
+@dataclass
+class MotionCluster:
+    """One distinct motion: the verified impulse clusters (``clusters``, their indices) whose
+    representatives' motions ``v = A x + b`` agree with ``v`` (the leader's) to ``tol_motion``.
+
+    ``count`` starts reached it (summed over its clusters), ``share = count / n_run``; ``spread`` is
+    the largest ``||v_c - v||_inf`` over its clusters (how closely the impulse sets agree on it).
+    """
+
+    index: int
+    v: np.ndarray
+    clusters: list[int]
+    count: int
+    share: float
+    spread: float
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -132,7 +177,10 @@ class Cluster:
 class MultistartResult:
     """The outcome of :func:`multistart` and :func:`solve_from_guesses` (frozen).
 
-    ``clusters`` are sorted by decreasing ``count`` (ties: first reached first); ``starts`` holds
+    ``clusters`` (distinct impulses, tolerance ``tol_cluster``) are sorted by decreasing ``count``
+    (ties: first reached first); ``motions`` (distinct motions, absolute tolerance ``tol_motion`` in
+    the units of ``v``; empty when the motion is not judged, ``motion_note`` then says why) likewise;
+    ``motion_map`` describes the map (its name, size and ``||A||_inf``). ``starts`` holds
     every start's record (start order) with ``"cluster"`` added (-1: the start did not end
     ``solved``). ``n_starts`` starts were asked for, ``n_run`` have a record (fewer only when the
     run was stopped early), ``n_structured`` of them are structured. ``time_s`` is the wall time of
@@ -163,6 +211,10 @@ class MultistartResult:
     extras: dict[str, Any] = field(default_factory=dict)
     best: int | None = None
     results: dict[int, Any] = field(default_factory=dict, repr=False, compare=False)
+    motions: list[MotionCluster] = field(default_factory=list)
+    tol_motion: float | None = None
+    motion_map: dict[str, Any] | None = None
+    motion_note: str = ""
 
     @property
     def best_result(self) -> Any:
@@ -176,13 +228,26 @@ class MultistartResult:
 
     @property
     def n_distinct(self) -> int:
-        """Number of distinct verified solutions."""
+        """Number of distinct verified solutions by their impulses (= :attr:`n_distinct_impulses`)."""
         return sum(1 for c in self.clusters if c.verified)
+
+    @property
+    def n_distinct_impulses(self) -> int:
+        """Number of distinct verified impulse sets (``z``, ``r`` or ``x``; tolerance ``tol_cluster``)."""
+        return self.n_distinct
+
+    @property
+    def n_distinct_motions(self) -> int | None:
+        """Number of distinct motions of the verified solutions (tolerance ``tol_motion``); None when
+        the motion is not judged (no map: see ``motion_note``)."""
+        return None if self.tol_motion is None else len(self.motions)
 
     def to_dict(self, with_starts: bool = False) -> dict[str, Any]:
         """A JSON-ready summary (the start records only with ``with_starts``)."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("starts", "results")}
-        out.update(n_solved=self.n_solved, n_distinct=self.n_distinct, clusters=[c.to_dict() for c in self.clusters])
+        out.update(n_solved=self.n_solved, n_distinct=self.n_distinct, n_distinct_impulses=self.n_distinct_impulses,
+                   n_distinct_motions=self.n_distinct_motions, clusters=[c.to_dict() for c in self.clusters],
+                   motions=[m.to_dict() for m in self.motions])
         return jsonable({**out, "starts": self.starts} if with_starts else out)
 
 
@@ -493,12 +558,14 @@ def _result_of(prog: Any, rec: dict[str, Any], solver: str) -> Result:
 
 
 # -- Clustering and verification -----------------------------------------------------------------
-def cluster_points(points: list[np.ndarray], tol: float, objectives: list[float] | None = None) -> list[int]:
+def cluster_points(points: list[np.ndarray], tol: float, objectives: list[float] | None = None,
+                   relative: bool = True) -> list[int]:
     """Leader clustering in the given order: the cluster index of each point.
 
     A point joins the cluster, among those whose leader (first member) ``y`` has
-    ``||x - y||_inf <= tol max(1, ||y||_inf)`` (and ``|f - f_y| <= tol max(1, |f_y|)`` when
-    ``objectives`` are given), with the nearest leader; otherwise it leads a new cluster.
+    ``||x - y||_inf <= tol max(1, ||y||_inf)`` (``<= tol`` with ``relative=False``; and
+    ``|f - f_y| <= tol max(1, |f_y|)`` when ``objectives`` are given), with the nearest leader;
+    otherwise it leads a new cluster.
     """
     labels: list[int] = []
     leaders: list[np.ndarray] = []
@@ -508,7 +575,7 @@ def cluster_points(points: list[np.ndarray], tol: float, objectives: list[float]
         if leaders:
             L = np.asarray(leaders)
             d = np.max(np.abs(L - x), axis=1) if L.shape[1] else np.zeros(len(leaders))
-            thr = tol * np.maximum(1.0, np.max(np.abs(L), axis=1, initial=0.0))
+            thr = tol * np.maximum(1.0, np.max(np.abs(L), axis=1, initial=0.0)) if relative else np.full(len(L), tol)
             ok = d <= thr
             if objectives is not None:
                 F = np.asarray(lead_f)
@@ -638,8 +705,11 @@ def multistart(
     max_results: int | None = None,
     callback: Callable[[str, dict[str, Any]], None] | None = None,
     time_limit: float | None = None,
+    motion: Any = None,
+    tol_motion: float | None = None,
 ) -> MultistartResult:
-    """Solve ``problem`` from ``starts`` seeded starting points and cluster the verified answers.
+    """Solve ``problem`` from ``starts`` seeded starting points and cluster the verified answers,
+    by their impulses and by their motion.
 
     Parameters
     ----------
@@ -650,7 +720,13 @@ def multistart(
     starts, seed : start ``i`` (``0 <= i < starts``) draws from ``default_rng([seed, i])``.
     kind : ``"auto"`` (from the type of ``problem``) or one of :data:`KINDS`, checked.
     structured : the number of structured (mode-guessing) starts (see the module docstring).
-    tol_cluster : clustering tolerance (default :data:`DEFAULT_TOL_CLUSTER`).
+    tol_cluster : the impulses' clustering tolerance, relative (default :data:`DEFAULT_TOL_CLUSTER`).
+    motion : the motion ``v = A x + b`` of an answer ``x``: a :class:`~contactmp.reductions.MotionMap`
+        or a pair ``(A, b)`` (``A`` with one column per unknown). Default: none for an LCP, a
+        program or a trajectory (the motion is not judged), ``u = W r + q`` for fc3d (see the module
+        docstring).
+    tol_motion : the motions' clustering tolerance, absolute in the units of ``v`` (default:
+        :meth:`MotionMap.tolerance <contactmp.reductions.MotionMap.tolerance>`, module docstring).
     scale : size of the random starts (default :data:`DEFAULT_SCALE`).
     solver_options : overrides for the local solver (``newton.Options``, ``fc3d_newton.Options``
         or ``NLPOptions``; strict). Their ``tol`` (LCP, fc3d) and ``feas_tol``/``comp_tol``
@@ -703,9 +779,11 @@ def multistart(
                  factory=factory, seed=seed, n_structured=n_struct, enumerate_all=enumerate_all,
                  scale=float(sc), options=tuple(opts.items()), backend=backend, strategy=strategy,
                  deadline=wall0 + limit if limit < math.inf else None)
+    mmap, note = _motion_of(found, prob, motion)
+    tol_m = None if tol_motion is None else _check_positive("tol_motion", tol_motion)
     return _run(spec, _prepare(found, prob), list(range(starts)), opts, t0=t0, limit=limit, tol_c=tol_c,
                 store_path=store_path, workers=workers, scheduler=scheduler, client=client, batch_size=batch_size,
-                progress=progress, max_results=max_results, callback=callback)
+                progress=progress, max_results=max_results, callback=callback, motion=(mmap, tol_m, note))
 
 
 def solve_from_guesses(
@@ -726,6 +804,8 @@ def solve_from_guesses(
     callback: Callable[[str, dict[str, Any]], None] | None = None,
     max_results: int | None = None,
     tol_cluster: float | None = None,
+    motion: Any = None,
+    tol_motion: float | None = None,
     **overrides: Any,
 ) -> MultistartResult:
     """Solve ``program`` from each of the caller's initial guesses and keep the best (the multistart
@@ -746,7 +826,9 @@ def solve_from_guesses(
     starts' indices in order (distinct integers >= 0; ``n``: ``0 .. n-1``; default ``0 ..
     len(guesses)-1``, required with a function). ``backend``, ``strategy``, ``options`` (an
     ``NLPOptions``) and ``overrides`` go to ``solve_program`` (checked here; their ``feas_tol`` and
-    ``comp_tol`` also verify the clusters); the other arguments are those of :func:`multistart`.
+    ``comp_tol`` also verify the clusters); the other arguments are those of :func:`multistart`
+    (``motion``: a map of the program's ``x``, e.g. ``MotionMap(np.eye(n_x)[v.index], 0)`` for the
+    variables ``v``).
 
     Returns a :class:`MultistartResult` (kind ``"program"``) whose ``starts`` follow ``indices``'
     order, ``best`` is :func:`best_start` of them and ``results[i]`` start i's result
@@ -786,13 +868,16 @@ def solve_from_guesses(
     spec = _Spec(kind="program", token=token, data=None, factory=factory, seed=0, n_structured=0,
                  enumerate_all=False, scale=1.0, options=tuple(opts.items()), backend=backend, strategy=strategy,
                  deadline=wall0 + limit if limit < math.inf else None, guesses=x0s)
+    mmap, note = _motion_of("program", prog, motion)
+    tol_m = None if tol_motion is None else _check_positive("tol_motion", tol_motion)
     return _run(spec, _prepare("program", prog), idx, opts, t0=t0, limit=limit, tol_c=tol_c,
                 store_path=store_path, workers=workers, scheduler=scheduler, client=client, batch_size=batch_size,
-                progress=progress, max_results=max_results, callback=callback)
+                progress=progress, max_results=max_results, callback=callback, motion=(mmap, tol_m, note))
 
 
 def _run(spec: _Spec, prep: _Prepared, indices: list[int], opts: dict[str, Any], *, t0: float, limit: float,
-         tol_c: float, store_path: Any, workers: int, batch_size: int | None, **run: Any) -> MultistartResult:
+         tol_c: float, store_path: Any, workers: int, batch_size: int | None,
+         motion: tuple[Any, float | None, str] = (None, None, ""), **run: Any) -> MultistartResult:
     """The one loop of :func:`multistart` and :func:`solve_from_guesses`: start ``i`` of ``indices``
     is :func:`_run_start` ``(spec, i)``, run by :func:`contactmp.parallel.run_tasks` (which stops
     starting batches at the deadline ``t0 + limit``; a start cut short by it leaves no record),
@@ -830,7 +915,7 @@ def _run(spec: _Spec, prep: _Prepared, indices: list[int], opts: dict[str, Any],
             "time_limit": limit, "cut_short": len(report.failed) > len(errors) or not report.complete,
             "starts_not_run": len(indices) - len(records)}
         return _summarize(spec, prep, records, opts, tol_c, len(indices), report, extras=extras, t0=t0,
-                          store_path=None if tmp is not None else str(report.store.path))
+                          store_path=None if tmp is not None else str(report.store.path), motion=motion)
     finally:
         if not had:
             _CACHE.pop(spec.token, None)
@@ -850,8 +935,10 @@ def _check_solver_options(kind: str, opts: dict[str, Any]) -> None:
 
 
 def _summarize(spec: _Spec, prep: _Prepared, records: list[dict[str, Any]], opts: dict[str, Any], tol_c: float,
-               n_starts: int, report: Any, extras: dict[str, Any], t0: float, store_path: str | None) -> MultistartResult:
-    """Cluster and verify the records (in start order) of one run; the :class:`MultistartResult`."""
+               n_starts: int, report: Any, extras: dict[str, Any], t0: float, store_path: str | None,
+               motion: tuple[Any, float | None, str] = (None, None, "")) -> MultistartResult:
+    """Cluster and verify the records (in start order) of one run, then group the verified clusters
+    by motion (``motion = (map or None, tol_motion or None, note)``); the :class:`MultistartResult`."""
     kind = spec.kind
     programs = kind in ("program", "trajectory")
     for r in records:  # JSON keeps non-finite floats as strings
@@ -882,6 +969,10 @@ def _summarize(spec: _Spec, prep: _Prepared, records: list[dict[str, Any]], opts
             cluster_of[r["start"]] = new
     for r in records:
         r["cluster"] = cluster_of.get(r["start"], -1)
+    mmap, tol_m, note = motion
+    motions: list[MotionCluster] = []
+    if mmap is not None:
+        motions, tol_m = _motion_clusters(kind, prep, mmap, tol_m, clusters, opts, n_run)
     results: dict[int, Any] = {}
     if programs:
         prog = prep.problem if kind == "program" else prep.problem.program
@@ -896,8 +987,80 @@ def _summarize(spec: _Spec, prep: _Prepared, records: list[dict[str, Any]], opts
         store_path=store_path, complete=report.complete,
         extras={"resumed": report.skipped, "solver_time_s": float(sum(r.get("time_s", 0.0) for r in records)),
                 **extras},
-        best=best_start(records) if programs else None, results=results,
+        best=best_start(records) if programs else None, results=results, motions=motions,
+        tol_motion=None if mmap is None else tol_m, motion_map=None if mmap is None else mmap.to_dict(),
+        motion_note=note,
     )
+
+
+def _motion_of(kind: str, problem: Any, motion: Any) -> tuple[Any, str]:
+    """(the :class:`~contactmp.reductions.MotionMap` or None, a note on what the motion is)."""
+    from contactmp.reductions import MotionMap
+
+    if motion is None:
+        if kind == "fc3d":
+            W, q, _ = problem
+            return (MotionMap(W, q, "contact velocity u = W r + q"),
+                    "no map given: the contact velocities u = W r + q are the motion (a lower bound on the "
+                    "count by v_{k+1}, equal to it when the contact Jacobian has full column rank)")
+        what = {"lcp": "a bare LCP (M, q) has no map from z to a velocity (w = M z + q mixes contact "
+                       "velocities and friction slacks)"}.get(kind, "no motion map given")
+        return None, f"motion not judged: {what}; impulses only"
+    if kind in ("lcp", "fc3d"):
+        n = problem[1].shape[0]
+    else:
+        n = (problem if kind == "program" else problem.program).n_x
+    mm = MotionMap.of(motion, n)
+    return mm, f"motion: {mm.name} = A x + b"
+
+
+def _solve_error(kind: str, prep: _Prepared, xs: list[np.ndarray], options: dict[str, Any]) -> float:
+    """``e``: a verified answer's distance (inf-norm) to an exact solution of a nearby problem (see
+    the module docstring and :meth:`MotionMap.tolerance <contactmp.reductions.MotionMap.tolerance>`)."""
+    if kind == "lcp":
+        from contactmp.solvers import newton
+
+        return float(options.get("tol", newton.Options.tol))
+    if kind == "fc3d":
+        from contactmp.solvers import fc3d_newton
+
+        W, q, _ = prep.problem
+        tol = float(options.get("tol", fc3d_newton.Options.tol))
+        nq = float(np.linalg.norm(q))
+        scale = max([nq] + [max(float(np.linalg.norm(x)), float(np.linalg.norm(W @ x + q))) for x in xs])
+        return tol * scale
+    from contactmp.solvers.nlp import NLPOptions
+
+    o = NLPOptions.build(None, **{k: v for k, v in options.items() if k in ("feas_tol", "comp_tol")})
+    return float(max(o.feas_tol, o.comp_tol))
+
+
+def _motion_clusters(kind: str, prep: _Prepared, mmap: Any, tol_m: float | None, clusters: list[Cluster],
+                     opts: dict[str, Any], n_run: int) -> tuple[list[MotionCluster], float]:
+    """Group the verified ``clusters`` (in their order) by motion ``v = A x + b``: leader clustering
+    with the absolute tolerance ``tol_m`` (default ``mmap.tolerance(e, V)``); sets each cluster's
+    ``motion``. Returns the motion clusters (by decreasing count) and the tolerance used."""
+    ok = [c for c in clusters if c.verified]
+    vs = [mmap(c.x) for c in ok]
+    if tol_m is None:
+        scale = max([float(np.abs(v).max(initial=0.0)) for v in vs] + [float(np.abs(mmap.b).max(initial=0.0))])
+        tol_m = mmap.tolerance(_solve_error(kind, prep, [c.x for c in ok], opts), scale)
+    labels = cluster_points(vs, tol_m, relative=False)
+    groups: dict[int, list[int]] = {}
+    for lab, k in zip(labels, range(len(ok))):
+        groups.setdefault(lab, []).append(k)
+    order = sorted(groups, key=lambda g: (-sum(ok[k].count for k in groups[g]), groups[g][0]))
+    out = []
+    for new, g in enumerate(order):
+        ks = groups[g]
+        lead = vs[ks[0]]
+        count = sum(ok[k].count for k in ks)
+        for k in ks:
+            ok[k].motion = new
+        out.append(MotionCluster(index=new, v=lead, clusters=[ok[k].index for k in ks], count=count,
+                                 share=count / max(1, n_run),
+                                 spread=float(max(np.abs(vs[k] - lead).max(initial=0.0) for k in ks))))
+    return out, float(tol_m)
 
 
 def _check_positive(name: str, value: Any) -> float:

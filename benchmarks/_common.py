@@ -1,10 +1,20 @@
-"""What every benchmark script shares: where the shared folder is, the machine and versions record,
+"""What every benchmark script shares: where the problem files are, the machine and versions record,
 JSON output (the JSONL records go through :class:`contactmp.records.RecordStore`), rich tables,
 median timing, and calling Siconos in a subprocess.
 
+Problem files: the Siconos LCP/fc3d problems and Pyomo's MPEC examples ship with the repository
+in ``tests/data`` (:data:`DATA`, :func:`data_files`). NOSBENCH states no licence and is not in the
+repository: ``python tools/fetch_nosbench.py DEST`` writes ``DEST/nosbench/``,
+``DEST/nosbench-more/`` and ``DEST/nosbench-wide/``, and the benchmarks read them from the folder
+``DEST`` given by ``--data DEST`` or ``$CONTACTMP_NOSBENCH`` (:func:`nosbench_files`).
+
 Siconos (Debian's python3-siconos) is built for Debian's own numpy, so it runs only under
-``/usr/bin/python3``; the tool ``shared/tools/siconos_solve.py`` solves one problem file there and
-prints one JSON line. We never trust its ``info``: every answer is judged by our own residual.
+``/usr/bin/python3``. Its runs are optional: ``$CONTACTMP_SICONOS_TOOL`` names a script that
+solves one ``.npz`` problem file there and prints one JSON line (called as ``/usr/bin/python3
+TOOL PROBLEM.npz --kind lcp|fc3d --solver NAME --tol T --max-iter K --repeats R``; output keys
+``info``, ``iterations``, ``time_s``, ``x``, ``y``); without it the Siconos columns are skipped
+with a message. The tool is not part of this repository. We never trust its ``info``: every answer
+is judged by our own residual.
 """
 from __future__ import annotations
 
@@ -30,24 +40,70 @@ REPO = Path(__file__).resolve().parents[1]
 SYSTEM_PYTHON = "/usr/bin/python3"
 
 
-def shared_dir() -> Path:
-    """The shared folder: ``$CONTACTMP_SHARED`` if set, else ``../shared`` from the repository root."""
-    return Path(os.environ.get("CONTACTMP_SHARED", REPO.parent / "shared")).resolve()
+#: the Siconos and Pyomo problems shipped with the repository (``tests/data``, see its README.md)
+DATA = REPO / "tests" / "data"
+#: the variable naming the folder that contains ``nosbench/``, ``nosbench-more/``, ``nosbench-wide/``
+NOSBENCH_ENV = "CONTACTMP_NOSBENCH"
+#: the command that writes that folder
+NOSBENCH_FETCH = "python tools/fetch_nosbench.py DEST"
+#: the variable naming the (optional) Siconos tool script
+SICONOS_TOOL_ENV = "CONTACTMP_SICONOS_TOOL"
 
 
-def shared_files(kind: str, pattern: str, what: str) -> list[Path]:
-    """The files ``pattern`` of ``shared/data/KIND``, sorted by name; exits naming ``what`` when
-    there are none."""
-    folder = shared_dir() / "data" / kind
+def data_files(kind: str, pattern: str, what: str) -> list[Path]:
+    """The files ``pattern`` of ``tests/data/KIND`` (``lcp``, ``fc3d``, ``raw``, ``pyomo_mpec``),
+    sorted by name; exits naming ``what`` when there are none."""
+    folder = DATA / kind
     files = sorted(folder.glob(pattern))
     if not files:
-        raise SystemExit(f"no {what} problems in {folder}; set CONTACTMP_SHARED to the shared folder")
+        raise SystemExit(f"no {what} problems in {folder}: the repository's tests/data/{kind} is missing "
+                         "or empty (it ships with the repository; restore it with git)")
     return files
 
 
-def siconos_tool() -> Path:
-    """Path of ``siconos_solve.py`` in the shared folder."""
-    return shared_dir() / "tools" / "siconos_solve.py"
+def add_nosbench_argument(ap: Any) -> None:
+    """Add ``--data DEST`` (the folder holding the NOSBENCH subsets) to the parser ``ap``."""
+    ap.add_argument("--data", type=Path, default=None,
+                    help=f"the folder that contains nosbench/, nosbench-more/, nosbench-wide/ (default: "
+                         f"${NOSBENCH_ENV}); write it with `{NOSBENCH_FETCH}`")
+
+
+def use_nosbench_argument(args: Any) -> None:
+    """Make ``--data`` (when given) the NOSBENCH folder for this process and the ones it starts
+    (it sets ``$CONTACTMP_NOSBENCH``, which worker processes inherit)."""
+    if getattr(args, "data", None) is not None:
+        os.environ[NOSBENCH_ENV] = str(Path(args.data).resolve())
+
+
+def nosbench_root() -> Path:
+    """The folder holding the NOSBENCH subsets: ``$CONTACTMP_NOSBENCH`` (set by ``--data``);
+    exits with a message naming the fetch command when it is not set or not a folder."""
+    root = os.environ.get(NOSBENCH_ENV)
+    if not root:
+        raise SystemExit(f"NOSBENCH data not given: NOSBENCH states no licence, so it is not in the repository. "
+                         f"Run `{NOSBENCH_FETCH}` and pass --data DEST or set {NOSBENCH_ENV}=DEST "
+                         "(the folder that contains nosbench/, nosbench-more/, nosbench-wide/)")
+    if not Path(root).is_dir():
+        raise SystemExit(f"{NOSBENCH_ENV}={root} is not a folder; run `{NOSBENCH_FETCH}` and point it at DEST")
+    return Path(root).resolve()
+
+
+def nosbench_files(subset: str, pattern: str = "*.json") -> list[Path]:
+    """The files ``pattern`` of the NOSBENCH subset ``subset`` (``nosbench``, ``nosbench-more``,
+    ``nosbench-wide``) under :func:`nosbench_root`, sorted by name; exits naming the fetch command
+    when there are none."""
+    folder = nosbench_root() / subset
+    files = sorted(folder.glob(pattern))
+    if not files:
+        raise SystemExit(f"no NOSBENCH ({subset}) problems in {folder}; run `{NOSBENCH_FETCH}` "
+                         f"(or `{NOSBENCH_FETCH} --subsets {subset}`) and point --data or {NOSBENCH_ENV} at DEST")
+    return files
+
+
+def siconos_tool() -> Path | None:
+    """The Siconos tool script named by ``$CONTACTMP_SICONOS_TOOL``, or None when it is not set."""
+    tool = os.environ.get(SICONOS_TOOL_ENV)
+    return Path(tool).resolve() if tool else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -118,8 +174,12 @@ def siconos_available() -> tuple[bool, str]:
     """Whether ``/usr/bin/python3 -c "import siconos.numerics"`` works, and why not if it does not."""
     if not Path(SYSTEM_PYTHON).exists():
         return False, f"{SYSTEM_PYTHON} does not exist"
-    if not siconos_tool().is_file():
-        return False, f"the Siconos tool {siconos_tool()} is missing (set CONTACTMP_SHARED)"
+    tool = siconos_tool()
+    if tool is None:
+        return False, (f"{SICONOS_TOOL_ENV} is not set (the script that runs one problem through "
+                       "Siconos; see benchmarks/_common.py)")
+    if not tool.is_file():
+        return False, f"the Siconos tool {tool} ({SICONOS_TOOL_ENV}) is not a file"
     try:
         out = subprocess.run(
             [SYSTEM_PYTHON, "-c", "import siconos.numerics"],
@@ -153,8 +213,11 @@ def siconos_solve(
     driver call alone, ``x``, ``y``) plus ``wall_s`` (the whole subprocess). On a crash, timeout or
     unreadable output, returns ``{"error": ...}`` instead: the caller counts that as not solved.
     """
+    tool = siconos_tool()
+    if tool is None:
+        return {"error": f"{SICONOS_TOOL_ENV} is not set", "wall_s": 0.0}
     cmd = [
-        SYSTEM_PYTHON, str(siconos_tool()), str(problem), "--kind", kind, "--solver", solver,
+        SYSTEM_PYTHON, str(tool), str(problem), "--kind", kind, "--solver", solver,
         "--tol", repr(tol), "--max-iter", str(max_iter), "--repeats", str(repeats),
     ]
     t0 = time.perf_counter()
@@ -166,11 +229,11 @@ def siconos_solve(
     lines = [ln for ln in out.stdout.splitlines() if ln.strip().startswith("{")]
     if out.returncode != 0 or not lines:
         err = (out.stderr.strip().splitlines() or [f"exit code {out.returncode}, no output"])[-1]
-        return {"error": f"siconos_solve.py failed: {err}", "wall_s": wall}
+        return {"error": f"{tool.name} failed: {err}", "wall_s": wall}
     try:
         rec = json.loads(lines[-1])
     except json.JSONDecodeError as exc:
-        return {"error": f"unreadable output of siconos_solve.py ({exc})", "wall_s": wall}
+        return {"error": f"unreadable output of {tool.name} ({exc})", "wall_s": wall}
     rec["wall_s"] = wall
     return rec
 

@@ -6,14 +6,14 @@ whole problem.
     python benchmarks/batch.py [--out DIR] [--batch B] [--repeats N] [--only lcp,fc3d,islands]
         [--parallel auto|on|off]
 
-``lcp``: every ``.npz`` of ``shared/data/lcp`` up to n = 40. ``alone`` -- median over ``5 x
+``lcp``: every ``.npz`` of ``tests/data/lcp`` up to n = 40. ``alone`` -- median over ``5 x
 --repeats`` calls of ``solve_lcp(M, q, "lemke")``; ``batched`` -- ``solve_lcp_batch`` on ``B``
 copies (default 10,000), median over ``--repeats`` batch calls, divided by ``B`` (every problem
 still validated, solved and checked; the answers read through the returned BatchResult's arrays
 ``x``, ``residual``, ``success``); ``+ Results`` -- the same call followed by building every
 problem's Result (``list(batch)``); ``Siconos`` -- ``LEMKE`` through
-``shared/tools/siconos_solve.py`` (median per call of ``--repeats``). ``fc3d``: every problem of
-``shared/data/fc3d`` with 1-5 contacts; ``solve_fc3d(W, q, mu)`` (the default solver) alone,
+the Siconos tool named by ``$CONTACTMP_SICONOS_TOOL`` (see ``benchmarks/_common.py``; median per
+call of ``--repeats``). ``fc3d``: every problem of ``tests/data/fc3d`` with 1-5 contacts; ``solve_fc3d(W, q, mu)`` (the default solver) alone,
 ``solve_fc3d_batch`` on ``B`` copies, Siconos' ``NSGS``. Every batched answer is compared with the
 one solved alone (max ``|dx|``) and checked by our own residual. The summary gives the ratio of the
 medians over problems, batched / Siconos (the issue asks for at most 1.0).
@@ -71,7 +71,7 @@ def _kind(kind: str, args: argparse.Namespace, with_siconos: bool) -> dict[str, 
     """One kind (``lcp`` or ``fc3d``): the table, and its records and summary."""
     rows, recs = [], []
     parallel = {"auto": None, "on": True, "off": False}[args.parallel]
-    files = common.shared_files(kind, "*.npz", kind.upper())
+    files = common.data_files(kind, "*.npz", kind.upper())
     for f in files:
         if kind == "lcp":
             M, q = load_lcp(f)

@@ -5,7 +5,7 @@
 
 Problems (issue 18, item 2):
 
-* the two largest shared problems, ``Capsules-i101-404`` (225 contacts) and ``Capsules-i125-1213``
+* the two largest Siconos test problems (``tests/data/fc3d``), ``Capsules-i101-404`` (225 contacts) and ``Capsules-i125-1213``
   (286), read with :func:`contactmp.io.load_fc3d`;
 * generated scenes of 400+ contacts from our own models (:mod:`contactmp.models.piles`): a cubic
   pile of spheres in a box, brick walls and stacked columns of boxes, with high friction
@@ -16,7 +16,7 @@ Problems (issue 18, item 2):
 
 Ours: ``prox-newton`` (:mod:`contactmp.solvers.fc3d_prox`, W passed as a scipy.sparse matrix for
 the generated scenes) and ``auto`` (the default chain, dense W), both through
-``solve_fc3d(..., tol=1e-8, time_limit=CAP)``. Siconos: ``shared/tools/siconos_solve.py`` in a
+``solve_fc3d(..., tol=1e-8, time_limit=CAP)``. Siconos: the tool named by ``$CONTACTMP_SICONOS_TOOL`` (see ``benchmarks/_common.py``) in a
 subprocess on an ``.npz`` of the problem (written to the output folder for the generated scenes),
 its time the median of its repeats of the driver call alone; skipped with a message when Siconos
 is not installed (``--siconos`` picks a subset of its solvers, e.g. ``PROX,NSGS`` for a shorter
@@ -87,7 +87,7 @@ class Problem:
 def load(names: list[str] | None, stress: bool, out: Path) -> list[Problem]:
     """The shared Capsules problems and the generated scenes (written as ``.npz`` for Siconos)."""
     probs = []
-    folder = common.shared_dir() / "data" / "fc3d"
+    folder = common.DATA / "fc3d"
     for name in SHARED:
         if names and name not in names:
             continue
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     problems = load(names, args.stress, out)
     header = common.run_header("fc3d_large", [sys.executable] + sys.argv, seed=0)
     # warm-up: compile the kernels on a small problem
-    small = load_fc3d(common.shared_dir() / "data" / "fc3d" / "NESpheres_30_1.npz")
+    small = load_fc3d(common.DATA / "fc3d" / "NESpheres_30_1.npz")
     for s in OURS:
         solve_fc3d(*small, solver=s, tol=TOL)
     records = []

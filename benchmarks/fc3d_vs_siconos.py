@@ -3,7 +3,7 @@
     python benchmarks/fc3d_vs_siconos.py [--out DIR] [--quick] [--pyramid] [--ipopt]
         [--time-cap S] [--repeats N] [--siconos-max-iter N] [--only NAME,...]
 
-Problems: every ``.npz`` of ``shared/data/fc3d`` (19 problems from the Siconos test suite, 1 to 296
+Problems: every ``.npz`` of ``tests/data/fc3d`` (19 problems from the Siconos test suite, 1 to 296
 contacts), read with :func:`contactmp.io.load_fc3d`. ``--quick`` keeps those with at most
 ``QUICK_MAX_NC`` contacts (it drops the two Capsules problems).
 
@@ -11,9 +11,10 @@ Solvers. Ours, through ``contactmp.solvers.registry.solve_fc3d(W, q, mu, solver=
 time_limit=CAP)``: ``auto`` (the default: newton, then nsgs, qvi, ipopt until one verifies, one
 time budget), ``newton``, ``nsgs`` and ``qvi``; ``pyramid`` and ``ipopt``
 only with ``--pyramid`` / ``--ipopt`` (they are slow). Siconos' through
-``/usr/bin/python3 shared/tools/siconos_solve.py PROBLEM.npz --kind fc3d --solver NAME --tol 1e-8
---max-iter N`` in a subprocess (killed after the time cap plus start-up time); when Siconos is not
-installed the script says so and runs ours alone.
+``/usr/bin/python3 $CONTACTMP_SICONOS_TOOL PROBLEM.npz --kind fc3d --solver NAME --tol 1e-8
+--max-iter N`` in a subprocess (killed after the time cap plus start-up time; the tool is not part
+of this repository, see ``benchmarks/_common.py``); when Siconos or the tool is not there the
+script says so and runs ours alone.
 
 Judging. Every answer, Siconos' too, is judged by OUR residual ``fc3d_residual`` (the normalized
 natural map of Siconos 4.4) at 1e-8; Siconos' ``info`` is recorded, not trusted. A solve counts as
@@ -95,7 +96,7 @@ class Problem:
 def load_problems(quick: bool, only: list[str] | None) -> list[Problem]:
     """The shared fc3d problems (read with our reader), smallest first; ``quick`` keeps the small ones."""
     out = []
-    for f in common.shared_files("fc3d", "*.npz", "fc3d"):
+    for f in common.data_files("fc3d", "*.npz", "fc3d"):
         if only and f.stem not in only:
             continue
         W, q, mu = load_fc3d(f)

@@ -2,7 +2,7 @@
 
     python benchmarks/lcp_vs_siconos.py [--out DIR] [--quick] [--repeats N] [--seed S] [--mu MU]
 
-Problems: every ``.npz`` in ``shared/data/lcp`` (the Siconos test LCPs, n = 2..60) and Trinkle
+Problems: every ``.npz`` in ``tests/data/lcp`` (the Siconos test LCPs, n = 2..60) and Trinkle
 pyramid LCPs of sizes 10, 50, 100 and 170 from
 ``contactmp.formulations.pyramid_lcp.random_pyramid_lcp(size, seed, mu)`` (10 seeds per size, 3 with
 ``--quick``; seeds ``S, S+1, ...``).
@@ -15,8 +15,8 @@ Timing. Ours: median over ``--repeats`` calls of the whole
 a warm-up so that numba is compiled. Both sides time single calls, back to back on one problem, and
 take the median of the same number of them (15 by default): the first call on a problem runs with
 cold caches on either side (ours right after the Siconos subprocess has run), and a median over
-more calls than a handful keeps that from deciding a ratio of microsecond solves. Siconos: the ``time_s`` of ``shared/tools/siconos_solve.py``
-(median of the same number of repeats; only the driver call is timed; it runs under
+more calls than a handful keeps that from deciding a ratio of microsecond solves. Siconos: the ``time_s`` of the Siconos tool named by ``$CONTACTMP_SICONOS_TOOL``
+(see ``benchmarks/_common.py``; median of the same number of repeats; only the driver call is timed; it runs under
 ``/usr/bin/python3`` in a subprocess). Ratios ours/Siconos are per problem, from this run only.
 
 Output (``--out``, default ``benchmarks/out/lcp_vs_siconos/``): ``results.json`` (machine,
@@ -74,11 +74,11 @@ class Problem:
 
 
 def shared_problems() -> list[Problem]:
-    """Every LCP of ``shared/data/lcp`` (read with our own reader, which refuses pickles)."""
+    """Every LCP of ``tests/data/lcp`` (read with our own reader, which refuses pickles)."""
     from contactmp.io import load_lcp
 
     out = []
-    for f in common.shared_files("lcp", "*.npz", "LCP"):
+    for f in common.data_files("lcp", "*.npz", "LCP"):
         M, q = load_lcp(f)
         out.append(Problem(name=f.stem, klass="shared", M=M, q=q, path=f))
     return sorted(out, key=lambda p: (p.n, p.name))

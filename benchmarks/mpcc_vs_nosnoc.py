@@ -3,7 +3,7 @@ Scholtes homotopy with IPOPT (the NOSBENCH MPCCs), in one run on the same machin
 
     python benchmarks/mpcc_vs_nosnoc.py [--quick] [--fresh] [--part a|b|all] [--time-limit S]
                                         [--task-time-limit S] [--repeats R] [--out FILE]
-                                        [--strategies S1,S2,...] [--only SUBSTR,...]
+                                        [--strategies S1,S2,...] [--only SUBSTR,...] [--data DEST]
 
 Part A: two tasks posed both in contactmp (``ContactImplicitTO``: Stewart-Trinkle / Anitescu-Potra
 velocity-level time stepping, one pyramid block per step, semi-implicit Euler) and in nosnoc 0.2.0
@@ -41,8 +41,10 @@ trajectory (ours and nosnoc's) is also re-simulated open loop with contactmp's `
 step ``T / (20 N)``: the "re-sim err" column is the distance of that simulation's final state from
 the goal (how much the optimized controls really achieve).
 
-Part B: every NOSBENCH problem in ``shared/data/nosbench`` (20) and ``shared/data/nosbench-more``
-(46), 66 problems from 23 families, solved by each MPCC strategy of
+Part B: every NOSBENCH problem of the subsets ``nosbench`` (20) and ``nosbench-more`` (46), 66
+problems from 23 families (NOSBENCH is not in the repository: ``python tools/fetch_nosbench.py
+DEST`` writes them, and ``--data DEST`` or ``$CONTACTMP_NOSBENCH=DEST`` points the benchmark at
+DEST, the folder that contains ``nosbench/`` and ``nosbench-more/``), solved by each MPCC strategy of
 ``contactmp.solvers.nlp.STRATEGIES`` (``--strategies`` picks some; the default is whatever that
 registry holds, so new strategies join by themselves) through
 ``contactmp.solvers.nosbench.solve_nosbench``, and by a plain Scholtes homotopy written here with
@@ -374,7 +376,7 @@ def run_nosnoc_task(py: Path, task: str, time_limit: float, repeats: int) -> dic
 # ============================================================================================
 # Part B: NOSBENCH
 # ============================================================================================
-#: the NOSBENCH folders of shared/data that part B covers (20 + 46 problems from 23 families)
+#: the NOSBENCH subsets (folders under --data / $CONTACTMP_NOSBENCH) that part B covers (20 + 46 problems from 23 families)
 NOSBENCH_FOLDERS = ("nosbench", "nosbench-more")
 #: the source files whose contents decide what our solvers do on a NOSBENCH file: a record made
 #: with other code is computed again (its ``config`` carries their hash)
@@ -390,7 +392,7 @@ def family(name: str) -> str:
 def nosbench_files(quick: bool, only: str | None = None) -> list[Path]:
     """The NOSBENCH problem files of both folders, smallest first (``--quick``: the 8 smallest;
     ``only``: the names containing one of its comma-separated substrings)."""
-    files = [f for d in NOSBENCH_FOLDERS for f in common.shared_files(d, "*.json", f"NOSBENCH ({d})")]
+    files = [f for d in NOSBENCH_FOLDERS for f in common.nosbench_files(d)]
     if len({f.stem for f in files}) != len(files):
         raise SystemExit("two NOSBENCH folders hold a problem of the same name; the record keys need unique names")
     if only:
@@ -834,7 +836,7 @@ def report_b(problems: list[str], folders: dict[str, str], methods: list[str], r
          "median t/t_plain (n both)", "geomean t/t_plain", "IPOPT it", "NLPs", "TL", "err",
          "B-stat Y/N/?/none (solved)", "LPEC t", "(total t - LPEC t) / plain", "CPU t", "CPU t / plain"], srows,
         caption="The NOSBENCH paper reports 73.8% of its 603 problems solved by Scholtes + IPOPT; these are "
-                "the 66 problems of shared/data/nosbench and nosbench-more (23 families). Total times "
+                "the 66 problems of its nosbench and nosbench-more subsets (23 families). Total times "
                 "include the failures (up to the time limit each). CPU t = this process's CPU time (less "
                 "sensitive than wall time to other load on the machine).")
     return summary, fams
@@ -869,7 +871,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="Dask local-cluster workers (default 0: one job at a time in this process, so that "
                     "timings do not share the cores)")
     ap.add_argument("--scheduler", default=None, help="an existing Dask scheduler, tcp://HOST:PORT")
+    common.add_nosbench_argument(ap)
     args = ap.parse_args(argv)
+    common.use_nosbench_argument(args)
     if args.time_limit is None:
         args.time_limit = 30.0 if args.quick else 60.0
     if args.task_time_limit is None:

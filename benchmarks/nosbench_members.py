@@ -2,7 +2,11 @@
 record, to choose the members, options and order of the ``"portfolio"`` strategy by measurement.
 
     python benchmarks/nosbench_members.py --members "SPEC;SPEC;..." [--only SUBSTR,...] [--time-limit S]
-                                          [--out FILE] [--fresh]
+                                          [--out FILE] [--fresh] [--data DEST]
+
+The problems: NOSBENCH's ``nosbench`` and ``nosbench-more`` subsets, from ``--data DEST`` or
+``$CONTACTMP_NOSBENCH=DEST`` (the folder that contains them; not in the repository: write it with
+``python tools/fetch_nosbench.py DEST``).
 
 A member SPEC is ``strategy[,key=value,...]``: ``key`` an :class:`~contactmp.solvers.nlp.NLPOptions`
 field (``homotopy_tol=1e-8``, ``polish=False``, ``infeasible_stop=0``, ``sigma0=0.1``...) or else an
@@ -93,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--out", type=Path, default=common.REPO / "benchmarks" / "out" / "nosbench_members.jsonl")
     ap.add_argument("--fresh", action="store_true")
+    common.add_nosbench_argument(ap)
     args = ap.parse_args(argv)
+    common.use_nosbench_argument(args)
     store = RecordStore(args.out, fresh=args.fresh)
     specs = [s.strip() for s in args.members.split(";") if s.strip()]
     for s in specs:

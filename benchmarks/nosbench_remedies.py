@@ -3,7 +3,11 @@ remedy makes which problem pass the paper's criterion (bounds and g feasible to 
 ``max_i G_i H_i <= 1e-7``), and at what time.
 
     python benchmarks/nosbench_remedies.py [--only SUBSTR,...] [--variants NAME,...] [--time-limit S]
-                                           [--out FILE] [--fresh] [--list]
+                                           [--out FILE] [--fresh] [--list] [--data DEST]
+
+The problems: NOSBENCH's ``nosbench`` and ``nosbench-more`` subsets, from ``--data DEST`` or
+``$CONTACTMP_NOSBENCH=DEST`` (the folder that contains them; not in the repository: write it with
+``python tools/fetch_nosbench.py DEST``).
 
 Every variant is the plain loop of ``benchmarks/mpcc_vs_nosnoc.py`` (``G_i H_i <= sigma``, no
 ``G, H >= 0``: their signs come from the bounds; primal warm start; IPOPT with
@@ -126,7 +130,7 @@ def augmented_objective(pb: Any) -> Any:
     from contactmp.nosbench import _load_function
 
     path = next(f for d in ("nosbench", "nosbench-more")
-                for f in common.shared_files(d, "*.json", d) if f.stem == pb.name)
+                for f in common.nosbench_files(d) if f.stem == pb.name)
     return _load_function(json.loads(path.read_text()), "augmented_objective_fun", pb.n_w, pb.n_p, 1)
 
 
@@ -349,7 +353,7 @@ def run(path: Path, variant: str, time_limit: float, pb: Any = None, cpu_clock: 
 
 
 def files(only: str | None) -> list[Path]:
-    fs = [f for d in ("nosbench", "nosbench-more") for f in common.shared_files(d, "*.json", d)]
+    fs = [f for d in ("nosbench", "nosbench-more") for f in common.nosbench_files(d)]
     if only:
         subs = [s for s in only.split(",") if s]
         fs = [f for f in fs if any(s in f.stem for s in subs)]
@@ -364,7 +368,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=common.REPO / "benchmarks" / "out" / "nosbench_remedies.jsonl")
     ap.add_argument("--fresh", action="store_true")
     ap.add_argument("--list", action="store_true", help="list the variants and exit")
+    common.add_nosbench_argument(ap)
     args = ap.parse_args(argv)
+    common.use_nosbench_argument(args)
     if args.list:
         for k in VARIANTS:
             print(k, json.dumps(settings(k)))

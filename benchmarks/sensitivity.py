@@ -283,7 +283,7 @@ def accuracy(count: int, seed: int) -> dict[str, Any]:
         print(f"{kind}: {count} non-degenerate problems ({degenerate} degenerate and {failed} failed draws "
               f"replaced) in {out[kind]['seconds']:.1f} s", file=sys.stderr, flush=True)
     shared = []
-    for f in common.shared_files("fc3d", "*.npz", "fc3d"):
+    for f in common.data_files("fc3d", "*.npz", "fc3d"):
         W, q, mu = load_fc3d(f)
         if q.size > 60 or np.linalg.eigvalsh((W + W.T) / 2).min() <= 1e-10:
             continue  # a singular W: reactions not unique
@@ -319,7 +319,7 @@ def cost(repeats: int, seed: int, quick: bool) -> list[dict[str, Any]]:
     from contactmp.formulations.pyramid_lcp import random_pyramid_lcp
 
     rows: list[dict[str, Any]] = []
-    lcps = [(f.stem, *load_lcp(f)) for f in common.shared_files("lcp", "*.npz", "LCP")]
+    lcps = [(f.stem, *load_lcp(f)) for f in common.data_files("lcp", "*.npz", "LCP")]
     for size in (50, 100, 170):
         for s in range(seed, seed + (1 if quick else 3)):
             M, q = random_pyramid_lcp(size, s, 0.5)
@@ -335,7 +335,7 @@ def cost(repeats: int, seed: int, quick: bool) -> list[dict[str, Any]]:
         S = lcp_sensitivity(M, q, res)
         rows.append({"kind": "lcp", "problem": name, "n": q.size, "forward_s": t_fwd, "jvp_s": t_jvp,
                      "vjp_s": t_vjp, "flagged": S.flagged, "singular": S.core.singular})
-    for f in common.shared_files("fc3d", "*.npz", "fc3d"):
+    for f in common.data_files("fc3d", "*.npz", "fc3d"):
         if quick and f.stem.startswith("Capsules"):
             continue
         W, q, mu = load_fc3d(f)

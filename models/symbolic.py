@@ -1,9 +1,9 @@
-"""Contact systems declared once with CasADi symbols (DESIGN.md, "models/").
+"""Contact systems declared once with CasADi symbols (the ``models/`` layer of docs/ARCHITECTURE.md).
 
 A :class:`ContactSystem` holds the symbols and expressions of a mechanical system with unilateral
 frictional contacts; everything numeric is derived from them by compiled ``casadi.Function`` s.
 
-Conventions (DESIGN.md):
+Conventions:
 
 * Equations of motion ``M(q) vdot = B(q) u - h(q, v) + Jn(q)^T lambda_n + Jt(q)^T lambda_t
   + Jo(q)^T lambda_o`` and kinematics ``qdot = qdot(q, v)`` (linear in ``v``; the identity for

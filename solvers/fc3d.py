@@ -9,7 +9,7 @@ simulators): with contacts ordered (normal, tangent 1, tangent 2), find r and u 
 
 equivalently ``r = P_K(r - u_hat)``. The independent check of any answer is the natural-map
 residual ``||r - P_K(r - u_hat)|| / max(||q||, ||r||, ||u||)`` (Siconos 4.4's fc3d_compute_error,
-see ``../shared/data/README.md``). The instantaneous Coulomb model of Trinkle et al. section 3.1
+see ``tests/data/fc3d/README.md``). The instantaneous Coulomb model of Trinkle et al. section 3.1
 has the same structure at the acceleration level (forces c, accelerations a).
 """
 from __future__ import annotations

@@ -13,7 +13,8 @@ still validated, solved and checked; the answers read through the returned Batch
 ``x``, ``residual``, ``success``); ``+ Results`` -- the same call followed by building every
 problem's Result (``list(batch)``); ``Siconos`` -- ``LEMKE`` through
 the Siconos tool named by ``$CONTACTMP_SICONOS_TOOL`` (see ``benchmarks/_common.py``; median per
-call of ``--repeats``). ``fc3d``: every problem of ``tests/data/fc3d`` with 1-5 contacts; ``solve_fc3d(W, q, mu)`` (the default solver) alone,
+call of ``--repeats``). ``fc3d``: every problem of ``tests/data/fc3d`` with 1-5 contacts;
+``solve_fc3d(W, q, mu)`` (the default solver) alone,
 ``solve_fc3d_batch`` on ``B`` copies, Siconos' ``NSGS``. Every batched answer is compared with the
 one solved alone (max ``|dx|``) and checked by our own residual. The summary gives the ratio of the
 medians over problems, batched / Siconos (the issue asks for at most 1.0).

@@ -5,8 +5,8 @@
 
 Problems (issue 18, item 2):
 
-* the two largest Siconos test problems (``tests/data/fc3d``), ``Capsules-i101-404`` (225 contacts) and ``Capsules-i125-1213``
-  (286), read with :func:`contactmp.io.load_fc3d`;
+* the two largest Siconos test problems (``tests/data/fc3d``), ``Capsules-i101-404`` (225
+  contacts) and ``Capsules-i125-1213`` (286), read with :func:`contactmp.io.load_fc3d`;
 * generated scenes of 400+ contacts from our own models (:mod:`contactmp.models.piles`): a cubic
   pile of spheres in a box, brick walls and stacked columns of boxes, with high friction
   (``mu = 0.8 .. 1.0``) and seeded random twists. Their W is singular (``3 nc`` rows, rank at most
@@ -16,10 +16,10 @@ Problems (issue 18, item 2):
 
 Ours: ``prox-newton`` (:mod:`contactmp.solvers.fc3d_prox`, W passed as a scipy.sparse matrix for
 the generated scenes) and ``auto`` (the default chain, dense W), both through
-``solve_fc3d(..., tol=1e-8, time_limit=CAP)``. Siconos: the tool named by ``$CONTACTMP_SICONOS_TOOL`` (see ``benchmarks/_common.py``) in a
-subprocess on an ``.npz`` of the problem (written to the output folder for the generated scenes),
-its time the median of its repeats of the driver call alone; skipped with a message when Siconos
-is not installed (``--siconos`` picks a subset of its solvers, e.g. ``PROX,NSGS`` for a shorter
+``solve_fc3d(..., tol=1e-8, time_limit=CAP)``. Siconos: the tool named by
+``$CONTACTMP_SICONOS_TOOL`` (see ``benchmarks/_common.py``) in a subprocess on an ``.npz`` of the
+problem (written to the output folder for the generated scenes), its time the median of its
+repeats of the driver call alone; skipped with a message when Siconos or the tool is not there (``--siconos`` picks a subset of its solvers, e.g. ``PROX,NSGS`` for a shorter
 run). Every answer, Siconos' too, is judged by OUR residual ``fc3d_residual`` at 1e-8. The last two
 columns are the time ratios to PROX of ``prox-newton`` and of ``auto`` (issue 18 asks for
 ``auto / PROX <= 1`` on the Capsules), within the same run.

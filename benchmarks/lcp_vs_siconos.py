@@ -15,7 +15,8 @@ Timing. Ours: median over ``--repeats`` calls of the whole
 a warm-up so that numba is compiled. Both sides time single calls, back to back on one problem, and
 take the median of the same number of them (15 by default): the first call on a problem runs with
 cold caches on either side (ours right after the Siconos subprocess has run), and a median over
-more calls than a handful keeps that from deciding a ratio of microsecond solves. Siconos: the ``time_s`` of the Siconos tool named by ``$CONTACTMP_SICONOS_TOOL``
+more calls than a handful keeps that from deciding a ratio of microsecond solves. Siconos: the
+``time_s`` of the Siconos tool named by ``$CONTACTMP_SICONOS_TOOL``
 (see ``benchmarks/_common.py``; median of the same number of repeats; only the driver call is timed; it runs under
 ``/usr/bin/python3`` in a subprocess). Ratios ours/Siconos are per problem, from this run only.
 

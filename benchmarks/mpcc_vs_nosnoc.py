@@ -376,7 +376,8 @@ def run_nosnoc_task(py: Path, task: str, time_limit: float, repeats: int) -> dic
 # ============================================================================================
 # Part B: NOSBENCH
 # ============================================================================================
-#: the NOSBENCH subsets (folders under --data / $CONTACTMP_NOSBENCH) that part B covers (20 + 46 problems from 23 families)
+#: the NOSBENCH subsets (folders under --data / $CONTACTMP_NOSBENCH) that part B covers (20 + 46
+#: problems from 23 families)
 NOSBENCH_FOLDERS = ("nosbench", "nosbench-more")
 #: the source files whose contents decide what our solvers do on a NOSBENCH file: a record made
 #: with other code is computed again (its ``config`` carries their hash)

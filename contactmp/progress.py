@@ -12,9 +12,12 @@ seen at the checkpoints (returned when the time runs out, with status ``time_lim
 reporter. :func:`next_chunk` sizes the chunks of compiled work so that the clock is read a few
 times per second and the checkpoints cost little. :class:`ProgressLine` is the reporter of the
 command line: silent for the first ``delay`` seconds, then one line on stderr, rewritten in place
-on a terminal (one line per ``interval`` otherwise).
+on a terminal (one line per ``interval`` otherwise). :func:`print_table` prints the reports' tables
+(the command line's, the case studies', the benchmarks'): fitted to a terminal's width, at their
+natural width in logs and files.
 
-This module imports nothing beyond the standard library (the command line stays quick to start).
+This module imports nothing beyond the standard library at import time (the command line stays
+quick to start); :func:`print_table` imports rich when called.
 """
 from __future__ import annotations
 
@@ -24,12 +27,16 @@ import numbers
 import os
 import sys
 import time
-from typing import Any, Callable, Iterator, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional, Sequence, TextIO
 
 from contactmp.errors import OptionError
 
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
+    from rich.table import Table
+
 __all__ = ["Reporter", "check_time_limit", "check_progress", "Watch", "watch_for", "next_chunk", "ProgressLine",
-           "CHUNK_SECONDS", "quiet_stdout"]
+           "CHUNK_SECONDS", "quiet_stdout", "print_table"]
 
 #: ``progress(solver, iteration, residual)``
 Reporter = Callable[[str, int, float], Any]
@@ -190,3 +197,133 @@ def quiet_stdout() -> Iterator[None]:
     finally:
         os.dup2(saved, fd)
         os.close(saved)
+
+
+#: the narrowest a table is printed when it is not fitted to a terminal (as rich's default console)
+LOG_MIN_WIDTH = 80
+
+
+def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], *,
+                caption: str | None = None, justify: str | Sequence[str] = "left",
+                console: "Console | None" = None, fit: bool | None = None) -> None:
+    """Print a table of ``rows`` under ``columns`` with rich, fitted to a terminal's width.
+
+    Cells are shown as text (``None`` as ``-``, anything else as ``str(v)``), never read as rich
+    markup (a header such as ``time [s]`` stays as written). ``justify`` is one of ``left``,
+    ``center``, ``right`` for every column, or one per column. ``console`` defaults to a new
+    ``rich.console.Console()`` on stdout.
+
+    ``fit`` (default: whether ``console`` is a terminal) fits the table to ``console.width``: cells
+    are wrapped at spaces (headers first), never cut with an ellipsis. When even the narrowest
+    layout (every header wrapped at its spaces, every word of a cell on one line) is wider than the
+    console, the columns are printed in groups that fit, one table after the other, each repeating
+    the first column (the rows' key) as pandas does; only a single column wider than the console
+    is folded. Without ``fit`` (a pipe, a log, a file) the table is printed once at its natural
+    width (at least :data:`LOG_MIN_WIDTH`): nothing wrapped, one line per row, whatever the width
+    of the terminal it may be read on.
+    """
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    columns = [str(c) for c in columns]
+    rows = [["-" if v is None else str(v) for v in row] for row in rows]
+    how = [justify] * len(columns) if isinstance(justify, str) else list(justify)
+    if len(how) != len(columns):
+        raise ValueError(f"justify has {len(how)} entries for {len(columns)} columns")
+    console = Console() if console is None else console
+    if fit is None:
+        fit = console.is_terminal
+    every = list(range(len(columns)))
+    if not fit:
+        table = _rich_table(title, caption, columns, rows, how, every)
+        wide = Console(width=1 << 16)
+        needed = Measurement.get(wide, wide.options, table).maximum
+        out = Console(file=console.file, width=max(LOG_MIN_WIDTH, needed), color_system=console.color_system,
+                      force_terminal=console.is_terminal, no_color=console.no_color)
+        out.print(table)
+        return
+    width = console.width
+    lo, hi = _content_widths(console, columns, rows)
+    frame = _frame_width(console, 1)
+    per_column = _frame_width(console, 2) - frame  # padding and one rule per column
+
+    def narrowest(group: list[int]) -> int:
+        return frame + per_column * (len(group) - 1) + sum(lo[k] for k in group)
+
+    groups: list[list[int]] = []
+    if not columns or narrowest(every) <= width:
+        groups = [every]
+    else:
+        current = [0]
+        for k in every[1:]:
+            if len(current) > 1 and narrowest(current + [k]) > width:
+                groups.append(current)
+                current = [0, k]
+            else:
+                current.append(k)
+        groups.append(current)
+    for g, group in enumerate(groups):
+        name = title if g == 0 else f"{title} (continued)" if title else "(continued)"
+        widths = _share_width(width - frame - per_column * (len(group) - 1), [lo[k] for k in group],
+                              [hi[k] for k in group])
+        table = _rich_table(name, caption if g == len(groups) - 1 else None, columns, rows, how, group, widths)
+        console.print(table)
+
+
+def _rich_table(title: str | None, caption: str | None, columns: Sequence[str], rows: Sequence[Sequence[str]],
+                justify: Sequence[str], keep: Sequence[int], widths: Sequence[int] | None = None) -> "Table":
+    """A rich Table of the columns ``keep`` (with content widths ``widths``, default: rich's own);
+    every text is a ``Text`` (no markup), cells wrap at spaces and fold a word only if they must."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=None if title is None else Text(title), caption=None if caption is None else Text(caption))
+    for i, k in enumerate(keep):
+        table.add_column(Text(columns[k]), justify=justify[k], overflow="fold",  # type: ignore[arg-type]
+                         width=None if widths is None else widths[i])
+    for row in rows:
+        table.add_row(*(Text(row[k]) if k < len(row) else Text("") for k in keep))
+    return table
+
+
+def _content_widths(console: "Console", columns: Sequence[str], rows: Sequence[Sequence[str]]
+                    ) -> tuple[list[int], list[int]]:
+    """Per column, the narrowest content width that breaks no word (the longest word of a header
+    or cell) and the natural one (the longest header or cell on one line), in terminal cells."""
+    from rich.measure import Measurement
+    from rich.text import Text
+
+    lo, hi = [], []
+    for k, header in enumerate(columns):
+        texts = [header] + [row[k] for row in rows if k < len(row)]
+        sizes = [Measurement.get(console, console.options.update_width(1 << 16), Text(t)) for t in texts]
+        lo.append(max(1, max(m.minimum for m in sizes)))
+        hi.append(max(1, max(m.maximum for m in sizes)))
+    return lo, hi
+
+
+def _frame_width(console: "Console", n: int) -> int:
+    """The cells a rich Table of ``n`` columns spends on its borders and padding."""
+    from rich.measure import Measurement
+    from rich.table import Table
+
+    table = Table(*(["x"] * n))
+    return Measurement.get(console, console.options.update_width(1 << 16), table).maximum - n
+
+
+def _share_width(room: int, lo: Sequence[int], hi: Sequence[int]) -> list[int]:
+    """Content widths of columns sharing ``room`` cells: the natural widths ``hi`` when they fit;
+    else each column its narrowest ``lo``, then the rest of the room to the columns that lack the
+    least of their natural width, one after the other (so that as few columns as possible wrap);
+    when even ``lo`` does not fit, ``lo`` scaled down (at least 1 cell each)."""
+    if sum(hi) <= room:
+        return list(hi)
+    if sum(lo) > room:
+        scale = max(room, len(lo)) / sum(lo)
+        return [max(1, int(w * scale)) for w in lo]
+    widths, spare = list(lo), room - sum(lo)
+    for k in sorted(range(len(lo)), key=lambda k: hi[k] - lo[k]):
+        give = min(spare, hi[k] - lo[k])
+        widths[k] += give
+        spare -= give
+    return widths

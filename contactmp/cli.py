@@ -10,12 +10,16 @@ from typing import Any, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
-    help="contactmp: rigid-body contact as mathematical programs (LCP, NCP, QP, MPCC).",
+    help="contactmp: rigid-body contact as mathematical programs (LCP, NCP, QP, MPCC).\n\n"
+    "Exit codes: 0 success (solve: a verified solution; multistart: at least one; study and list: "
+    "ran), 1 ran without success (another status, no verified solution) or a failure that is not the "
+    "input's, 2 bad input (a missing, unreadable or malformed file, a bad option or value). Each "
+    "command's --help says what success means for it. Tables fit a terminal's width; piped or "
+    "redirected output keeps one line per table row.",
 )
 err = Console(stderr=True)
 #: ``time.perf_counter()`` at the start of the process, set by :func:`main` (the ``contactmp``
@@ -53,14 +57,18 @@ def _error(message: str) -> None:
     err.print(f"[red]error:[/red] {escape(message)}")
 
 
+#: the exit codes of every command (see the app's help): success; ran without success (not solved)
+#: or failed for a reason that is not the input's; bad input
+EXIT_OK, EXIT_NOT_SOLVED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_FAILED = EXIT_NOT_SOLVED
+
+
 def _print_table(title: str, columns: tuple[str, ...], rows: list[list[str]]) -> None:
-    """Print a rich table with these columns and rows on stdout."""
-    t = Table(title=title)
-    for col in columns:
-        t.add_column(col)
-    for row in rows:
-        t.add_row(*row)
-    Console().print(t)
+    """Print a table with these columns and rows on stdout (:func:`contactmp.progress.print_table`:
+    fitted to a terminal's width, at its natural width when piped)."""
+    from contactmp.progress import print_table
+
+    print_table(title, columns, rows)
 
 
 @app.command()
@@ -93,10 +101,13 @@ def solve(
 
     The problem class (LCP or fc3d, the Coulomb-cone problem) and the file format are decided by
     the file's content. A solve that runs longer than 2 s shows a progress line on stderr (solver,
-    iteration, residual); stdout holds only the report (with --json, one JSON object). Exit code
-    0 when the solve ran (whatever its status: solved, ray_termination, max_iter, time_limit, ...),
-    2 on malformed input or options (the message names the bad field), 1 when the named solver
-    cannot be loaded.
+    iteration, residual); stdout holds only the report (with --json, one JSON object).
+
+    Exit code: 0 when the status is solved (a verified solution: the independent residual is
+    within --tol); 1 for any other status (ray_termination, max_iter, time_limit, ...: the report,
+    best iterate included, is printed all the same) and when the named solver's module cannot be
+    loaded; 2 for bad input: a missing, unreadable or malformed file, a bad option or value (the
+    message names the field). A NOSBENCH MPCC: 0 when solved by the paper's criterion, else 1.
     """
     from contactmp.errors import ContactMPError
     from contactmp.io import load_problem
@@ -122,11 +133,11 @@ def solve(
     except ContactMPError as exc:
         line.close()
         _error(str(exc))
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_BAD_INPUT)
     except ImportError as exc:  # a registered solver whose module (or its backend) is missing
         line.close()
         _error(f"a module needed to solve this {kind} could not be loaded: {exc}")
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_FAILED)
     line.close()
     n = int(len(q))
     sens = _sensitivities(kind, arrays, res) if sensitivities else None
@@ -153,8 +164,8 @@ def solve(
                             f"sensitivities: degenerate {sens['degenerate']} (pairs {sens['degenerate_pairs']}); "
                             + ", ".join(f"{k} {len(sens[k])} x {len(sens[k][0]) if sens[k] else 0}"
                                         for k in ("dz_dq", "dr_dq", "dr_dmu") if k in sens) + " (in --json)")
-    # a finished solve exits 0 whatever its status (the status is the answer); bad input exits 2
-    raise typer.Exit(0)
+    # the report is printed whatever the status; the exit code says whether it is a solution
+    raise typer.Exit(EXIT_OK if res.success else EXIT_NOT_SOLVED)
 
 
 def _sensitivities(kind: str, arrays: Any, res: Any) -> dict[str, Any]:
@@ -180,13 +191,14 @@ def _check_time_limit_option(value: float) -> float:
         return check_time_limit(value)
     except OptionError:
         _error(f"--time-limit (time_limit) must be a positive number of seconds (inf: no limit), got {value!r}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
 def _solve_nosbench(file: Path, as_json: bool, time_limit: float = 60.0, strategy: str | None = None) -> None:
     """Solve a NOSBENCH MPCC with an MPCC strategy (``--solver``; default: the portfolio of
     :func:`contactmp.solvers.nosbench.solve_nosbench`), judged by the paper's criterion, with the
-    B-stationarity certificate of the answer; exit 0 (solved or not) or 2."""
+    B-stationarity certificate of the answer; exit 0 when solved (the paper's criterion), 1 for any
+    other status, 2 on bad input."""
     from contactmp.errors import ContactMPError
     from contactmp.solvers.nosbench import solve_nosbench
 
@@ -194,7 +206,7 @@ def _solve_nosbench(file: Path, as_json: bool, time_limit: float = 60.0, strateg
         out = solve_nosbench(file, time_limit=time_limit, **({} if strategy is None else {"strategy": strategy}))
     except ContactMPError as exc:
         _error(str(exc))
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_BAD_INPUT)
     if as_json:
         sys.stdout.write(json.dumps({"kind": "mpcc", **out}) + "\n")
     else:
@@ -204,7 +216,7 @@ def _solve_nosbench(file: Path, as_json: bool, time_limit: float = 60.0, strateg
                      [[out["status"], out["strategy"], str(out["objective"]), str(out["comp_residual"]),
                        str(out["feasibility"]), str(cert.get("verdict", "-")), f"{out['time_s']:.3f} s"]])
         Console().print(out["message"])
-    raise typer.Exit(0)
+    raise typer.Exit(EXIT_OK if out["status"] == "solved" else EXIT_NOT_SOLVED)
 
 
 @app.command()
@@ -228,6 +240,11 @@ def multistart(
     Every start is appended to OUT/starts.jsonl as it finishes (rerun the same command to resume);
     OUT/summary.json lists the distinct solutions with the share of starts that reached each. A run
     cut short by --time-limit says so (summary: complete false, extras.cut_short true).
+
+    Exit code: 0 when at least one verified solution was found (n_distinct >= 1; also for a run cut
+    short by --time-limit: what was found is verified); 1 when no start reached a verified
+    solution (the problem may have none, or too few starts ran); 2 for bad input: a missing,
+    unreadable or malformed file, a bad option or value (nothing is written then).
     """
     from contactmp.errors import ContactMPError
     from contactmp.io import load_problem
@@ -237,21 +254,26 @@ def multistart(
     t0 = _command_t0()
     limit = _check_time_limit_option(time_limit)
     out = out or Path("results") / f"multistart-{file.stem}"
-    out.mkdir(parents=True, exist_ok=True)
     try:
-        _, arrays = load_problem(file)
+        _, arrays = load_problem(file)  # before OUT is made: a bad file leaves nothing behind
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            _error(f"--out: cannot create the folder {out}: {exc}")
+            raise typer.Exit(EXIT_BAD_INPUT) from None
         res = run_multistart(tuple(arrays), starts=starts, seed=seed, structured=structured,
                              tol_cluster=tol_cluster, workers=workers, scheduler=scheduler,
                              store_path=out / "starts.jsonl", progress=not as_json,
                              time_limit=_time_left(limit, t0))
     except ContactMPError as exc:
         _error(str(exc))
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_BAD_INPUT)
     summary = jsonable(res.to_dict())
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    code = EXIT_OK if res.n_distinct > 0 else EXIT_NOT_SOLVED
     if as_json:
         sys.stdout.write(json.dumps(summary) + "\n")
-        raise typer.Exit(0)
+        raise typer.Exit(code)
     _print_table(f"{file.name}: {res.n_distinct} distinct verified solution(s) from {starts} starts",
                  ("#", "solution (first 6 entries)", "starts reaching it", "share", "residual", "verified"),
                  [[str(i), ", ".join(f"{v:.4g}" for v in c.x[:6]) + (", ..." if len(c.x) > 6 else ""), str(c.count),
@@ -260,6 +282,7 @@ def multistart(
         Console().print(f"[yellow]time limit {limit:g} s reached:[/yellow] {res.n_run} of {starts} starts finished "
                         f"({res.extras['starts_not_run']} not run); rerun the same command to resume")
     Console().print(f"time per start {1e3 * res.time_per_start_s:.3f} ms; wrote {out}/starts.jsonl, summary.json")
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -284,6 +307,13 @@ def study(
     An interrupted run resumes where it stopped when started again with the same OUT. Studies whose
     work items are independent (the trajectory-optimization and uniqueness studies) run them through
     Dask (--workers, --scheduler); the others run in this process and say so if given those options.
+    On a terminal the tables of table.md are printed as tables fitted to its width (wide ones in
+    groups of columns); piped or redirected, table.md is printed as it is (markdown, one line a row).
+
+    Exit code: 0 when the study ran and wrote its files, whatever its items found (solver failures
+    are results, counted in the table; a run stopped by --time-limit too: rerun to resume); 2 for
+    bad input: an unknown study, a bad option or value, an option the study does not have; 1 for
+    any other failure (an error raised while running).
     """
     from contactmp.case_studies import study_module
     from contactmp.errors import ContactMPError
@@ -292,7 +322,7 @@ def study(
         mod = study_module(name)
     except ContactMPError as exc:
         _error(str(exc))
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_BAD_INPUT)
     out = out or Path("results") / (name + ("-quick" if quick else ""))
     import inspect
 
@@ -303,19 +333,21 @@ def study(
     if only is not None:
         if "only" not in inspect.signature(mod.run).parameters:
             _error(f"study '{name}' has no tasks to choose from (--only)")
-            raise typer.Exit(2)
+            raise typer.Exit(EXIT_BAD_INPUT)
         kwargs["only"] = [t.strip() for t in only.split(",") if t.strip()]
     if time_limit is not None:
         if "time_limit" not in inspect.signature(mod.run).parameters:
             _error(f"study '{name}' has no time limit option (--time-limit)")
-            raise typer.Exit(2)
+            raise typer.Exit(EXIT_BAD_INPUT)
         kwargs["time_limit"] = time_limit
     try:
         summary = mod.run(out=out, quick=quick, seed=seed, **kwargs)
     except ContactMPError as exc:
         _error(str(exc))
-        raise typer.Exit(2)
-    Console().print((out / "table.md").read_text(), markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    from contactmp.case_studies._study import print_markdown
+
+    print_markdown((out / "table.md").read_text())
     Console().print(f"[green]wrote[/green] {out}/summary.json, records.jsonl, table.md, *.png")
     headline = summary.get("headline")
     if headline:
@@ -324,7 +356,10 @@ def study(
 
 @app.command("list")
 def list_() -> None:
-    """List the solvers and the case studies."""
+    """List the solvers and the case studies.
+
+    Exit code: 0.
+    """
     from contactmp.case_studies import STUDIES, study_module
     from contactmp.solvers.registry import DEFAULT_FC3D_ORDER, DEFAULT_LCP_ORDER, FC3D_SOLVERS, LCP_SOLVERS
 

@@ -580,8 +580,40 @@ class Program:
 
     @property
     def x0(self) -> np.ndarray:
-        """Initial guess of ``x``."""
+        """Initial guess of ``x``: the ``init`` of every Variables handle, stacked (a copy).
+
+        Assign a vector of ``n_x`` finite numbers to set every handle's ``init`` at once (the start
+        of :func:`~contactmp.solvers.nlp.solve_program` when it is given no ``x0``, and the initial
+        values :meth:`to_pyomo` writes into the Pyomo variables); a value outside a variable's
+        bounds is kept as given (the solvers move it inside). :class:`InputError` naming ``x0``
+        for another length or a value that is not finite::
+
+            prog.x0 = guess                     # e.g. ContactImplicitTO.initial_guess()
+            model = prog.to_pyomo()             # the twin starts at guess
+        """
         return self._cat([h.init for h in self._variables.values()])
+
+    @x0.setter
+    def x0(self, value: Any) -> None:
+        arr = self._start_vector(value)
+        for h in self._variables.values():
+            h.init = arr[h.index].copy()
+
+    def _start_vector(self, value: Any) -> np.ndarray:
+        """``value`` as a start of ``x``: ``n_x`` finite numbers (InputError naming ``x0``)."""
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise InputError("x0", f"must be {self._n_x} numbers, got {type(value).__name__}") from None
+        if arr.ndim > 2 or arr.size != self._n_x or (arr.ndim == 2 and 1 not in arr.shape) \
+                or (arr.ndim == 0 and self._n_x != 1):
+            raise InputError("x0", f"must have {self._n_x} entries (one per variable of program "
+                                   f"'{self.name}'), got shape {arr.shape}")
+        arr = arr.ravel()
+        bad = np.flatnonzero(~np.isfinite(arr))
+        if bad.size:
+            raise InputError("x0", f"must be finite; {self._x_labels()[int(bad[0])]} is {arr[int(bad[0])]}")
+        return arr
 
     @property
     def p0(self) -> np.ndarray:
@@ -690,10 +722,13 @@ class Program:
 
         return to_cone_problem(self)
 
-    def to_pyomo(self) -> "pyomo.environ.ConcreteModel":
+    def to_pyomo(self, x0: Any = None) -> "pyomo.environ.ConcreteModel":
         """A Pyomo ``ConcreteModel`` of this program (``pyomo.mpec`` for the pairs).
 
-        One indexed ``Var`` per Variables handle (bounds, initial values), one mutable indexed
+        One indexed ``Var`` per Variables handle (bounds; initial values: ``x0`` when given, a
+        vector of ``n_x`` finite numbers checked as the :attr:`x0` setter checks it, else the
+        program's own start :attr:`x0`, so a solver started from the model's values starts where
+        :func:`~contactmp.solvers.nlp.solve_program` does), one mutable indexed
         ``Param`` per Parameters handle, the ``Objective`` (minimize; omitted when constant), one
         indexed ``Constraint`` per Constraint handle and one indexed ``Complementarity``
         (``complements(a >= 0, b >= 0)``) per pair handle (a pair with a constant side ``c``
@@ -701,7 +736,12 @@ class Program:
         ``complementarity_constant_sides``). Component names are the handle names
         with characters other than letters, digits and ``_`` replaced by ``_``;
         ``model.contactmp_names`` maps handle name -> component name. Expressions are translated by
-        :func:`contactmp.pyomo_bridge.translate`.
+        :func:`contactmp.pyomo_bridge.translate`. Read a solved model back with
+        :func:`contactmp.pyomo_bridge.program_x` (``program.value(handle, x)``)::
+
+            model = prog.to_pyomo(x0=guess)
+            pyomo.environ.SolverFactory("contactmp_ipopt").solve(model, options={"strategy": "scholtes"})
+            x = contactmp.pyomo_bridge.program_x(model, prog)
         """
         import pyomo.environ as pyo
         from pyomo.mpec import Complementarity as PyoComplementarity
@@ -709,6 +749,7 @@ class Program:
 
         from contactmp.pyomo_bridge import translate
 
+        start = self.x0 if x0 is None else self._start_vector(x0)
         model = pyo.ConcreteModel(name=self.name)
         names: dict[str, str] = {}
 
@@ -727,7 +768,7 @@ class Program:
 
         leaves: list[Any] = []
         for h in self._variables.values():
-            lb, ub, init = h.lb, h.ub, h.init
+            lb, ub, init = h.lb, h.ub, start[h.index]
             var = pyo.Var(
                 range(h.size),
                 bounds={i: (None if lb[i] == -INF else float(lb[i]), None if ub[i] == INF else float(ub[i]))

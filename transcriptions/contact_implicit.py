@@ -240,16 +240,30 @@ class ContactImplicitTO:
         self.program.add_stage_group(StageGroup(template, np.array(x_index), np.array(p_index).reshape(self.N, -1),
                                                 np.array(g_index)))  # checked at random points
 
-    def to_pyomo(self) -> Any:
-        """The Pyomo twin of the whole transcription: ``self.program.to_pyomo()``, a
+    def to_pyomo(self, x0: ArrayLike | None = None) -> Any:
+        """The Pyomo twin of the whole transcription: ``self.program.to_pyomo(x0)``, a
         ``pyomo.environ.ConcreteModel`` with one indexed ``Var`` per handle (``q0``, ``v0``, ``u0``,
-        ``step0/p_n``, ...; bounds and the stored initial guess), the objective, one indexed
+        ``step0/p_n``, ...; their bounds and initial values), the objective, one indexed
         ``Constraint`` per row group (dynamics, kinematics, friction law, boundary conditions) and
         one ``pyomo.mpec`` ``Complementarity`` per pair group; ``model.contactmp_names`` maps handle
         names to component names. Built from the current program, so call it after setting the
-        boundary conditions and costs; solve it with ``pyomo.mpec`` transformations and IPOPT
-        (``SolverFactory("contactmp_ipopt")`` when no ``ipopt`` executable exists)."""
-        return self.program.to_pyomo()
+        boundary conditions, bounds and costs.
+
+        The variables start at ``x0`` (a vector of ``program.n_x`` finite numbers; InputError naming
+        ``x0``) or, when None, at :meth:`initial_guess` without noise: start 0 of :meth:`solve`, so a
+        solver started from the model's values starts where the CasADi route does (from the
+        program's stored start instead, the interpolated motion's ``q_k``, ``v_k`` and cone guesses
+        would be missing, and an MPCC strategy from there ends elsewhere or locally infeasible: the
+        arm-push task of ``case_studies/_cito.py``). Solve it with ``pyomo.mpec`` transformations
+        and IPOPT, or untransformed with ``SolverFactory("contactmp_ipopt")`` and an MPCC strategy
+        (the task's :func:`~contactmp.solvers.nlp.solve_program` options alike); read it back
+        with :func:`contactmp.pyomo_bridge.program_x`::
+
+            model = to.to_pyomo()                       # starts at to.initial_guess()
+            pyo.SolverFactory("contactmp_ipopt").solve(model, options={"strategy": "scholtes"})
+            x = program_x(model, to.program)            # to.program.value(to.u[0], x), residuals(x)
+        """
+        return self.program.to_pyomo(self.initial_guess() if x0 is None else x0)
 
     def _state(self, field_name: str, x: ArrayLike, n: int) -> np.ndarray:
         return self.system._vec(field_name, x, n)

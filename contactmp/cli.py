@@ -244,7 +244,7 @@ def multistart(
     Exit code: 0 when at least one verified solution was found (n_distinct >= 1; also for a run cut
     short by --time-limit: what was found is verified); 1 when no start reached a verified
     solution (the problem may have none, or too few starts ran); 2 for bad input: a missing,
-    unreadable or malformed file, a bad option or value (nothing is written then).
+    unreadable or malformed file (OUT is not created then), a bad option or value.
     """
     from contactmp.errors import ContactMPError
     from contactmp.io import load_problem

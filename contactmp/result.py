@@ -105,6 +105,9 @@ class Result:
     extras : dict
         Solver-specific data (``starts`` for Lemke, ``backend_status`` for IPOPT, ...).
     program : the solved :class:`~contactmp.program.Program`, if any (not compared, not printed).
+        None for the result of a time-stepping step (``TimeStepping.step``/``simulate``: the step's
+        Program is cached and reused with the next state, so it would not describe this step;
+        ``TimeStepping.step_program(q, v, u, t)`` builds it) and for solvers given matrices.
     """
 
     status: Status

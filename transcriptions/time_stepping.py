@@ -48,18 +48,22 @@ solve, the verdict); the solver's own share is ``result.extras["solve_s"]``.
 """
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import math
 import time
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Union
 
+import casadi as ca
 import numpy as np
 from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, OptionError
 from contactmp.formulations.base import Formulation, PhysicsTolerances, Step, StepOutcome, Targets, for_system
 from contactmp.models.symbolic import ContactSystem
+from contactmp.program import Program
 from contactmp.result import Result, Status
 from contactmp.transcriptions.physics_check import StepVerdict, judge_step
 
@@ -71,7 +75,12 @@ class PhysicsWarning(UserWarning):
     :attr:`~contactmp.result.Status.UNPHYSICAL`; a step not solved keeps its status, and its verdict
     still counts in :attr:`Trajectory.violations`): issued once per :meth:`TimeStepping.simulate` run."""
 
-Control = Union[ArrayLike, Callable[[float], ArrayLike], None]
+#: the input of :meth:`TimeStepping.simulate`: None, a vector, an array of one row per step, a
+#: function of time ``u(t)`` or a feedback policy ``policy(t, q, v)``
+Control = Union[ArrayLike, Callable[[float], ArrayLike], Callable[[float, np.ndarray, np.ndarray], ArrayLike], None]
+#: PD targets of :meth:`TimeStepping.step` / :meth:`TimeStepping.simulate`: ``targets(t) -> (q_d,
+#: qd_d)`` or, as feedback, ``targets(t, q, v) -> (q_d, qd_d)`` (the state at the step's start)
+TargetsPolicy = Union[Targets, Callable[[float, np.ndarray, np.ndarray], tuple[Any, Any]]]
 
 
 @dataclass
@@ -279,28 +288,121 @@ class TimeStepping:
 
     # --------------------------------------------------------------------------- one step
     def step(self, q: ArrayLike, v: ArrayLike, u: ArrayLike | None = None, *, t: float = 0.0,
-             targets: Targets | None = None, previous: Result | None = None,
+             targets: TargetsPolicy | None = None, previous: Result | None = None,
              start: Mapping[str, ArrayLike] | None = None) -> StepOutcome:
         """One step from ``(q_k, v_k)`` at time ``t`` under input ``u_k`` (zeros when None) and PD
-        ``targets``; ``previous`` is the previous step's result (a warm start); ``start`` maps names
+        ``targets`` (``targets(t)`` or, as feedback, ``targets(t, q, v)``, called with this step's
+        ``(q_k, v_k)``; see :meth:`simulate`); ``previous`` is the previous step's result (a warm
+        start); ``start`` maps names
         of the step Program's variables (prefix ``step``, e.g. ``step/v_next``) to start values, where
         the step's solver takes a start (the NLP route: position-gap steps), and the step then
         returns its solution nearest the start (a non-unique step, such as a statically
         indeterminate friction split, follows the start; see
-        :class:`~contactmp.formulations.base.Step`)."""
+        :class:`~contactmp.formulations.base.Step`).
+
+        The outcome's ``result.program`` is None: a parametric formulation's step reuses one cached
+        Program per contact set, whose parameters the next step overwrites, so a kept Program would
+        not describe this step (and a trajectory would hold one per step); :meth:`step_program`
+        builds this step's Program::
+
+            out = ts.step(q, v, u)                  # out.q, out.v, out.impulses, out.result
+            prog = ts.step_program(q, v, u)         # the Program the step solved
+        """
         t0 = time.perf_counter()
+        step = self._numeric_step(q, v, u, t, targets)
+        step = dataclasses.replace(step, previous=previous, start=start)
+        out = self.formulation.advance(step, solver=self.solver, tol=self.tol)
+        self.renormalize(out.q)
+        return self._judged(out, step, previous, t0)
+
+    def _numeric_step(self, q: ArrayLike, v: ArrayLike, u: ArrayLike | None, t: float,
+                      targets: TargetsPolicy | None) -> Step:
+        """The :class:`~contactmp.formulations.base.Step` of :meth:`step` from ``(q, v, u, t)``:
+        the contacts with ``phi <= active_gap``, the targets as a function of time (a feedback
+        ``targets(t, q, v)`` bound to this state) and the stable PD's explicit torque added to ``u``."""
         s = self.system
         q = s._vec("q", q, s.n_q)
         v = s._vec("v", v, s.n_v)
         u = np.zeros(s.n_u) if u is None else s._vec("u", u, s.n_u)
+        try:
+            t = float(t)
+        except (TypeError, ValueError):
+            raise InputError("t", f"must be a number, got {t!r}") from None
+        targets = _bind_state(targets, q, v)
         contacts = np.flatnonzero(self._gaps(q) <= self.active_gap)
         if self._pd is not None:
             u = u + self._pd_torque(q, v, t, targets)
-        step = Step(s, self.h, q, v, u, "step", contacts, t=float(t), targets=targets, previous=previous,
-                    start=start, pd_gains=self._pd)
-        out = self.formulation.advance(step, solver=self.solver, tol=self.tol)
-        self.renormalize(out.q)
-        return self._judged(out, step, previous, t0)
+        return Step(s, self.h, q, v, u, "step", contacts, t=t, targets=targets, pd_gains=self._pd)
+
+    def step_program(self, q: ArrayLike, v: ArrayLike, u: ArrayLike | None = None, t: float = 0.0, *,
+                     targets: TargetsPolicy | None = None) -> Program:
+        """The :class:`~contactmp.program.Program` that :meth:`step` from ``(q_k, v_k)`` at time
+        ``t`` under input ``u_k`` (zeros when None) and PD ``targets`` solves: the formulation's
+        step block (:meth:`~contactmp.formulations.base.Formulation.add_step`, the block
+        :class:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO` stacks) for the
+        contacts that enter the step (``phi_i(q_k) <= active_gap``, then the formulation's
+        :meth:`~contactmp.formulations.base.Formulation.step_contacts`), with every number bound, so
+        that its reductions apply directly: ``to_lcp()`` (pyramid: ``LCP(q, M)`` of the step),
+        ``to_cone_problem()`` (cone: ``fc3d(W, q, mu)`` with the Delassus ``W = J M^-1 J^T``;
+        compliant: its cone LCP), ``to_mcp()``, ``to_pyomo()``, or the front door
+        (:func:`contactmp.solvers.front.solve`). With a stable PD (``pd_gains``) the mass matrix is
+        ``M + h B diag(h Kp + Kd) B^T`` and ``u_k`` carries the explicit PD torque, as in the step.
+
+        A fresh Program per call (the step's own is cached and reused, see :meth:`step`), named
+        ``"time_step"``, its variables under the prefix ``step``: ``prog["step/v_next"]`` is
+        ``v_{k+1}`` and the formulation's impulses follow (``step/p_n``, ...). A parametric
+        formulation's Program (pyramid, cone; compliant with constant gains) holds the state as
+        the Parameters ``state/q``, ``state/v``, ``state/u``, set to ``(q_k, v_k, u_k)`` (assign
+        ``prog["state/q"].value`` to move it to another state of the same contact set); the others
+        are built from the numbers. A position-gap step's Program (``gap="position"``, no reduction
+        takes it: the NLP route) starts at the linear-gap step's solution, as the step does. With
+        no contact in the step the Program is free flight: ``v_next`` and the rows ``step/dynamics``
+        ``M (v_{k+1} - v_k) = h f``. The next configuration is not part of it:
+        ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})``.
+
+        Formulations that advance a step by their own discretization (``"nmdp"``, ``"mdp"``:
+        adaptive substeps solved as QPs or by PGM) have no one Program per step: InputError naming
+        ``formulation`` (:class:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO` with
+        ``N = 1`` holds their step's KKT block). A mass matrix that is not positive definite at
+        ``q_k`` raises InputError naming ``M``.
+
+        Example (a box resting on its corners; the LCP of one pyramid step, and its answer)::
+
+            ts = TimeStepping(box_2d(), 0.01, "pyramid")
+            lcp = ts.step_program(q, v).to_lcp()            # lcp.M, lcp.q
+            res = solve(ts.step_program(q, v))              # contactmp.solvers.front.solve
+            v_next = res.value(res.program["step/v_next"])
+        """
+        from contactmp.errors import check_spd
+
+        form = self.formulation
+        if type(form).advance is not Formulation.advance:
+            raise InputError("formulation", f"{form.name!r} advances a time step by its own discretization "
+                             "(adaptive substeps solved by its own method), not by one Program; "
+                             "ContactImplicitTO(system, 1, h, formulation) holds its step block")
+        step = self._numeric_step(q, v, u, t, targets)
+        s, h = self.system, self.h
+        full = dataclasses.replace(step, contacts=None).data()
+        check_spd(full.M)
+        idx = step.contacts
+        if idx.size:
+            idx = idx[form.step_contacts(step, full)]
+        prog = Program("time_step")
+        if idx.size == 0:  # free flight: M (v+ - v) = h f
+            v_next = prog.add_variables("step/v_next", s.n_v, init=step.v, block="step")
+            prog.add_constraint(ca.DM(full.M) @ (v_next.sym - step.v) - h * full.f, 0.0, 0.0,
+                                name="step/dynamics", block="step")
+            return prog
+        if form.parametric:  # the state as Parameters, bound to the step's numbers
+            state = [prog.add_parameters(f"state/{n}", k, val) if k else None
+                     for n, k, val in (("q", s.n_q, step.q), ("v", s.n_v, step.v), ("u", s.n_u, step.u))]
+            sym = [ca.SX(0, 1) if p is None else p.sym for p in state]
+            form.add_step(prog, dataclasses.replace(step, q=sym[0], v=sym[1], u=sym[2], contacts=idx, _cache={}))
+        else:
+            form.add_step(prog, dataclasses.replace(step, contacts=idx))
+        if form.position_gap:  # started where the step starts: the linear-gap step's solution
+            form._start_from_linear_gap(prog, step, idx, full, self.tol)
+        return prog
 
     def _judged(self, out: StepOutcome, step: Step, previous: Result | None, t0: float) -> StepOutcome:
         """``out`` with the step's physics verdict in ``result.extras["physics"]`` (status
@@ -358,27 +460,56 @@ class TimeStepping:
 
     # -------------------------------------------------------------------------- trajectories
     def simulate(self, q0: ArrayLike, v0: ArrayLike, u: Control = None, n_steps: int = 100, *,
-                 targets: Targets | None = None, on_step: Callable[[StepOutcome], None] | None = None,
+                 targets: TargetsPolicy | None = None, on_step: Callable[[StepOutcome], None] | None = None,
                  stop: Callable[[float, np.ndarray, np.ndarray], bool] | None = None) -> Trajectory:
-        """Run ``n_steps`` steps from ``(q0, v0)``. ``u`` is None (zero input), one input vector
-        (held constant), an array ``(n_steps, n_u)``, or a callable ``u(t_k)``; ``targets(t) ->
-        (q_d, qd_d)`` are the PD targets of a stable-PD formulation. After each step
-        ``on_step(outcome)`` is called; the run stops early when ``stop(t, q, v)`` is true, when
-        the state is not finite, or on a failed step with ``on_failure="stop"``
-        (``Trajectory.stopped`` says why)."""
+        """Run ``n_steps`` steps from ``(q0, v0)``, step ``k`` from ``(q_k, v_k)`` at ``t_k = k h``.
+
+        ``u`` is the input ``u_k`` of every step:
+
+        * None (zero input), one vector (held constant) or an array ``(n_steps, n_u)`` (row ``k``);
+        * a function of time ``u(t)``: ``u_k = u(t_k)``;
+        * a feedback policy ``policy(t, q, v)``: ``u_k = policy(t_k, q_k, v_k)``, called with copies
+          of the state at the step's start.
+
+        A callable's form is read from its signature (:func:`inspect.signature`): one positional
+        parameter is ``u(t)``, three are ``policy(t, q, v)``; a callable that accepts both (``*args``,
+        defaults) or neither raises InputError naming ``u`` (a callable without a readable signature,
+        a NumPy ufunc say, is ``u(t)``). Each value it returns must be ``n_u`` finite numbers
+        (InputError naming ``u`` and the step).
+
+        ``targets`` are the PD targets of a stable PD (``pd_gains``, or the ``kp``, ``kd`` of
+        ``"nmdp"`` / ``"mdp"``): ``targets(t) -> (q_d, qd_d)`` at the step's end ``t = t_k + h`` (a
+        substep's end for an adaptive NMDP step), or, read the same way from its signature, the
+        feedback ``targets(t, q, v)``, called with ``(q_k, v_k)`` of the step it is asked in.
+
+        After each step ``on_step(outcome)`` is called; the run stops early when ``stop(t, q, v)``
+        is true, when the state is not finite, or on a failed step with ``on_failure="stop"``
+        (``Trajectory.stopped`` says why).
+
+        Example: a PD loop on the joint angles ``q[3:5]`` of the two-link arm, with gravity
+        compensation (``h(q, 0)`` on the actuated coordinates)::
+
+            arm = two_link_arm_box()
+            ts = TimeStepping(arm, 0.01, "pyramid")
+            def pd(t, q, v):
+                return 40 * (q_d - q[3:5]) - 8 * v[3:5] + arm.eval_h(q, 0 * v)[3:5]
+            traj = ts.simulate(q0, np.zeros(5), u=pd, n_steps=300)      # traj.q[-1, 3:5] ~ q_d
+        """
         s = self.system
         if not isinstance(n_steps, (int, np.integer)) or isinstance(n_steps, bool) or n_steps < 0:
             raise InputError("n_steps", f"must be an integer >= 0, got {n_steps!r}")
         for name, fn in (("targets", targets), ("on_step", on_step), ("stop", stop)):
             if fn is not None and not callable(fn):
                 raise InputError(name, "must be callable")
+        if targets is not None:
+            _arity(targets, "targets")  # checked once, before the first step
         u_of = self._control(u, int(n_steps))
         q = s._vec("q0", q0, s.n_q)
         v = s._vec("v0", v0, s.n_v)
         qs, vs, imps, results = [q], [v], [], []
         stopped, previous, warned = "", None, False
         for k in range(int(n_steps)):
-            out = self.step(q, v, u_of(k), t=k * self.h, targets=targets, previous=previous)
+            out = self.step(q, v, u_of(k, q, v), t=k * self.h, targets=targets, previous=previous)
             q, v, previous = out.q, out.v, out.result
             verdict = StepVerdict.from_dict(out.result.extras.get("physics"))
             if verdict is not None and not verdict.ok and not warned:
@@ -405,25 +536,88 @@ class TimeStepping:
                           impulses=np.array(imps).reshape(n, s.n_c, 3), results=results, h=self.h,
                           stopped=stopped, extras={"formulation": self.formulation, "active_gap": self.active_gap})
 
-    def _control(self, u: Control, n_steps: int) -> Callable[[int], np.ndarray]:
+    def _control(self, u: Control, n_steps: int) -> Callable[[int, np.ndarray, np.ndarray], np.ndarray]:
+        """``u_k`` as a function of the step ``k`` and its state ``(q_k, v_k)`` (see :meth:`simulate`)."""
         nu = self.system.n_u
         if u is None:
             zero = np.zeros(nu)
-            return lambda k: zero
+            return lambda k, q, v: zero
         if callable(u):
-            return lambda k: self.system._vec("u", u(k * self.h), nu)
+            feedback = _arity(u, "u") == 3
+
+            def value(k: int, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+                t = k * self.h
+                got = u(t, q.copy(), v.copy()) if feedback else u(t)
+                try:
+                    return self.system._vec("u", got, nu)
+                except InputError as exc:
+                    form = "policy(t, q, v)" if feedback else "u(t)"
+                    raise InputError("u", f"{form} at step {k} (t = {t:.6g} s) returned "
+                                          f"{np.asarray(got).shape if _numeric(got) else type(got).__name__}: "
+                                          f"{str(exc).partition(': ')[2]}") from None
+
+            return value
         arr = np.asarray(u, dtype=float)
         if arr.shape in ((nu,), (nu, 1)):
             arr = arr.reshape(nu)
             if not np.isfinite(arr).all():
                 raise InputError("u", "must be finite")
-            return lambda k: arr
+            return lambda k, q, v: arr
         if arr.ndim == 2 and arr.shape[1] == nu and arr.shape[0] >= n_steps:
             if not np.isfinite(arr).all():
                 raise InputError("u", "must be finite")
-            return lambda k: arr[k]
-        raise InputError("u", f"expected None, a callable, shape ({nu},) or ({n_steps}, {nu}); "
-                              f"got {arr.shape}")
+            return lambda k, q, v: arr[k]
+        raise InputError("u", f"expected None, a callable u(t) or policy(t, q, v), shape ({nu},) or "
+                              f"({n_steps}, {nu}); got {arr.shape}")
+
+
+def _numeric(x: Any) -> bool:
+    """Whether ``x`` reads as a float array (for a message)."""
+    try:
+        np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _arity(fn: Callable[..., Any], name: str) -> int:
+    """How ``fn`` is called: 1 (``fn(t)``) or 3 (``fn(t, q, v)``), read from its signature: the
+    numbers of positional arguments it accepts, of which exactly one of 1 and 3 must be (InputError
+    naming ``name`` otherwise, and for a required keyword-only parameter). A callable without a
+    readable signature (a NumPy ufunc, some builtins) is ``fn(t)``."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return 1
+    P = inspect.Parameter
+    params = list(sig.parameters.values())
+    positional = [p for p in params if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
+    required = sum(p.default is P.empty for p in positional)
+    star = any(p.kind is P.VAR_POSITIONAL for p in params)
+    keyword = [p.name for p in params if p.kind is P.KEYWORD_ONLY and p.default is P.empty]
+    forms = "f(t) (a function of time) or f(t, q, v) (feedback on the state at the step's start)"
+    if keyword:
+        raise InputError(name, f"must be called as {forms}; {fn!r} has the required keyword-only "
+                               f"parameter(s) {keyword}")
+    takes = [n for n in (1, 3) if required <= n and (star or n <= len(positional))]
+    if len(takes) != 1:
+        raise InputError(name, f"must take exactly 1 or exactly 3 positional arguments, {forms}; "
+                               f"{fn!r} has signature {sig}, which "
+                               + ("accepts both" if takes else "accepts neither"))
+    return takes[0]
+
+
+def _bind_state(targets: TargetsPolicy | None, q: np.ndarray, v: np.ndarray) -> Targets | None:
+    """``targets`` as a function of time: itself (``targets(t)``), or a feedback ``targets(t, q, v)``
+    bound to the state ``(q, v)`` (copies)."""
+    if targets is None:
+        return None
+    if not callable(targets):
+        raise InputError("targets", "must be callable: targets(t) or targets(t, q, v) -> (q_d, qd_d)")
+    if _arity(targets, "targets") == 1:
+        return targets  # type: ignore[return-value]
+    qc, vc = q.copy(), v.copy()
+    return lambda t: targets(t, qc, vc)  # type: ignore[call-arg]
 
 
 def _pd_gains(system: ContactSystem, pd: Any) -> tuple[np.ndarray, np.ndarray]:

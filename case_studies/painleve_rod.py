@@ -26,10 +26,18 @@ Per grid point (one record each, through :func:`contactmp.parallel.run_tasks`; r
   distinct ``z`` that are the same forces count once); region ``none`` / ``one`` / ``several``;
 * **MILP cross-check**: the existence MILP must agree with the enumeration on solvability, and the
   second-solution MILP (from the MILP's own solution, ``delta`` apart) with whether the LCP has more
-  than one ``z``; a second solution with other forces certifies several physical solutions;
+  than one ``z``; a second solution with other forces certifies several physical solutions; the
+  second-solution MILP separated by motion (``motion=``, accelerations ``delta`` apart) with whether
+  there is more than one motion;
+* **motions**: the same solutions counted by the motion they produce, the accelerations
+  ``G L z + g0`` (:func:`~contactmp.case_studies.uniqueness_random.lcp_motion_map`): proven by the
+  enumeration (``motion_count``) and found by the multistart (its ``n_distinct_motions``, absolute
+  tolerance ``tol_motion`` of :class:`~contactmp.reductions.MotionMap`). For the rod, one contact
+  whose force determines the motion, the two counts agree; a statically indeterminate contact set
+  would show more force solutions than motions;
 * **multistart** (:func:`~contactmp.solvers.multistart.multistart`, seeded, mode-guessing and random
-  Newton starts) clustered by physical forces; it must never exceed the proven count and every
-  force it finds must be a proven one (asserted);
+  Newton starts) clustered by LCP vector (impulse sets), by physical forces and by motion; it must
+  never exceed the proven counts and every force it finds must be a proven one (asserted);
 * **closed form** (:func:`~contactmp.models.painleve.closed_form_solutions`): count and forces;
 * **Proposition 3** (:func:`~contactmp.formulations.pyramid_lcp.proposition3_mu_bound`): ``mu_bar``
   (sliding contacts; for the sliding rod it equals ``mu_P`` exactly) and ``mu_bar_unique``.
@@ -48,7 +56,9 @@ import numpy as np
 
 from contactmp.case_studies._figures import pyplot, save
 from contactmp.case_studies._study import StudyRun, markdown_table
-from contactmp.case_studies.uniqueness_random import PHYS_RTOL, multistart_forces, physical_solutions, unmatched
+from contactmp.case_studies.uniqueness_random import (
+    PHYS_RTOL, lcp_motion_map, multistart_forces, physical_solutions, unmatched,
+)
 from contactmp.case_studies.uniqueness_random import _f as _num
 
 DESCRIPTION = "Painleve/Lotstedt rod: solution counts over (theta, mu) by multistart, enumeration and MILP, vs Prop. 3"
@@ -84,7 +94,7 @@ def _state(name: str, theta_deg: float, mu: float) -> Any:
 
 def _key(name: str, theta_deg: float, mu: float, seed: int) -> str:
     """The record key: the grid point and every setting its record depends on."""
-    return f"s{seed}/{name}/theta{theta_deg:.3f}/mu{mu:.4f}/ms{STARTS}-{STRUCTURED}-{MS_MAX_ITER}"
+    return f"s{seed}/{name}/theta{theta_deg:.3f}/mu{mu:.4f}/ms{STARTS}-{STRUCTURED}-{MS_MAX_ITER}-motion"
 
 
 def _other_forces(form: Any, z1: np.ndarray, z2: np.ndarray) -> bool:
@@ -118,9 +128,11 @@ def grid_point(item: tuple[str, float, float, int]) -> dict[str, Any]:
     rec["enumeration"] = {
         "z_verdict": enum.verdict, "n_z": "inf" if math.isinf(phys.n_z) else int(phys.n_z),
         "n_forces": "inf" if math.isinf(n_proven) else int(n_proven), "forces": phys.forces,
+        "n_motions": "inf" if math.isinf(phys.n_motions) else int(phys.n_motions),
         "modes": [m[0] for m in phys.modes], "time_s": time.perf_counter() - t0, "flags": enum.flags,
     }
     rec["count"] = "inf" if math.isinf(n_proven) else int(n_proven)
+    rec["motion_count"] = rec["enumeration"]["n_motions"]
     rec["region"] = "none" if n_proven == 0 else "one" if n_proven == 1 else "several"
     # closed form
     cf = closed_form_solutions(st)
@@ -156,19 +168,29 @@ def grid_point(item: tuple[str, float, float, int]) -> dict[str, Any]:
             if sec.verdict is Verdict.SECOND_SOLUTION and _other_forces(form, z, sec.z):
                 milp["second_other_forces"] = True
                 break
+    # the same question by motion: a second solution whose accelerations differ (MilpCertificate.certifies)
+    milp["second_motion"] = milp["second_motion_agrees"] = None
+    if ex.verdict is Verdict.SOLUTION:
+        mm = lcp_motion_map(form)
+        secm = lcp_second_solution_milp(form.M, form.q, ex.z, MILP_DELTA * max(1.0, float(np.abs(mm(ex.z)).max())),
+                                        time_limit=MILP_TIME_LIMIT, motion=mm)
+        milp["second_motion"] = secm.verdict
+        if secm.verdict is not Verdict.UNDECIDED:
+            milp["second_motion_agrees"] = (secm.verdict is Verdict.SECOND_SOLUTION) == (phys.n_motions >= 2)
     milp["time_s"] = time.perf_counter() - t0
     rec["milp"] = milp
     # multistart
     ms = multistart((form.M, form.q), starts=STARTS, seed=seed, structured=STRUCTURED, batch_size=STARTS,
-                    solver_options={"max_iter": MS_MAX_ITER})
+                    solver_options={"max_iter": MS_MAX_ITER}, motion=lcp_motion_map(form))
     found = multistart_forces(form, ms)
     rec["multistart"] = {
         "n_forces": int(len(found)), "n_z": int(ms.n_distinct), "n_solved": int(ms.n_solved),
+        "n_motions": int(ms.n_distinct_motions or 0), "tol_motion": ms.tol_motion,
         "forces": found, "unmatched": unmatched(found, phys.forces, phys.force_pieces),
         "time_per_start_s": ms.time_per_start_s,
         "solver_time_per_start_s": ms.extras["solver_time_s"] / max(1, ms.n_run),
     }
-    rec["multistart_le_proven"] = bool(len(found) <= n_proven
+    rec["multistart_le_proven"] = bool(len(found) <= n_proven and ms.n_distinct_motions <= phys.n_motions
                                        and (phys.force_continuum or rec["multistart"]["unmatched"] == 0))
     # Proposition 3
     fb = proposition3_mu_bound(form)
@@ -202,10 +224,16 @@ def _state_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not rs:
             continue
         counts = Counter(str(r["count"]) for r in rs)
+        motion_counts = Counter(str(r["motion_count"]) for r in rs)
         guaranteed = [r for r in rs if r["guaranteed_unique"]]
         rows.append({
             "state": name, "points": len(rs),
             "counts": dict(sorted(counts.items())),
+            "motion_counts": dict(sorted(motion_counts.items())),
+            "multistart_motions_equal": sum(r["multistart"]["n_motions"] == _num(r["motion_count"]) for r in rs),
+            "multistart_impulse_sets": float(np.mean([r["multistart"]["n_z"] for r in rs])),
+            "multistart_forces": float(np.mean([r["multistart"]["n_forces"] for r in rs])),
+            "multistart_motions": float(np.mean([r["multistart"]["n_motions"] for r in rs])),
             "regions": dict(Counter(r["region"] for r in rs)),
             "multistart_equal": sum(r["multistart"]["n_forces"] == _num(r["count"]) for r in rs),
             "multistart_le_proven": sum(r["multistart_le_proven"] for r in rs),
@@ -214,6 +242,8 @@ def _state_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "milp_second_agrees": sum(bool(r["milp"]["second_agrees"]) for r in rs),
             "milp_second_decided": sum(r["milp"]["second_agrees"] is not None for r in rs),
             "milp_certifies_several": sum(bool(r["milp"]["second_other_forces"]) for r in rs),
+            "milp_motion_agrees": sum(bool(r["milp"]["second_motion_agrees"]) for r in rs),
+            "milp_motion_decided": sum(r["milp"]["second_motion_agrees"] is not None for r in rs),
             "several": sum(_num(r["count"]) >= 2 for r in rs),
             "guaranteed_unique": len(guaranteed),
             "guaranteed_and_unique": sum(r["count"] == 1 for r in guaranteed),
@@ -313,13 +343,20 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
     bound_violations = [r["key"] for r in records if r["guaranteed_unique"] and r["count"] != 1]
     _figure(records, mus, thetas, study.out / "solution_counts.png")
     mu_min, th_min = painleve_min_mu()
-    headers = ["state", "points", "proven counts", "multistart = proven", "multistart <= proven",
+    headers = ["state", "points", "proven counts (forces)", "proven counts (motions)", "multistart = proven",
+               "multistart motions = proven", "multistart mean: impulse sets / forces / motions",
+               "multistart <= proven",
                "closed form agrees", "MILP existence agrees", "MILP 2nd agrees", "MILP certifies several",
+               "MILP 2nd motion agrees",
                "Prop. 3 guaranteed (unique)", "ms/start"]
     table_rows = [[r["state"], r["points"], ", ".join(f"{k}: {v}" for k, v in r["counts"].items()),
-                   r["multistart_equal"], r["multistart_le_proven"], r["closed_form_agrees"],
+                   ", ".join(f"{k}: {v}" for k, v in r["motion_counts"].items()),
+                   r["multistart_equal"], r["multistart_motions_equal"],
+                   f"{r['multistart_impulse_sets']:.2f} / {r['multistart_forces']:.2f} / {r['multistart_motions']:.2f}",
+                   r["multistart_le_proven"], r["closed_form_agrees"],
                    r["milp_existence_agrees"], f"{r['milp_second_agrees']}/{r['milp_second_decided']}",
                    f"{r['milp_certifies_several']}/{r['several']}",
+                   f"{r['milp_motion_agrees']}/{r['milp_motion_decided']}",
                    f"{r['guaranteed_unique']} ({r['guaranteed_and_unique']})",
                    round(r["time_per_start_ms"], 3)] for r in rows]
     pull = STATES["rolling-pulled"]["pull"]
@@ -333,8 +370,11 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
         "# Painleve's and Lotstedt's rod: number of solutions over (theta, mu)" + (" (quick)" if quick else ""),
         "",
         f"Grid: {len(thetas)} angles x {len(mus)} friction values per state; proven counts from complete "
-        "enumeration of the pyramid LCP, counted as distinct physical contact forces. Multistart: "
-        f"{STARTS} starts ({STRUCTURED} mode guesses), seed {seed}.",
+        "enumeration of the pyramid LCP, counted as distinct physical contact forces and as distinct "
+        "motions (accelerations G L z + g0). Multistart: "
+        f"{STARTS} starts ({STRUCTURED} mode guesses), seed {seed}; it counts distinct LCP vectors z "
+        "(impulse sets, relative tolerance 1e-6), their distinct forces and their distinct motions "
+        "(absolute tolerance 10 ||G L||_inf tol + 64 eps V, tol = 1e-8; contactmp.reductions.MotionMap).",
         "",
         markdown_table(headers, table_rows),
         "## Three-solution region (rolling-pulled): smallest grid mu with 3 solutions per angle",
@@ -348,8 +388,9 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
     t_start = float(np.mean([r["multistart"]["time_per_start_s"] for r in records]))
     t_solver = float(np.mean([r["multistart"]["solver_time_per_start_s"] for r in records]))
     count_summary = {r["state"]: r["counts"] for r in rows}
+    motion_summary = {r["state"]: r["motion_counts"] for r in rows}
     headline = (
-        f"proven counts {count_summary}; three-solution region (rolling-pulled): "
+        f"proven counts {count_summary}; proven motion counts {motion_summary}; three-solution region (rolling-pulled): "
         + (f"theta {three['theta_min_deg']:g}-{three['theta_max_deg']:g} deg, mu >= {three['mu_min']:g} "
            f"(at {three['mu_min_theta_deg']:g} deg)" if three.get("points") else "none on this grid")
         + f"; multistart never exceeds proven: {not violations}; time per start {1e3 * t_start:.2f} ms"

@@ -22,9 +22,12 @@ Per (problem, mu):
   second-solution MILP at ``delta`` from the first solution: ``none``, ``unique`` (unique up to
   ``delta``), ``two_or_more`` (a second solution with different forces; finitely many or a
   continuum is not decided) or ``undecided`` (the second ``z`` has the same forces, or HiGHS could
-  not decide).
-* **Multistart** (:func:`~contactmp.solvers.multistart.multistart`, seeded): the number of distinct
-  physical forces it finds, which can never exceed the proven count.
+  not decide). The motion's class: unique with the impulses, else from the second-solution MILP
+  separated by motion (``motion=``: accelerations ``delta`` apart), ``unique`` or ``two_or_more``.
+* **Multistart** (:func:`~contactmp.solvers.multistart.multistart`, seeded, with the motion map
+  :func:`lcp_motion_map`): the number of distinct physical forces it finds, which can never exceed
+  the proven count, and the number of distinct motions (accelerations, the multistart's own
+  ``tol_motion``), which can never exceed the proven number of motions.
 * **Proposition 3** (:func:`~contactmp.formulations.pyramid_lcp.proposition3_mu_bound`): ``mu_bar``
   (``~A`` positive definite; with a full-rank system Jacobian a solution exists, Theorem 1(a)) and
   ``mu_bar_unique`` (the extension to every contact from the proof of Theorem 1(b): unique forces).
@@ -121,6 +124,15 @@ def motion_map(form: Any) -> tuple[np.ndarray, np.ndarray]:
         parts.append(-m.Minv_man @ m.J.T)
         offs.append(m.Minv_man @ (m.tau - m.g_man - m.h_man))
     return np.vstack(parts), np.concatenate(offs)
+
+
+def lcp_motion_map(form: Any) -> Any:
+    """The motion of the pyramid LCP ``form`` as a :class:`~contactmp.reductions.MotionMap`: the
+    accelerations ``(qddot, lddot) = G L z + g0`` ((22)-(23), :func:`motion_map`) of its ``z``."""
+    from contactmp.reductions import MotionMap
+
+    G, g0 = motion_map(form)
+    return MotionMap(G @ form.L, g0, "accelerations (qddot, lddot)")
 
 
 def _distinct(points: list[np.ndarray], rtol: float) -> list[int]:
@@ -261,7 +273,7 @@ def _base_model(spec: ProblemSpec) -> Any:
 def _key(spec: ProblemSpec, mu: float, seed: int) -> str:
     """The record key: the problem, mu and every setting the record depends on."""
     return (f"s{seed}/{spec.label}/seed{spec.seed}/{spec.n_bodies}-{spec.n_S}-{spec.n_R}-{spec.style}/"
-            f"{spec.method}/mu{mu:.4f}/ms{STARTS}-{STRUCTURED}-{MS_MAX_ITER}")
+            f"{spec.method}/mu{mu:.4f}/ms{STARTS}-{STRUCTURED}-{MS_MAX_ITER}-motion")
 
 
 def _count_json(n: float) -> Any:
@@ -319,22 +331,28 @@ def solve_point(item: tuple[ProblemSpec, float, int]) -> dict[str, Any]:
                 cls = mcls = "unique"
             elif sec.verdict is Verdict.SECOND_SOLUTION:
                 c1, c2 = form.L @ z1, form.L @ sec.z
-                G, g0 = motion_map(form)
                 same_c = np.abs(c2 - c1).max() <= PHYS_RTOL * max(1.0, float(np.abs(c1).max()))
-                same_a = np.abs(G @ (c2 - c1)).max() <= PHYS_RTOL * max(1.0, float(np.abs(G @ c1 + g0).max()))
                 cls = "undecided" if same_c else "two_or_more"
-                mcls = "undecided" if same_a else "two_or_more"
                 if not same_c:
                     proven = np.vstack([proven, c2[None, :]])
+                # the motion asked directly: a second solution whose accelerations differ, or a proof
+                # that none does (the impulses are then not unique but the motion is)
+                mm = lcp_motion_map(form)
+                secm = lcp_second_solution_milp(form.M, form.q, z1, MILP_DELTA * max(1.0, float(np.abs(mm(z1)).max())),
+                                                time_limit=MILP_TIME_LIMIT, motion=mm)
+                rec["milp_second_motion"] = secm.verdict
+                mcls = {Verdict.UNIQUE_UP_TO_DELTA: "unique", Verdict.SECOND_SOLUTION: "two_or_more"}.get(
+                    secm.verdict, "undecided")
             else:
                 cls = mcls = "undecided"
         rec.update(z_verdict=None, n_forces=None, n_motions=None, forces_class=cls, motion_class=mcls)
     rec["certificate_time_s"] = time.perf_counter() - t0
     ms = multistart((form.M, form.q), starts=STARTS, seed=seed, structured=STRUCTURED, batch_size=STARTS,
-                    solver_options={"max_iter": MS_MAX_ITER})
+                    solver_options={"max_iter": MS_MAX_ITER}, motion=lcp_motion_map(form))
     found = multistart_forces(form, ms)
     rec["multistart"] = {
         "n_forces": int(len(found)), "n_z": int(ms.n_distinct), "n_solved": int(ms.n_solved),
+        "n_motions": int(ms.n_distinct_motions or 0), "tol_motion": ms.tol_motion,
         "unmatched": unmatched(found, proven, pieces) if spec.method == "enumeration" else None,
         "time_per_start_s": ms.time_per_start_s,
         "solver_time_per_start_s": ms.extras["solver_time_s"] / max(1, ms.n_run),
@@ -363,6 +381,9 @@ def _fractions(records: list[dict[str, Any]], mus: tuple[float, ...]) -> list[di
         for c in CLASSES:
             row[f"forces_{c}"] = fc.get(c, 0) / n
             row[f"motion_{c}"] = mc.get(c, 0) / n
+        row["ms_impulse_sets"] = float(np.mean([r["multistart"]["n_z"] for r in rs]))
+        row["ms_forces"] = float(np.mean([r["multistart"]["n_forces"] for r in rs]))
+        row["ms_motions"] = float(np.mean([r["multistart"].get("n_motions", 0) for r in rs]))
         row["below_mu_bar_unique"] = sum(r["guaranteed_unique"] for r in rs) / n
         row["below_mu_bar_full_rank"] = sum(r["guaranteed_exists"] for r in rs) / n
         rows.append(row)
@@ -382,8 +403,11 @@ def _checks(records: list[dict[str, Any]]) -> dict[str, Any]:
     # the enumeration lists one point per piece and may skip pieces on a numerical edge (its flags)
     ms_unmatched = [r["key"] for r in enum if r["multistart"]["unmatched"] and r["n_forces"] != "inf"]
     ms_unmatched_cont = [r["key"] for r in enum if r["multistart"]["unmatched"] and r["n_forces"] == "inf"]
+    ms_motion_exceeds = [r["key"] for r in enum if r["multistart"]["n_motions"] > _f(r["n_motions"])]
     finite = [r for r in enum if r["n_forces"] != "inf"]
     ms_equal = sum(r["multistart"]["n_forces"] == r["n_forces"] for r in finite)
+    finite_m = [r for r in enum if r["n_motions"] != "inf"]
+    ms_equal_m = sum(r["multistart"]["n_motions"] == r["n_motions"] for r in finite_m)
     return {
         "bound_uniqueness_violations": uniq_viol,
         "bound_existence_violations": exist_viol,
@@ -393,7 +417,10 @@ def _checks(records: list[dict[str, Any]]) -> dict[str, Any]:
         "enumeration_numerical_edge": [r["key"] for r in enum if r.get("n_rejected")],
         "multistart_equal_proven": ms_equal,
         "multistart_compared": len(finite),
-        "multistart_never_exceeds_proven": not ms_exceeds and not ms_unmatched,
+        "multistart_motions_exceed_proven": ms_motion_exceeds,
+        "multistart_equal_proven_motions": ms_equal_m,
+        "multistart_compared_motions": len(finite_m),
+        "multistart_never_exceeds_proven": not ms_exceeds and not ms_unmatched and not ms_motion_exceeds,
     }
 
 
@@ -477,18 +504,25 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
     t_solver = [r["multistart"]["solver_time_per_start_s"] for r in records]
     sizes = Counter(r["size"] for r in per_problem.values())
     methods = Counter(r["method"] for r in per_problem.values())
-    headers = ["mu", "problems", "unique", "several", "continuum", "2+ (MILP)", "none", "undecided",
-               "motion unique", "mu < mu_bar_unique", "mu < mu_bar & full rank"]
+    headers = ["mu", "problems", "forces: unique", "several", "continuum", "2+ (MILP)", "none", "undecided",
+               "motion: unique", "several", "continuum", "2+ (MILP)", "undecided",
+               "multistart mean: impulse sets", "forces", "motions",
+               "mu < mu_bar_unique", "mu < mu_bar & full rank"]
     table_rows = [[r["mu"], r["n"], r["forces_unique"], r["forces_several"], r["forces_continuum"],
-                   r["forces_two_or_more"], r["forces_none"], r["forces_undecided"], r["motion_unique"], r["below_mu_bar_unique"],
-                   r["below_mu_bar_full_rank"]] for r in rows]
+                   r["forces_two_or_more"], r["forces_none"], r["forces_undecided"],
+                   r["motion_unique"], r["motion_several"], r["motion_continuum"], r["motion_two_or_more"],
+                   r["motion_undecided"], r["ms_impulse_sets"], r["ms_forces"], r["ms_motions"],
+                   r["below_mu_bar_unique"], r["below_mu_bar_full_rank"]] for r in rows]
     lines = [
         "# Uniqueness of random contact problems against mu" + (" (quick)" if quick else ""),
         "",
         f"{len(per_problem)} problems ({dict(methods)}; LCP sizes {dict(sorted(sizes.items()))}), "
         f"{len(mus)} friction values; fractions of problems. Forces: distinct contact forces c = L z "
         "(several = finitely many >= 2, continuum = infinitely many, 2+ = the MILP found a second one); "
-        "motion: distinct accelerations.",
+        "motion: distinct accelerations (qddot, lddot) = G L z + g0 of the same solutions (none: as for "
+        "the forces). Multistart means per problem: distinct LCP vectors z (impulse sets, relative "
+        "tolerance 1e-6), distinct forces L z and distinct motions (absolute tolerance tol_motion = "
+        "10 ||G L||_inf tol + 64 eps V, tol = 1e-8 the Newton residual; contactmp.reductions.MotionMap).",
         "",
         markdown_table(headers, table_rows),
         "## Checks",
@@ -504,6 +538,9 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
              len(checks["enumeration_numerical_edge"])],
             ["multistart found all proven forces (finite cases)",
              f"{checks['multistart_equal_proven']}/{checks['multistart_compared']}"],
+            ["multistart found more motions than proven", len(checks["multistart_motions_exceed_proven"])],
+            ["multistart found all proven motions (finite cases)",
+             f"{checks['multistart_equal_proven_motions']}/{checks['multistart_compared_motions']}"],
             ["problems with mu_bar_unique = 0", int((ub <= 0).sum())],
             ["median mu_bar_unique of the others", float(np.median(ub[ub > 0])) if (ub > 0).any() else None],
             ["multistart time per start [ms]", 1e3 * float(np.mean(t_start))],
@@ -514,7 +551,8 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
     lo, hi = rows[0], rows[-1]
     headline = (
         f"{len(per_problem)} problems: unique forces {lo['forces_unique']:.0%} at mu={lo['mu']:g} -> "
-        f"{hi['forces_unique']:.0%} at mu={hi['mu']:g}, several/continuum {_multi(lo):.0%} -> {_multi(hi):.0%}, "
+        f"{hi['forces_unique']:.0%} at mu={hi['mu']:g}, unique motion {lo['motion_unique']:.0%} -> "
+        f"{hi['motion_unique']:.0%}, several/continuum {_multi(lo):.0%} -> {_multi(hi):.0%}, "
         f"no solution {lo['forces_none']:.0%} -> {hi['forces_none']:.0%}; Prop. 3 guarantees uniqueness for {lo['below_mu_bar_unique']:.0%} -> "
         f"{hi['below_mu_bar_unique']:.0%}; {int((ub <= 0).sum())}/{len(ub)} problems have bound 0; "
         f"multistart never exceeds the proven count: {checks['multistart_never_exceeds_proven']}"

@@ -22,6 +22,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ContactMPError", "InputError", "OptionError", "Result", "BatchResult", "Status", "__version__",
     "Program", "solve_lcp", "solve_fc3d", "solve_lcp_batch", "solve_fc3d_batch", "solve_program", "PyramidLCP", "ConeNCP", "multistart",
+    "TimeStepping",
 ]
 
 _LAZY = {  # heavier entry points, imported on first use (CasADi, numba)
@@ -34,6 +35,8 @@ _LAZY = {  # heavier entry points, imported on first use (CasADi, numba)
     "solve_program": "contactmp.solvers.nlp",
     "PyramidLCP": "contactmp.formulations.pyramid_lcp",
     "multistart": "contactmp.solvers.multistart",
+    # simulation, and one step's Program from a state: TimeStepping(system, h).step_program(q, v, u)
+    "TimeStepping": "contactmp.transcriptions.time_stepping",
 }
 
 

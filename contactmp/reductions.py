@@ -109,8 +109,8 @@ class MotionMap:
         ``||A||_inf e`` of the answer's, and two answers of one motion differ by ``2 ||A||_inf e``
         plus what the perturbation of ``q`` (of size ``(||M||_inf + 1) e``) moves the motion by;
         :data:`MOTION_SAFETY` (10) covers that second part for a motion whose sensitivity to ``q``
-        is up to about 4 ``||A||_inf`` (a worse-conditioned step reports more motions, never fewer
-        than there are).
+        is up to about 4 ``||A||_inf`` (on a worse-conditioned step one motion may be reported as
+        several; two motions are merged only when they differ by less than ``tol_v``).
         ``64 eps V`` (``V = scale``, the largest ``||v||_inf`` seen) is the rounding of ``A z + b``.
         """
         return float(MOTION_SAFETY * self.gain * float(solve_error) + 64.0 * np.finfo(float).eps * float(scale))

@@ -77,7 +77,7 @@ if TYPE_CHECKING:  # adam is imported when a model is built (its import takes ab
     from adam.casadi import KinDynComputations
 
 __all__ = ["URDFInfo", "ContactSpec", "example_robot_data_dir", "example_robot_names",
-           "example_robot_urdf", "read_urdf", "urdf_system", "solo12", "solo12_standing",
+           "example_robot_urdf", "read_urdf", "adam_urdf_text", "PAD_JOINT", "urdf_system", "solo12", "solo12_standing",
            "SOLO12_FEET", "SOLO12_SAGITTAL_JOINTS", "SOLO12_TORQUE_LIMIT", "Terrain", "step_terrain", "joint_limits"]
 
 #: joint types adam models as one degree of freedom
@@ -139,18 +139,50 @@ def example_robot_urdf(name: str) -> Path:
 @dataclass(frozen=True)
 class URDFInfo:
     """What :func:`read_urdf` extracts: the XML text, the robot name, the link names, the joints
-    as ``name -> (type, parent link, child link)`` in document order, and the source label."""
+    as ``name -> (type, parent link, child link)`` in document order, the source label, and the
+    joints that carry a ``<mimic>`` element."""
 
     text: str
     robot: str
     links: tuple[str, ...]
     joints: dict[str, tuple[str, str, str]]
     source: str
+    mimic: tuple[str, ...] = ()
 
     @property
     def movable_joints(self) -> tuple[str, ...]:
         """Revolute, continuous and prismatic joints, in document order."""
         return tuple(n for n, (t, _, _) in self.joints.items() if t in _MOVABLE)
+
+    @property
+    def independent_joints(self) -> tuple[str, ...]:
+        """The movable joints without a ``<mimic>`` element: the default modelled joints of
+        :func:`urdf_system` (adam-robotics ignores ``<mimic>``, so a mimic joint modelled by it would
+        move on its own instead of following its leader; by default it is locked at 0 instead)."""
+        return tuple(n for n in self.movable_joints if n not in self.mimic)
+
+    @property
+    def default_joints(self) -> tuple[str, ...]:
+        """The joints :func:`urdf_system` models by default: the independent joints that are not
+        prismatic (see :func:`adam_urdf_text` for why prismatic joints are locked at 0)."""
+        return tuple(n for n in self.independent_joints if self.joints[n][0] != "prismatic")
+
+    @property
+    def locked_joints(self) -> tuple[str, ...]:
+        """The movable joints locked at 0 by default (mimic and prismatic joints)."""
+        return tuple(n for n in self.movable_joints if n not in self.default_joints)
+
+    @property
+    def root_link(self) -> str:
+        """The link that is no joint's child (the first such link if there are several)."""
+        children = {c for _, _, c in self.joints.values()}
+        return next((ln for ln in self.links if ln not in children), self.links[0])
+
+    @property
+    def leaf_links(self) -> tuple[str, ...]:
+        """The links that are no joint's parent, in document order."""
+        parents = {p for _, p, _ in self.joints.values()}
+        return tuple(ln for ln in self.links if ln not in parents)
 
 
 def read_urdf(urdf: str | os.PathLike) -> URDFInfo:
@@ -189,30 +221,133 @@ def read_urdf(urdf: str | os.PathLike) -> URDFInfo:
         joints[el.get("name", "")] = (el.get("type", ""),
                                       "" if parent is None else parent.get("link", ""),
                                       "" if child is None else child.get("link", ""))
+    if not links:
+        raise InputError("urdf", f"{source}: the <robot> has no <link> element (an unexpanded xacro "
+                                 "macro file?)")
     bad = {n: t for n, (t, _, _) in joints.items() if t not in _MOVABLE + ("fixed",)}
     if bad:
-        raise InputError("urdf", f"{source}: joint types other than revolute, continuous, prismatic "
-                                 f"and fixed are not supported: {bad}")
+        raise InputError("urdf", f"{source}: <joint type=...> other than revolute, continuous, "
+                                 f"prismatic and fixed is not supported: {bad}")
+    mimic = tuple(el.get("name", "") for el in root.findall("joint") if el.find("mimic") is not None)
     return URDFInfo(text=text, robot=root.get("name", "robot"), links=links, joints=joints,
-                    source=source)
+                    source=source, mimic=mimic)
+
+
+#: name of the revolute joint (and its massless child link) added to a URDF without a movable joint
+#: before it goes to adam-robotics (which needs one joint); it is always locked at 0
+PAD_JOINT = "__contactmp_pad_joint"
+
+
+def adam_urdf_text(info: URDFInfo, joints: Sequence[str] | None = None) -> tuple[str, tuple[str, ...]]:
+    """The URDF text handed to adam-robotics for the modelled ``joints`` (default
+    :attr:`URDFInfo.default_joints`), with the URDF specification's defaults written out, and the
+    list of what was changed (``"<link X>/<inertial>/<origin>"``, ...).
+
+    adam-robotics 0.5.0 reads ``origin.xyz`` of every ``<inertial>`` and ``<joint>`` and the
+    ``<axis>`` of every movable joint without checking that urdf_parser_py found them, and fails with
+    ``AttributeError: 'NoneType' object has no attribute 'xyz'`` when the file omits one (Go1, A1,
+    HyQ, ... of example-robot-data have ``<inertial>`` elements without ``<origin>``). The
+    specification (wiki.ros.org/urdf/XML) gives the defaults: an omitted ``<origin>`` is the
+    identity (``xyz="0 0 0" rpy="0 0 0"``), an omitted ``<axis>`` is ``xyz="1 0 0"``; an omitted
+    ``xyz`` or ``rpy`` attribute is zero. Those are written out here; nothing is removed.
+    ``<mass>`` and ``<inertia>`` have no default: an ``<inertial>`` without them raises InputError
+    (field ``urdf``) naming the link and the element.
+
+    adam-robotics 0.5.0 cannot take a ``prismatic`` joint in CasADi (its motion subspace is built
+    as a 12x1 vector, and its transform ignores the ``<origin rpy>``): a prismatic joint that is
+    not modelled (locked at 0, where it is exactly a fixed joint at its ``<origin>``) is handed to
+    adam as ``type="fixed"``; a modelled one raises InputError (field ``joints``) naming it.
+    A URDF without a revolute or continuous joint gets the revolute joint :data:`PAD_JOINT` from its
+    root link to a massless leaf link (:func:`urdf_system` locks it at 0)."""
+    modelled = set(info.default_joints if joints is None else joints)
+    root = ET.fromstring(info.text)
+    notes: list[str] = []
+
+    def origin(parent: ET.Element, where: str) -> None:
+        el = parent.find("origin")
+        if el is None:
+            ET.SubElement(parent, "origin", {"xyz": "0 0 0", "rpy": "0 0 0"})
+            notes.append(f"{where}/<origin>")
+            return
+        for attr in ("xyz", "rpy"):
+            if el.get(attr) is None:
+                el.set(attr, "0 0 0")
+                notes.append(f"{where}/<origin {attr}>")
+
+    for link in root.findall("link"):
+        for inertial in link.findall("inertial"):
+            where = f"<link {link.get('name')}>/<inertial>"
+            for req in ("mass", "inertia"):
+                if inertial.find(req) is None:
+                    raise InputError("urdf", f"{info.source}: {where} has no <{req}> element (the URDF "
+                                             "specification gives it no default)")
+            origin(inertial, where)
+    for joint in root.findall("joint"):
+        name = joint.get("name")
+        where = f"<joint {name}>"
+        origin(joint, where)
+        if joint.get("type") == "prismatic":
+            if name in modelled:
+                raise InputError("joints", f"{info.source}: <joint {name} type=\"prismatic\"> cannot be "
+                                           "modelled (adam-robotics 0.5.0 builds a prismatic joint's "
+                                           "motion subspace as 12x1 in CasADi); leave it out of joints "
+                                           "to lock it at 0")
+            joint.set("type", "fixed")
+            notes.append(f"{where} prismatic -> fixed (locked at 0)")
+        if joint.get("type") in _MOVABLE:
+            axis = joint.find("axis")
+            if axis is None:
+                ET.SubElement(joint, "axis", {"xyz": "1 0 0"})
+                notes.append(f"{where}/<axis>")
+            elif axis.get("xyz") is None:
+                axis.set("xyz", "1 0 0")
+                notes.append(f"{where}/<axis xyz>")
+    if PAD_JOINT in modelled:
+        ET.SubElement(root, "link", {"name": PAD_JOINT + "_link"})
+        pad = ET.SubElement(root, "joint", {"name": PAD_JOINT, "type": "revolute"})
+        ET.SubElement(pad, "parent", {"link": info.root_link})
+        ET.SubElement(pad, "child", {"link": PAD_JOINT + "_link"})
+        ET.SubElement(pad, "origin", {"xyz": "0 0 0", "rpy": "0 0 0"})
+        ET.SubElement(pad, "axis", {"xyz": "1 0 0"})
+        ET.SubElement(pad, "limit", {"lower": "-1", "upper": "1", "effort": "0", "velocity": "0"})
+        notes.append(f"<joint {PAD_JOINT}> (locked at 0: no revolute or continuous joint is modelled)")
+    return ET.tostring(root, encoding="unicode"), tuple(notes)
 
 
 def _kin_dyn(info: URDFInfo, joints: Sequence[str], g: float) -> KinDynComputations:
-    """adam's CasADi KinDynComputations in the mixed representation; urdf_parser_py's complaints
+    """adam's CasADi KinDynComputations in the mixed representation, built from
+    :func:`adam_urdf_text` (the specification's defaults written out); urdf_parser_py's complaints
     about tags it does not know (``<contact>``, ``<material>`` in collisions) are dropped, any
-    other message becomes a warning."""
+    other message becomes a warning, and an exception of adam's becomes InputError (``urdf``)."""
     from adam.casadi import KinDynComputations
     from adam.core.constants import Representations
 
+    text, _ = adam_urdf_text(info, joints)
     buf = io.StringIO()
-    with contextlib.redirect_stderr(buf):
-        kd = KinDynComputations(info.text, list(joints),
-                                gravity=np.array([0.0, 0.0, -g, 0.0, 0.0, 0.0]))
+    try:
+        with contextlib.redirect_stderr(buf):
+            kd = KinDynComputations(text, list(joints),
+                                    gravity=np.array([0.0, 0.0, -g, 0.0, 0.0, 0.0]))
+    except Exception as exc:  # adam or urdf_parser_py on a URDF element they cannot take
+        raise InputError("urdf", f"{info.source}: adam-robotics cannot build the model "
+                                 f"({type(exc).__name__}: {exc})") from None
     for line in buf.getvalue().splitlines():
         if line.strip() and not line.startswith(("Unknown tag", "Unknown attribute")):
             warnings.warn(f"{info.source}: {line}", stacklevel=3)
     kd.set_frame_velocity_representation(Representations.MIXED_REPRESENTATION)
     return kd
+
+
+@contextlib.contextmanager
+def _adam_errors(info: URDFInfo) -> Any:
+    """An exception of adam-robotics inside the block becomes InputError (field ``urdf``)."""
+    try:
+        yield
+    except InputError:
+        raise
+    except Exception as exc:  # adam on a model it cannot take
+        raise InputError("urdf", f"{info.source}: adam-robotics cannot build the model "
+                                 f"({type(exc).__name__}: {exc})") from None
 
 
 # ----------------------------------------------------------------------------- validation
@@ -297,8 +432,10 @@ def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpe
     planar : restrict to the x-z plane (floating base: ``(x, z, pitch)``); the contacts must move in
         that plane (checked), and ``Jo`` is then the zero matrix.
     mu : friction coefficient(s), one or one per contact.
-    joints : modelled joints in the order of ``s`` (default: every movable joint of the URDF, in
-        document order); the other joints are locked at 0.
+    joints : modelled joints in the order of ``s`` (default: every revolute and continuous joint
+        of the URDF without a ``<mimic>`` element, in document order,
+        :attr:`URDFInfo.default_joints`); the other joints are locked at 0 (a prismatic joint cannot
+        be modelled, :func:`adam_urdf_text`).
     actuated : joints driven by ``u`` (default: all of ``joints``); ``B`` selects them.
     ground_height : the ground is ``z = ground_height``.
     terrain : instead of a flat ground, a height function ``H(x, y)`` (written with operations that
@@ -313,7 +450,7 @@ def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpe
     """
     info = read_urdf(urdf)
     movable = info.movable_joints
-    joints_ = _names_subset("joints", joints, movable, movable)
+    joints_ = _names_subset("joints", joints, movable, info.default_joints)
     act = _names_subset("actuated", actuated, joints_, joints_)
     contacts = _contacts(contact_points, info.links)
     ground = _number("ground_height", ground_height)
@@ -328,12 +465,11 @@ def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpe
     n_j = len(joints_)
     if not floating_base and n_j == 0:
         raise InputError("joints", "a fixed-base model needs at least one joint")
-    if not movable:
-        raise InputError("urdf", f"{info.source} has no movable joint; adam-robotics cannot model a "
-                                 "single rigid body")
     # adam-robotics 0.5.0 fails on a model with no joint: then one joint is modelled by adam and
-    # locked at 0 here (its position and velocity are the constant 0)
-    pad = () if n_j else (movable[0],)
+    # locked at 0 here (its position and velocity are the constant 0); a URDF without a movable
+    # joint gets PAD_JOINT (adam_urdf_text)
+    rotary = [j for j in movable if info.joints[j][0] != "prismatic"]
+    pad = () if n_j else ((rotary or [PAD_JOINT])[0],)
     kd = _kin_dyn(info, joints_ + pad, g)
 
     # configuration q, velocity v, and the root pose H(q), root velocity and E with v_3d = E v
@@ -372,13 +508,19 @@ def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpe
     v3 = Ed @ v
 
     # dynamics, projected onto the modelled velocities
-    M = Ed.T @ kd.mass_matrix(H, s) @ Ed
-    h = Ed.T @ kd.bias_force(H, s, v3[:6], v3[6:])
+    with _adam_errors(info):
+        M = Ed.T @ kd.mass_matrix(H, s) @ Ed
+        h = Ed.T @ kd.bias_force(H, s, v3[:6], v3[6:])
     B3 = np.zeros((6 + n_a, len(act)))
     for i, jn in enumerate(act):
         B3[6 + joints_.index(jn), i] = 1.0
     B = ca.SX(ca.DM(E.T @ B3))
-    V = kd.get_total_mass() * g * kd.CoM_position(H, s)[2]
+    with _adam_errors(info):
+        mass = float(kd.get_total_mass())
+    if not mass > 0:
+        raise InputError("urdf", f"{info.source}: no <link> has an <inertial> with a positive <mass>")
+    with _adam_errors(info):
+        V = mass * g * kd.CoM_position(H, s)[2]
 
     # contacts
     phi, Jn, Jt, Jo = [], [], [], []
@@ -388,7 +530,8 @@ def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpe
         height = _terrain_height(terrain, xs, ys) + ground
         terrain_fn = ca.Function("terrain", [xs, ys], [height, *ca.vertsplit(ca.gradient(height, ca.vertcat(xs, ys)))])
     for _, link, off in contacts:
-        HL = kd.forward_kinematics(link, H, s)
+        with _adam_errors(info):
+            HL = kd.forward_kinematics(link, H, s)
         p = HL[:3, 3] + HL[:3, :3] @ ca.DM(off)
         Jp = ca.jacobian(p, q) @ G  # the point's world velocity is Jp v
         if terrain is None:
@@ -411,6 +554,7 @@ def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpe
             qn[3] = 1.0
     else:
         qn = ContactSystem._vec("q_nominal", q_nominal, n_q)
+    _check_joints_carry_mass(info, q, M, qn, base_v + joints_)
     if planar and n_c:
         _check_in_plane(q, Jn_, Jt_, Jo_, qn, floating_base)
         Jo_ = ca.SX.zeros(n_c, n_v)
@@ -419,6 +563,21 @@ def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpe
         planar=planar, q_nominal=qn, name=name or info.robot,
         q_names=base_q + joints_, v_names=base_v + tuple(f"{j}_dot" for j in joints_),
         u_names=act, contact_names=tuple(c[0] for c in contacts))
+
+
+def _check_joints_carry_mass(info: URDFInfo, q: ca.SX, M: ca.SX, qn: np.ndarray,
+                             v_names: Sequence[str]) -> None:
+    """InputError (field ``joints``) naming the modelled joints whose motion moves no mass at
+    ``qn`` (a zero diagonal entry of ``M``: every link they carry lacks an ``<inertial>`` with
+    mass, as in a hand whose finger masses sit on ``<mimic>`` joints locked at 0), which would make
+    ``M`` singular."""
+    diag = np.array(ca.Function("M_diag", [q], [ca.diag(M)])(qn)).ravel()
+    scale = max(1.0, float(np.max(np.abs(diag)))) if diag.size else 1.0
+    bad = [n for n, d in zip(v_names, diag) if d <= 1e-12 * scale]
+    if bad:
+        raise InputError("joints", f"{info.source}: modelled joints move no mass (no <inertial> "
+                                   f"<mass> on the links they carry): {bad}; leave them out of "
+                                   "joints to lock them at 0")
 
 
 def _terrain_height(terrain: Terrain, x: ca.SX, y: ca.SX) -> ca.SX:

@@ -254,7 +254,10 @@ class ContactImplicitTO:
         solver started from the model's values starts where the CasADi route does (from the
         program's stored start instead, the interpolated motion's ``q_k``, ``v_k`` and cone guesses
         would be missing, and an MPCC strategy from there ends elsewhere or locally infeasible: the
-        arm-push task of ``case_studies/_cito.py``). Solve it with ``pyomo.mpec`` transformations
+        arm-push task of ``case_studies/_cito.py``). A start stored with ``to.program.x0 = guess``
+        is what ``to.program.to_pyomo()`` writes; here pass it as ``to.to_pyomo(guess)`` (the
+        default, like :meth:`solve`'s start 0, overwrites the ``q_k``, ``v_k`` and cone entries of the
+        stored start). Solve it with ``pyomo.mpec`` transformations
         and IPOPT, or untransformed with ``SolverFactory("contactmp_ipopt")`` and an MPCC strategy
         (the task's :func:`~contactmp.solvers.nlp.solve_program` options alike); read it back
         with :func:`contactmp.pyomo_bridge.program_x`::

@@ -123,3 +123,13 @@ def test_motion_tolerance_can_be_given_and_bad_maps_are_refused():
         MotionMap(np.ones((2, 3)), np.ones(3))
     with pytest.raises(InputError, match="handle"):
         red.motion_map(np.array([10 ** 6]))
+
+
+def test_program_multistart_judges_the_motion_of_the_selected_variables():
+    """A Program's multistart (IPOPT from seeded guesses) takes a map of its ``x``: here the
+    selection of ``v_{k+1}``; the box step's impulse sets differ, its motion does not."""
+    prog, blk = _box_step("pyramid", 0.3)
+    select = MotionMap(np.eye(prog.n_x)[blk.v_next.index], np.zeros(6), "v_next")
+    ms = multistart(prog, starts=6, seed=0, motion=select)
+    assert ms.n_solved == 6 and ms.n_distinct_impulses > 1 and ms.n_distinct_motions == 1
+    assert ms.tol_motion == pytest.approx(MOTION_SAFETY * 1e-6)  # ||A||_inf = 1, e = max(feas_tol, comp_tol)

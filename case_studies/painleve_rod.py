@@ -390,7 +390,8 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
     count_summary = {r["state"]: r["counts"] for r in rows}
     motion_summary = {r["state"]: r["motion_counts"] for r in rows}
     headline = (
-        f"proven counts {count_summary}; proven motion counts {motion_summary}; three-solution region (rolling-pulled): "
+        f"proven counts {count_summary}; proven motion counts {motion_summary}; "
+        "three-solution region (rolling-pulled): "
         + (f"theta {three['theta_min_deg']:g}-{three['theta_max_deg']:g} deg, mu >= {three['mu_min']:g} "
            f"(at {three['mu_min_theta_deg']:g} deg)" if three.get("points") else "none on this grid")
         + f"; multistart never exceeds proven: {not violations}; time per start {1e3 * t_start:.2f} ms"

@@ -506,7 +506,8 @@ def _variable_index(handle: Any, n_x: int) -> np.ndarray:
     try:
         idx = np.asarray(index, dtype=int).ravel()
     except (TypeError, ValueError):
-        raise InputError("handle", f"must be a Variables handle or an index array, got {type(handle).__name__}") from None
+        raise InputError("handle", "must be a Variables handle or an index array, "
+                                   f"got {type(handle).__name__}") from None
     if idx.size and (idx.min() < 0 or idx.max() >= n_x):
         raise InputError("handle", f"indices must lie in [0, {n_x}), got {idx.min()}..{idx.max()}")
     return idx

@@ -1,0 +1,101 @@
+"""MkDocs hook and griffe extension of the contactmp docs (``mkdocs.yml``: ``hooks``, and the
+python handler's ``extensions``).
+
+* ``on_config``: the API reference is read from the source by griffe, statically. In the checkout the
+  subpackages live in top-level folders (``models/``, ``solvers/``, ...) that ``pyproject.toml``'s
+  ``[tool.setuptools.package-dir]`` maps into ``contactmp``; griffe follows neither that mapping
+  nor an editable install's finder. The hook lays out the installed package's tree in a temporary
+  folder (copies of ``contactmp/*.py``, ``models/*.py`` as ``contactmp/models/*.py``, ...) and points
+  the python handler's ``paths`` at it, so ``::: contactmp.models.symbolic`` resolves the same way
+  whether contactmp is installed editable, installed normally, or not at all.
+* :class:`SphinxRoles`: the docstrings use Sphinx roles (``:class:`~contactmp.x.Y```). Markdown
+  would print them verbatim; the extension rewrites each into an optional cross-reference (a link
+  when the target is on the API pages, plain code otherwise; ``~`` keeps the last name only, as in
+  Sphinx; a name without a dot is looked up in the docstring's own module). A numpydoc
+  ``Parameters`` (or ``Attributes``) section followed by a blank line and a free paragraph (numpydoc
+  has no such thing: the parser would drop its lines with a warning) gets a ``Notes`` heading
+  before that paragraph.
+"""
+from __future__ import annotations
+
+import atexit
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mkdocs.plugins import event_priority
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _package_dirs() -> dict[str, str]:
+    """``{import name: folder}`` from pyproject.toml's ``[tool.setuptools.package-dir]``."""
+    text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    section = text.split("[tool.setuptools.package-dir]", 1)[1].split("\n[", 1)[0]
+    return dict(re.findall(r'^"([\w.]+)"\s*=\s*"([\w./]+)"', section, flags=re.M))
+
+
+@event_priority(100)  # before mkdocstrings' on_config, which creates the python handler
+def on_config(config: Any) -> Any:
+    tree = Path(tempfile.mkdtemp(prefix="contactmp-api-"))
+    atexit.register(shutil.rmtree, tree, True)
+    for name, folder in sorted(_package_dirs().items()):  # contactmp before its subpackages
+        target = tree.joinpath(*name.split("."))
+        target.mkdir(parents=True, exist_ok=True)
+        for f in (REPO / folder).glob("*.py"):  # copies: griffe resolves links to the real folder
+            shutil.copyfile(f, target / f.name)
+    handlers = config.plugins["mkdocstrings"].config.handlers
+    handlers.setdefault("python", {})["paths"] = [str(tree)]
+    return config
+
+
+_ITEM_SECTIONS = ("Parameters", "Other Parameters", "Attributes")
+_ITEM = re.compile(r"^\*{0,2}[A-Za-z_][\w, *]*\s+:(\s|$)")  # a numpydoc item: ``name : description``
+
+
+def _notes_after_items(text: str) -> str:
+    """``text`` with a ``Notes`` heading before a free paragraph that follows an item section."""
+    lines = text.split("\n")
+    out: list[str] = []
+    in_items = False
+    for i, line in enumerate(lines):
+        header = i + 1 < len(lines) and re.fullmatch(r"-{3,}", lines[i + 1].strip() or "x") is not None
+        if header:
+            in_items = line.strip() in _ITEM_SECTIONS
+        elif (in_items and line and not line[0].isspace() and i > 0 and not lines[i - 1].strip()
+              and not _ITEM.match(line) and not re.fullmatch(r"-{3,}", line.strip())):
+            out += ["Notes", "-----"]
+            in_items = False
+        out.append(line)
+    return "\n".join(out)
+
+
+_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj|const):`(~?)([\w.]+)(?:\(\))?`")
+
+try:  # the griffe extension; griffe is there whenever mkdocstrings[python] is
+    from griffe import Extension
+except ImportError:  # pragma: no cover - the hook alone (never the case in a docs build)
+    Extension = object  # type: ignore[assignment,misc]
+
+
+class SphinxRoles(Extension):  # type: ignore[misc,valid-type]
+    """Rewrite Sphinx roles in every docstring into optional mkdocs-autorefs cross-references."""
+
+    def _rewrite(self, obj: Any) -> None:
+        doc = getattr(obj, "docstring", None)
+        if doc is None:
+            return
+        module = obj.module.path if hasattr(obj, "module") else obj.path
+
+        def link(m: re.Match[str]) -> str:
+            short, name = m.group(1), m.group(2)
+            ident = name if name.startswith("contactmp") else f"{module}.{name}"
+            title = name.rsplit(".", 1)[-1] if short else name
+            return f'<autoref identifier="{ident}" optional><code>{title}</code></autoref>'
+
+        doc.value = _notes_after_items(_ROLE.sub(link, doc.value))
+
+    def on_instance(self, *, obj: Any, **kwargs: Any) -> None:  # griffe's event
+        self._rewrite(obj)

@@ -274,10 +274,14 @@ def multistart(
     if as_json:
         sys.stdout.write(json.dumps(summary) + "\n")
         raise typer.Exit(code)
-    _print_table(f"{file.name}: {res.n_distinct} distinct verified solution(s) from {starts} starts",
-                 ("#", "solution (first 6 entries)", "starts reaching it", "share", "residual", "verified"),
+    motions = res.n_distinct_motions
+    judged = (f", {motions} distinct motion(s) by {res.motion_map['name']} (tol {res.tol_motion:.1e})"
+              if motions is not None else f" ({res.motion_note})")
+    _print_table(f"{file.name}: {res.n_distinct_impulses} distinct verified impulse set(s){judged} from {starts} starts",
+                 ("#", "solution (first 6 entries)", "starts reaching it", "share", "residual", "verified", "motion"),
                  [[str(i), ", ".join(f"{v:.4g}" for v in c.x[:6]) + (", ..." if len(c.x) > 6 else ""), str(c.count),
-                   f"{c.share:.3f}", f"{c.residual:.1e}", str(c.verified)] for i, c in enumerate(res.clusters)])
+                   f"{c.share:.3f}", f"{c.residual:.1e}", str(c.verified), "-" if c.motion is None else str(c.motion)]
+                  for i, c in enumerate(res.clusters)])
     if res.extras.get("cut_short"):
         Console().print(f"[yellow]time limit {limit:g} s reached:[/yellow] {res.n_run} of {starts} starts finished "
                         f"({res.extras['starts_not_run']} not run); rerun the same command to resume")

@@ -181,7 +181,8 @@ def _find(name: str | ExampleRobot) -> ExampleRobot:
     if isinstance(name, ExampleRobot):
         return name
     robots = example_robots()
-    hits = [r for r in robots if r.name == name] or [r for r in robots if r.name.split("/")[-1] == name]
+    hits = ([r for r in robots if r.name == name] or [r for r in robots if r.name.split("/")[-1] == name]
+            or [r for r in robots if r.urdf.stem == name])
     if len(hits) != 1:
         what = "ambiguous" if hits else "unknown"
         raise InputError("robot", f"{what} example-robot-data robot {name!r}; robots: "

@@ -34,7 +34,15 @@ Coordinates (``n_j`` = number of modelled joints, in the order of ``joints``):
   out-of-plane rows ``J_o E`` are checked to vanish numerically at several configurations and are
   then set to the exact zero matrix (``planar=True`` of ContactSystem).
 
+adam receives the URDF through :func:`adam_urdf_text`: the specification's defaults written out
+(an omitted ``<origin>`` is the identity, an omitted ``<axis>`` is ``1 0 0``; adam-robotics 0.5.0
+fails on Go1, A1, HyQ, ... whose ``<inertial>`` elements omit ``<origin>``), prismatic joints that
+are not modelled handed over as fixed, and elements without a default (``<mass>``, ``<inertia>``)
+refused by name. :mod:`contactmp.models.example_robots` builds every robot of example-robot-data on
+top of this module.
+
 Joints of the URDF that are not listed in ``joints`` are locked at position 0 (adam's convention);
+by default ``joints`` leaves out ``<mimic>`` joints (adam ignores ``<mimic>``) and prismatic joints;
 ``joints=[]`` gives the robot as one rigid body (adam itself needs one joint, which is then locked
 here by substituting 0 for its position and velocity).
 ``B`` selects the ``actuated`` joints: input ``u_i`` is the torque (force for a prismatic joint) of

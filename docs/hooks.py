@@ -11,10 +11,11 @@ python handler's ``extensions``).
 * :class:`SphinxRoles`: the docstrings use Sphinx roles (``:class:`~contactmp.x.Y```). Markdown
   would print them verbatim; the extension rewrites each into an optional cross-reference (a link
   when the target is on the API pages, plain code otherwise; ``~`` keeps the last name only, as in
-  Sphinx; a name without a dot is looked up in the docstring's own module). A numpydoc
-  ``Parameters`` (or ``Attributes``) section followed by a blank line and a free paragraph (numpydoc
-  has no such thing: the parser would drop its lines with a warning) gets a ``Notes`` heading
-  before that paragraph.
+  Sphinx; a name without a dot is looked up in the docstring's own module). In a numpydoc
+  ``Parameters`` (or ``Attributes``) section, an item written ``name : description`` gets its
+  description on a line of its own (else griffe shows it, unrendered, as the type), and a free
+  paragraph after the section (numpydoc has no such thing: the parser would drop its lines with a
+  warning) gets a ``Notes`` heading.
 """
 from __future__ import annotations
 
@@ -55,8 +56,15 @@ _ITEM_SECTIONS = ("Parameters", "Other Parameters", "Attributes")
 _ITEM = re.compile(r"^\*{0,2}[A-Za-z_][\w, *]*\s+:(\s|$)")  # a numpydoc item: ``name : description``
 
 
-def _notes_after_items(text: str) -> str:
-    """``text`` with a ``Notes`` heading before a free paragraph that follows an item section."""
+_PLAIN_TYPE = re.compile(r"[\w.\[\]|]+(?: or [\w.\[\]|]+)*")  # ``float``, ``ContactSystem``, ``Verdict or None``
+_ITEM_PARTS = re.compile(r"^(\*{0,2}[A-Za-z_][\w, *]*?)\s+:\s+(.+)$")
+
+
+def _numpydoc_fixes(text: str) -> str:
+    """``text`` with two numpydoc habits of this codebase made explicit: an item written
+    ``name : description`` (not a plain type) gets its description on the next line (griffe would
+    show the whole line, unrendered, as the item's type), and a free paragraph after an item
+    section gets a ``Notes`` heading."""
     lines = text.split("\n")
     out: list[str] = []
     in_items = False
@@ -64,10 +72,13 @@ def _notes_after_items(text: str) -> str:
         header = i + 1 < len(lines) and re.fullmatch(r"-{3,}", lines[i + 1].strip() or "x") is not None
         if header:
             in_items = line.strip() in _ITEM_SECTIONS
-        elif (in_items and line and not line[0].isspace() and i > 0 and not lines[i - 1].strip()
-              and not _ITEM.match(line) and not re.fullmatch(r"-{3,}", line.strip())):
-            out += ["Notes", "-----"]
-            in_items = False
+        elif in_items and line and not line[0].isspace() and not re.fullmatch(r"-{3,}", line.strip()):
+            if i > 0 and not lines[i - 1].strip() and not _ITEM.match(line):
+                out += ["Notes", "-----"]
+                in_items = False
+            elif (m := _ITEM_PARTS.match(line)) and not _PLAIN_TYPE.fullmatch(m.group(2).strip()):
+                out += [m.group(1), "    " + m.group(2)]
+                continue
         out.append(line)
     return "\n".join(out)
 
@@ -95,7 +106,7 @@ class SphinxRoles(Extension):  # type: ignore[misc,valid-type]
             title = name.rsplit(".", 1)[-1] if short else name
             return f'<autoref identifier="{ident}" optional><code>{title}</code></autoref>'
 
-        doc.value = _notes_after_items(_ROLE.sub(link, doc.value))
+        doc.value = _numpydoc_fixes(_ROLE.sub(link, doc.value))
 
     def on_instance(self, *, obj: Any, **kwargs: Any) -> None:  # griffe's event
         self._rewrite(obj)

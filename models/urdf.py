@@ -241,8 +241,8 @@ def read_urdf(urdf: str | os.PathLike) -> URDFInfo:
                     source=source, mimic=mimic)
 
 
-#: name of the revolute joint (and its massless child link) added to a URDF without a movable joint
-#: before it goes to adam-robotics (which needs one joint); it is always locked at 0
+#: name of the revolute joint (and its massless child link) added to a URDF without a revolute or
+#: continuous joint before it goes to adam-robotics (which needs one joint); it is always locked at 0
 PAD_JOINT = "__contactmp_pad_joint"
 
 
@@ -265,7 +265,8 @@ def adam_urdf_text(info: URDFInfo, joints: Sequence[str] | None = None) -> tuple
     as a 12x1 vector, and its transform ignores the ``<origin rpy>``): a prismatic joint that is
     not modelled (locked at 0, where it is exactly a fixed joint at its ``<origin>``) is handed to
     adam as ``type="fixed"``; a modelled one raises InputError (field ``joints``) naming it.
-    A URDF without a revolute or continuous joint gets the revolute joint :data:`PAD_JOINT` from its
+    When ``joints`` holds :data:`PAD_JOINT` (as :func:`urdf_system` passes for a model with no
+    joint of a URDF with no revolute or continuous joint), that revolute joint is added from the
     root link to a massless leaf link (:func:`urdf_system` locks it at 0)."""
     modelled = set(info.default_joints if joints is None else joints)
     root = ET.fromstring(info.text)

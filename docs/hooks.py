@@ -15,7 +15,8 @@ python handler's ``extensions``).
   ``Parameters`` (or ``Attributes``) section, an item written ``name : description`` gets its
   description on a line of its own (else griffe shows it, unrendered, as the type), and a free
   paragraph after the section (numpydoc has no such thing: the parser would drop its lines with a
-  warning) gets a ``Notes`` heading.
+  warning) gets a ``Notes`` heading. RST's ``text::`` before an indented literal block loses one
+  colon (the indented block is a code block in Markdown as well).
 """
 from __future__ import annotations
 
@@ -106,7 +107,8 @@ class SphinxRoles(Extension):  # type: ignore[misc,valid-type]
             title = name.rsplit(".", 1)[-1] if short else name
             return f'<autoref identifier="{ident}" optional><code>{title}</code></autoref>'
 
-        doc.value = _numpydoc_fixes(_ROLE.sub(link, doc.value))
+        text = re.sub(r"(?<=\S)::\n([ \t]*\n)", r":\n\1", _ROLE.sub(link, doc.value))  # RST's "text::" + block
+        doc.value = _numpydoc_fixes(text)
 
     def on_instance(self, *, obj: Any, **kwargs: Any) -> None:  # griffe's event
         self._rewrite(obj)

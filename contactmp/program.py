@@ -735,7 +735,11 @@ class Program:
         becomes the row ``e >= 0`` if ``c = 0`` or ``e == 0`` if ``c > 0`` in the ConstraintList
         ``complementarity_constant_sides``). Component names are the handle names
         with characters other than letters, digits and ``_`` replaced by ``_``;
-        ``model.contactmp_names`` maps handle name -> component name. Expressions are translated by
+        ``model.contactmp_names`` maps handle name -> component name and
+        ``model.contactmp_cone_directions`` lists the ``VarData`` of every cone's disk-form direction
+        ``w`` (:class:`ConeComplementarity`; the plugin ``SolverFactory("contactmp_ipopt")`` bounds
+        them to ``[-1, 1]`` in its NLPs, as :func:`~contactmp.solvers.nlp.solve_program` does with
+        ``cone_bounds``, so the twin's solve is the program's). Expressions are translated by
         :func:`contactmp.pyomo_bridge.translate`. Read a solved model back with
         :func:`contactmp.pyomo_bridge.program_x` (``program.value(handle, x)``)::
 
@@ -846,6 +850,11 @@ class Program:
             model.add_component(comp_name(h.name), PyoComplementarity(range(h.size), rule=complementarity_rule(h)))
 
         model.contactmp_names = names
+        # the disk-form directions w of the cones (Python list, not a component): the Pyomo model has
+        # no cone constructs, so SolverFactory("contactmp_ipopt") with a strategy reads them here to
+        # keep |w_i| <= 1 in its NLPs, as solve_program's cone_bounds does for this program
+        model.contactmp_cone_directions = [model.component(names[c.w.name])[i]
+                                           for c in self._cones.values() for i in range(c.w.size)]
         return model
 
     # -- internals ------------------------------------------------------------------------------

@@ -43,7 +43,15 @@ Models with ``pyomo.mpec`` Complementarity components are solved in one of two w
   condition is ``optimal`` only when the answer passed the checks (bounds, rows, ``max_i
   |min(a_i, b_i)|`` <= ``comp_tol``); no ``dual``/``rc`` suffixes are produced. The solver object
   keeps ``last_result`` (the :class:`~contactmp.result.Result`, with the homotopy in
-  ``extras["homotopy"]``) and ``last_program`` (the :class:`PyomoProgram`).
+  ``extras["homotopy"]``) and ``last_program`` (the :class:`PyomoProgram`). The model's variable
+  values are the start. A twin made by :meth:`Program.to_pyomo <contactmp.program.Program.to_pyomo>`
+  of a program with Coulomb cones lists their disk-form directions ``w``
+  (``model.contactmp_cone_directions``), and the read-back program bounds them to ``[-1, 1]`` (unless
+  ``cone_bounds`` or ``sign_constraints`` is False), as ``solve_program`` bounds them in every NLP of
+  the original program: the twin, started where the program starts
+  (:meth:`ContactImplicitTO.to_pyomo <contactmp.transcriptions.contact_implicit.ContactImplicitTO.to_pyomo>`
+  starts at the CasADi route's guess), then takes the CasADi route's path (the cito tasks: the same
+  objective with the pyramid, the cone and the compliant formulations).
 
 With ``strategy``, every condition ``complements(arg1, arg2)`` that pyomo.mpec accepts becomes
 Program rows and pairs ``0 <= a _|_ b >= 0`` with exactly the same feasible set (tested against
@@ -919,6 +927,29 @@ def _mpcc_options(options: dict[str, Any], tee: bool,
     return str(strategy), str(backend), kw
 
 
+def _bound_cone_directions(pp: PyomoProgram, model: Any, kw: dict[str, Any]) -> None:
+    """Bound the disk-form directions ``w`` of the cones of a twin made by
+    :meth:`Program.to_pyomo <contactmp.program.Program.to_pyomo>` (its
+    ``contactmp_cone_directions``) to ``[-1, 1]`` in the read-back program, unless the options turn
+    ``cone_bounds`` or ``sign_constraints`` off: :func:`~contactmp.solvers.nlp.solve_program` puts
+    these bounds on every NLP of a Program with cones (``NLPOptions.cone_bounds``; implied by the
+    disk side ``1 - |w|^2 >= 0``), but the read-back program has no cone constructs, and without
+    them the twin's homotopy took another path (the cone box task of ``case_studies/_cito.py``:
+    36.114 against the CasADi route's 37.027)."""
+    from contactmp.solvers.nlp import NLPOptions
+
+    directions = getattr(model, "contactmp_cone_directions", None)
+    defaults = NLPOptions()
+    if not directions or not kw.get("cone_bounds", defaults.cone_bounds) \
+            or not kw.get("sign_constraints", defaults.sign_constraints):
+        return
+    column = {id(v): j for j, v in enumerate(pp.variables)}
+    j = np.array([column[id(v)] for v in directions if id(v) in column and not v.fixed], dtype=int)
+    if j.size:
+        x = pp.x
+        x.lb[j], x.ub[j] = np.maximum(x.lb[j], -1.0), np.minimum(x.ub[j], 1.0)
+
+
 def _solve_mpcc(model: Any, options: dict[str, Any], *, tee: bool, load: bool,
                 timelimit: float | None, keepfiles: bool, suffixes: list[str],
                 report_timing: bool) -> tuple[SolverResults, Any, PyomoProgram | None]:
@@ -951,6 +982,7 @@ def _solve_mpcc(model: Any, options: dict[str, Any], *, tee: bool, load: bool,
         _set_status(results, "Infeasible_Problem_Detected", "a lower bound exceeds its upper bound")
         return results, None, None
     pp = _program(read, model)
+    _bound_cone_directions(pp, model, kw)
     t_build = time.perf_counter()
     res = solve_program(pp.program, backend=backend, strategy=strategy, **kw)
     t_solve = time.perf_counter()

@@ -146,3 +146,24 @@ def test_x0_not_finite_names_the_entry() -> None:
         ContactImplicitTO(point_mass_2d(), 2, 0.1).to_pyomo(np.full(3, np.inf))
     prog.x0 = [1.0, 2.0, 3.0]
     assert b.init.tolist() == [3.0]
+
+
+def test_plugin_bounds_the_cone_directions_unless_told_not_to() -> None:
+    to = ContactImplicitTO(point_mass_2d(), 3, 0.1, formulation="cone")
+    to.set_initial_state([0.0, 0.0], [0.0, 0.0])
+    to.set_final_state([0.05, 0.0], [0.0, 0.0])
+    to.minimize_effort(1.0)
+    n_w = sum(c.w.size for c in to.program.cones)
+    assert n_w == 3
+    for options, bounded in (({}, True), ({"cone_bounds": False}, False), ({"sign_constraints": False}, False)):
+        model = to.to_pyomo()
+        assert len(model.contactmp_cone_directions) == n_w
+        solver = pyo.SolverFactory("contactmp_ipopt")
+        solver.solve(model, options={"strategy": "scholtes", "max_iter": 50, **options})
+        pp = solver.last_program
+        column = {id(v): j for j, v in enumerate(pp.variables)}
+        j = [column[id(v)] for v in model.contactmp_cone_directions]
+        want = 1.0 if bounded else np.inf
+        np.testing.assert_array_equal(pp.x.ub[j], want)
+        np.testing.assert_array_equal(pp.x.lb[j], -want)
+        assert np.array_equal(np.delete(pp.x.ub, j), np.delete(to.program.ubx, j))  # no other bound moves

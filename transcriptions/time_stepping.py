@@ -33,7 +33,14 @@ The polytope formulations take it as their ``kp``,
 B^T v_k`` added to ``u_k``.
 
 A step never raises on non-convergence: its status is recorded, and :meth:`TimeStepping.simulate`
-either continues with the best iterate or stops (``on_failure``).
+either continues with the best iterate or stops (``on_failure``). The input of a run may be a
+feedback policy ``u_k = policy(t_k, q_k, v_k)``, and the PD targets ``targets(t, q, v)``
+(:meth:`TimeStepping.simulate`). :meth:`TimeStepping.step_program` gives the Program one step solves
+(its LCP, fc3d problem or NLP through the Program's reductions)::
+
+    ts = TimeStepping(system, 0.01, "pyramid")
+    traj = ts.simulate(q0, v0, u=lambda t, q, v: K @ (q_ref - q), n_steps=100)
+    lcp = ts.step_program(traj.q[10], traj.v[10]).to_lcp()
 
 Every step is judged by the physics verdict (:func:`~contactmp.transcriptions.physics_check.judge_step`)
 against the formulation's own tolerances

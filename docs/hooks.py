@@ -16,7 +16,8 @@ python handler's ``extensions``).
   description on a line of its own (else griffe shows it, unrendered, as the type), and a free
   paragraph after the section (numpydoc has no such thing: the parser would drop its lines with a
   warning) gets a ``Notes`` heading. RST's ``text::`` before an indented literal block loses one
-  colon (the indented block is a code block in Markdown as well).
+  colon (the indented block is a code block in Markdown as well), and a line that continues an
+  inline literal but starts like a Markdown list item (``+ Jo^T ...``) is joined to the one before.
 """
 from __future__ import annotations
 
@@ -84,6 +85,18 @@ def _numpydoc_fixes(text: str) -> str:
     return "\n".join(out)
 
 
+def _join_open_literals(text: str) -> str:
+    """``text`` with a line joined to the previous one when an RST inline literal (double
+    backquotes) is open across the break and the line starts like a Markdown list item (``+ x``)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if out and out[-1].count("``") % 2 == 1 and re.match(r"\s*[-+*] ", line):
+            out[-1] += " " + line.strip()
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 _ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj|const):`(~?)([\w.]+)(?:\(\))?`")
 
 try:  # the griffe extension; griffe is there whenever mkdocstrings[python] is
@@ -108,7 +121,7 @@ class SphinxRoles(Extension):  # type: ignore[misc,valid-type]
             return f'<autoref identifier="{ident}" optional><code>{title}</code></autoref>'
 
         text = re.sub(r"(?<=\S)::\n([ \t]*\n)", r":\n\1", _ROLE.sub(link, doc.value))  # RST's "text::" + block
-        doc.value = _numpydoc_fixes(text)
+        doc.value = _numpydoc_fixes(_join_open_literals(text))
 
     def on_instance(self, *, obj: Any, **kwargs: Any) -> None:  # griffe's event
         self._rewrite(obj)

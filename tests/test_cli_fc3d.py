@@ -68,8 +68,9 @@ def standin(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _solve_json(*args: str) -> dict:
     out = runner.invoke(app, ["solve", *args, "--json"])
-    assert out.exit_code == 0, out.output
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    d = json.loads(out.stdout.strip().splitlines()[-1])
+    assert out.exit_code == (0 if d["status"] == "solved" else 1), out.output  # the CLI's exit-code convention
+    return d
 
 
 def _check_answer(d: dict, W: np.ndarray, q: np.ndarray, mu: np.ndarray, tol: float = 1e-8) -> np.ndarray:
@@ -131,7 +132,7 @@ def test_default_tries_the_registry_order(repo_data: Path, monkeypatch: pytest.M
 
 
 @pytest.mark.usefixtures("standin")
-def test_unsolved_status_is_reported_with_exit_0(repo_data: Path) -> None:
+def test_unsolved_status_is_reported_with_exit_1(repo_data: Path) -> None:
     d = _solve_json(str(repo_data / "raw" / "Rover1039.dat"), "--solver", "never")
     assert d["status"] == "max_iter" and d["residual"] > 1e-8 and d["message"] == "gave up"
     # r = 0, so u = q
@@ -211,7 +212,7 @@ def test_time_limit_on_a_shared_fc3d_problem(repo_data: Path) -> None:
 def test_progress_reports_of_a_named_solver_go_to_stderr(repo_data: Path) -> None:
     out = runner.invoke(app, ["solve", str(repo_data / "fc3d" / "Capsules-i125-1213.npz"), "--solver", "standin",
                               "--time-limit", "0.5", "--progress-delay", "0", "--json"])
-    assert out.exit_code == 0, out.output
     d = json.loads(out.stdout)
+    assert out.exit_code == (0 if d["status"] == "solved" else 1), out.output
     assert d["solver"] == "standin" and d["kind"] == "fc3d"
     assert "standin: iteration 10, residual" in out.stderr

@@ -136,7 +136,9 @@ def test_legal_but_extreme_problems_load_and_report_a_status(driven: dict[str, A
         kind, arrays = load_problem(path)
         assert all(a.dtype == np.float64 for a in arrays), name
         result = driven["legal"][name]
-        assert result["code"] == 0 and "Traceback" not in result["output"], (name, result["output"])
+        # exit 0 when solved, 1 for another status (lcp_negative_definite, lcp_subnormal: ray_termination;
+        # fc3d_indefinite_W, fc3d_hdf5_indefinite: max_iter); never 2 (the input is legal) nor a traceback
+        assert result["code"] in (0, 1) and "Traceback" not in result["output"], (name, result["output"])
         assert "status" in result["output"], (name, result["output"])
 
 

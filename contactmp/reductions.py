@@ -121,6 +121,15 @@ class MotionMap:
 
 
 
+def _check_program(prog: Any, fn: str) -> None:
+    """InputError naming ``prog`` unless it is a :class:`~contactmp.program.Program` (the reductions'
+    first check: ``to_lcp(None)`` said ``'NoneType' object has no attribute 'lbx'``)."""
+    if not isinstance(prog, Program):
+        hint = (" (a time-stepping step's Result carries no program; "
+                "TimeStepping.step_program(q, v, u, t) builds the step's Program)") if prog is None else ""
+        raise InputError("prog", f"{fn} takes a Program, got {type(prog).__name__}{hint}")
+
+
 def to_mcp(prog: Program) -> MCPReduction:
     """The square mixed complementarity problem MCP(F, [l, u]) of this program.
 
@@ -139,6 +148,7 @@ def to_mcp(prog: Program) -> MCPReduction:
     Refused (:class:`UnsupportedProgramError`, with the reason): a non-constant objective,
     inequality rows, bounded variables in no pair, a count mismatch.
     """
+    _check_program(prog, "to_mcp")
     if prog.has_objective:
         raise UnsupportedProgramError(
             "an MCP has no objective, but this program's objective depends on x; solve it as an "
@@ -245,6 +255,7 @@ def to_lcp(prog: Program) -> LCPReduction:
 
     which needs ``J_FF`` nonsingular. ``invert(z_B)`` returns the full ``x``.
     """
+    _check_program(prog, "to_lcp")
     mcp, fun = _structure(prog, "lcp", _lcp_structure)
     p0 = prog.p0
     if p0.size:
@@ -529,6 +540,7 @@ def to_cone_problem(prog: Program) -> ConeReduction:
     matrix, and ``q = J v_free`` plus the gap term). ``W`` is symmetrized when it is symmetric to
     1e-10 relative (it is in exact arithmetic for every velocity step).
     """
+    _check_program(prog, "to_cone_problem")
     st = _structure(prog, "cone", _cone_structure)
     rows, r_index, other, fun = st.rows, st.r_index, st.other, st.fun
     zero = np.zeros(prog.n_x)

@@ -293,20 +293,11 @@ def run_header(name: str, argv: Sequence[str], seed: int) -> dict[str, Any]:
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
                 caption: str | None = None) -> None:
-    """Print a table with rich (right-aligned columns except the first)."""
-    from rich.console import Console
-    from rich.measure import Measurement
-    from rich.table import Table
+    """Print a table (right-aligned columns except the first) with
+    :func:`contactmp.progress.print_table`: fitted to a terminal's width, one line a row in a log."""
+    from contactmp.progress import print_table as rich_table
 
-    table = Table(title=title, caption=caption, show_lines=False)
-    for k, col in enumerate(columns):
-        table.add_column(col, justify="left" if k == 0 else "right", no_wrap=True)
-    for row in rows:
-        table.add_row(*("-" if v is None else str(v) for v in row))
-    # Wide enough that no cell is cut when the output goes to a file or a log.
-    wide = Console(width=10_000)
-    needed = Measurement.get(wide, wide.options, table).maximum
-    Console(width=max(80, needed)).print(table)
+    rich_table(title, columns, rows, caption=caption, justify=["left"] + ["right"] * (len(columns) - 1))
 
 
 def fmt_time(t: float | str | None) -> str:

@@ -21,6 +21,19 @@ def _as_the_step_solves(ts: TimeStepping, prog):
 
 
 # ----------------------------------------------------------------------------- step_program
+def test_a_steps_result_carries_no_program_and_the_reductions_say_so() -> None:
+    """``to_lcp(result.program)`` of a time step's Result (None) names ``prog`` and points at
+    ``step_program`` (it used to fail with ``'NoneType' object has no attribute 'lbx'``)."""
+    from contactmp.reductions import to_cone_problem, to_lcp, to_mcp
+
+    s = box_2d()
+    out = TimeStepping(s, 0.01, "pyramid").step(np.array(s.q_nominal, float), np.zeros(3))
+    for reduce in (to_lcp, to_mcp, to_cone_problem):
+        with pytest.raises(InputError, match="step_program") as err:
+            reduce(out.result.program)
+        assert err.value.field == "prog"
+
+
 def test_pyramid_step_program_is_the_steps_lcp() -> None:
     s = box_2d()
     ts = TimeStepping(s, 0.01, "pyramid")

@@ -27,8 +27,11 @@ and joints whose subtree has no mass are locked at 0.
 Initial pose (:func:`initial_pose`): the joints take the SRDF reference posture (the first group
 state among ``standing``, ``half_sitting``, ``straight_standing``, ``arm_up``, ``default``,
 ``hanging``, ``home``, ``neutral``, then the first group state, of the SRDF files beside the URDF)
-where one names them, else 0 clipped into the joint's ``<limit>``; a free-flyer's base is level at
-``x = y = 0`` with its lowest contact point at ``z = 0`` (standing) or ``drop`` above it.
+where one names them, else 0 clipped into the joint's ``<limit>``; a free-flyer's base is at
+``x = y = 0`` with its lowest contact point at ``z = 0`` (standing) or ``drop`` above it, level, or,
+for a robot on its feet, turned by the axis-aligned rotation (:data:`UP_CANDIDATES`) that puts its
+root highest above its lowest contact when that beats level by more than 1 mm (a model drawn with
+y up stands upright).
 
 Simulation (:func:`simulate_example_robot`): time stepping with the default formulation, a stable
 PD holding the initial joints (``Kp = M_jj (2 pi f)^2``, ``Kd = 2 M_jj (2 pi f)``) plus the static
@@ -59,7 +62,7 @@ from contactmp.models.urdf import (
 )
 
 __all__ = ["ExampleRobot", "example_robots", "base_rule", "foot_links", "robot_contact_points",
-           "initial_pose", "example_robot", "example_robot_tree", "massless_joints", "modelled_joints", "simulate_example_robot", "ZooResult", "FOOT_WORDS",
+           "initial_pose", "UP_CANDIDATES", "example_robot", "example_robot_tree", "massless_joints", "modelled_joints", "simulate_example_robot", "ZooResult", "FOOT_WORDS",
            "REFERENCE_POSTURES"]
 
 #: words marking a foot link, in order of preference (the first that any leaf link has wins)
@@ -257,9 +260,19 @@ def _srdf_posture(info: URDFInfo, urdf: Path | None) -> dict[str, float]:
     return {}
 
 
+#: the base orientations (quaternions w, x, y, z) tried for a robot standing on its feet: the
+#: identity, +-90 deg about x and y, 180 deg about x
+UP_CANDIDATES = tuple(np.array(qt) for qt in (
+    (1.0, 0.0, 0.0, 0.0), (math.sqrt(0.5), math.sqrt(0.5), 0.0, 0.0), (math.sqrt(0.5), -math.sqrt(0.5), 0.0, 0.0),
+    (math.sqrt(0.5), 0.0, math.sqrt(0.5), 0.0), (math.sqrt(0.5), 0.0, -math.sqrt(0.5), 0.0), (0.0, 1.0, 0.0, 0.0)))
+
+
 def initial_pose(sys_: ContactSystem, info: URDFInfo, free_flyer: bool, urdf: Path | None = None,
-                 drop: float = 0.0) -> np.ndarray:
-    """The initial configuration of the module docstring (free-flyer: lowest contact at ``drop``)."""
+                 drop: float = 0.0, upright: bool = False) -> np.ndarray:
+    """The initial configuration of the module docstring (free-flyer: lowest contact at ``drop``).
+    ``upright``: the base orientation is the one of :data:`UP_CANDIDATES` that puts the root link
+    highest above its lowest contact (the identity unless another is higher by more than 1 mm; a
+    model drawn with y up, such as example-robot-data's ``human``, is turned upright)."""
     posture = _srdf_posture(info, urdf)
     limits = joint_limits(info.text)
     n_b = 7 if free_flyer else 0
@@ -269,6 +282,13 @@ def initial_pose(sys_: ContactSystem, info: URDFInfo, free_flyer: bool, urdf: Pa
     for i, jn in enumerate(sys_.q_names[n_b:]):
         lo, hi, _, _ = limits.get(jn, (-np.inf, np.inf, 0, 0))
         q[n_b + i] = posture.get(jn, float(np.clip(0.0, lo, hi)))
+    if free_flyer and sys_.n_c and upright:
+        heights = []
+        for quat in UP_CANDIDATES:
+            q[3:7] = quat
+            heights.append(-float(np.min(sys_.eval_phi(q))))
+        best = int(np.argmax(heights))
+        q[3:7] = UP_CANDIDATES[best if heights[best] > heights[0] + 1e-3 else 0]
     if free_flyer and sys_.n_c:
         q[2] = drop - float(np.min(sys_.eval_phi(q)))
     return q
@@ -310,7 +330,8 @@ def example_robot(name: str | ExampleRobot, contact_points: dict[str, ContactSpe
     contacts = robot_contact_points(info, robot.free_flyer) if contact_points is None else contact_points
     sys0 = urdf_system(robot.urdf, contacts, floating_base=robot.free_flyer, mu=mu, name=robot.name,
                        joints=modelled_joints(info))
-    q0 = initial_pose(sys0, info, robot.free_flyer, robot.urdf, drop)
+    q0 = initial_pose(sys0, info, robot.free_flyer, robot.urdf, drop,
+                      upright=contact_points is None and bool(foot_links(info)))
     sys0.q_nominal = sys0._vec("q_nominal", q0, sys0.n_q)
     sys0.check_at(sys0.q_nominal, field_name="q_nominal")
     return sys0

@@ -577,9 +577,8 @@ def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpe
 def _check_joints_carry_mass(info: URDFInfo, q: ca.SX, M: ca.SX, qn: np.ndarray,
                              v_names: Sequence[str]) -> None:
     """InputError (field ``joints``) naming the modelled joints whose motion moves no mass at
-    ``qn`` (a zero diagonal entry of ``M``: every link they carry lacks an ``<inertial>`` with
-    mass, as in a hand whose finger masses sit on ``<mimic>`` joints locked at 0), which would make
-    ``M`` singular."""
+    ``qn`` (a zero diagonal entry of ``M``: no link they carry has an ``<inertial>`` with mass, as
+    in Romeo's hands), which would make ``M`` singular."""
     diag = np.array(ca.Function("M_diag", [q], [ca.diag(M)])(qn)).ravel()
     scale = max(1.0, float(np.max(np.abs(diag)))) if diag.size else 1.0
     bad = [n for n, d in zip(v_names, diag) if d <= 1e-12 * scale]

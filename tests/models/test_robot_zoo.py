@@ -89,7 +89,7 @@ def test_base_rule_and_contact_rule() -> None:
     # words, not substrings: Alex's "TorsoLeftIMULink" is no sole
     alex = read_urdf("alex_nub_hands")
     assert foot_links(alex) == ()
-    # Romeo's hand joints carry no mass (their fingers hang on <mimic> joints): locked
+    # Romeo's hand joints carry no mass (no finger link has an <inertial> mass): locked
     romeo = read_urdf("romeo")
     assert set(massless_joints(romeo)) & set(romeo.default_joints) == {"LHand", "RHand"}
 
@@ -157,6 +157,18 @@ def test_a_urdf_without_a_movable_joint_is_one_free_body() -> None:
     mass = sum(float(m) for m in re.findall(r'<mass value="([0-9.]+)"', read_urdf("quadrotor_base").text))
     np.testing.assert_allclose(body.eval_M(body.q_nominal)[:3, :3], mass * np.eye(3), rtol=1e-12)
     np.testing.assert_allclose(body.eval_h(body.q_nominal, np.zeros(6))[:3], [0, 0, mass * G], rtol=1e-12)
+
+
+def test_a_y_up_model_is_turned_upright() -> None:
+    """example-robot-data's ``human`` is drawn with y up: on its feet it stands turned by +90 deg
+    about x, its pelvis about 1 m above the ground (level, its pelvis would be 8 cm up with one
+    foot in the air); a z-up robot stays level."""
+    human = example_robot("human")
+    np.testing.assert_allclose(human.q_nominal[3:7], [np.sqrt(0.5), np.sqrt(0.5), 0, 0], atol=1e-15)
+    assert 0.9 <= human.q_nominal[2] <= 1.1
+    np.testing.assert_allclose(np.sort(human.eval_phi(human.q_nominal))[:4], 0.0, atol=1e-12)
+    go1 = example_robot("go1")
+    np.testing.assert_array_equal(go1.q_nominal[3:7], [1.0, 0.0, 0.0, 0.0])
 
 
 # ------------------------------------------------------------------------ short simulations

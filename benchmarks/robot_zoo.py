@@ -5,7 +5,7 @@
 
 For each robot of :func:`contactmp.models.example_robots.example_robots` (the package's ``ROBOTS``
 table when its Python module imports, else every URDF file it ships):
-:func:`~contactmp.models.example_robots.simulate_example_robot` loads it (or records the contactmp
+:func:`~contactmp.transcriptions.robot_zoo.simulate_example_robot` loads it (or records the contactmp
 error that refuses it, naming the URDF element), then simulates ``--duration`` s with step ``--h``
 and the default formulation: legged robots and humanoids stand on their feet under a stable PD
 holding the reference posture plus the static torques, free-flyers without feet are dropped from
@@ -32,8 +32,9 @@ from typing import Any, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO, finish, print_table, run_header  # noqa: E402
 
-from contactmp.models.example_robots import ZooResult, example_robots, simulate_example_robot  # noqa: E402
+from contactmp.models.example_robots import example_robots  # noqa: E402
 from contactmp.models.urdf import example_robot_data_dir  # noqa: E402
+from contactmp.transcriptions.robot_zoo import ZooResult, simulate_example_robot  # noqa: E402
 
 COLUMNS = ("robot", "base", "DoF", "contacts", "mode", "load s", "ms/step", "steps", "status counts",
            "min gap (m)", "base drift (m)", "verdict")

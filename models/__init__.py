@@ -16,6 +16,7 @@ from contactmp.models.legged import spider, spider_standing
 from contactmp.models.manipulation import face_contact_2d, finger_in_box_frame, planar_pusher
 from contactmp.models.painleve import RodState, lotstedt_rod, painleve_rod
 from contactmp.models.urdf import example_robot_names, example_robot_urdf, solo12, solo12_standing, urdf_system
+from contactmp.models.example_robots import example_robot, example_robots
 from contactmp.models.rigid_bodies import (
     GRAVITY, GROUND, BodyRef, Manipulator, RigidBody, box_inertia, link, obj, rotation_about,
 )
@@ -27,7 +28,7 @@ __all__ = [
     "TRINKLE_MUS", "TRINKLE_PROBLEMS", "box_inertia", "contact_graph", "link", "obj", "problem_seed",
     "random_problem", "rotation_about", "contact_islands", "split_islands", "trinkle_dataset",
     "box_on_plane", "two_stacks", "RodState", "lotstedt_rod", "painleve_rod",
-    "example_robot_names", "example_robot_urdf", "solo12", "solo12_standing", "urdf_system",
+    "example_robot", "example_robots", "example_robot_names", "example_robot_urdf", "solo12", "solo12_standing", "urdf_system",
     "elastic_foundation", "hertz_gains", "hertz_point_contact", "range_of_motion_limit",
     "Gait", "gait", "spider", "spider_standing", "face_contact_2d", "finger_in_box_frame",
     "planar_pusher",

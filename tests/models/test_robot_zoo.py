@@ -17,9 +17,9 @@ from contactmp.models.example_robots import (
     foot_links,
     massless_joints,
     robot_contact_points,
-    simulate_example_robot,
 )
 from contactmp.models.rigid_bodies import GRAVITY as G
+from contactmp.transcriptions.robot_zoo import simulate_example_robot
 from contactmp.models.urdf import PAD_JOINT, adam_urdf_text, example_robot_data_dir, read_urdf, urdf_system
 
 #: the robots example-robot-data 6.0.0 ships that cannot be loaded, and the URDF element named

@@ -35,7 +35,7 @@ the solvers' own NLP objective (nosnoc's adds step-equilibration terms).
   (sigma_0 = 100, 6 NLPs, 3 finite elements, its default initialization).
 
 nosnoc runs in its own virtual environment (``benchmarks/setup_nosnoc.sh``; the interpreter is
-``$CONTACTMP_NOSNOC_PYTHON`` or ``/work/.venvs/nosnoc/bin/python``) through
+``$CONTACTMP_NOSNOC_PYTHON`` or ``${XDG_CACHE_HOME:-~/.cache}/contactmp/nosnoc/bin/python``) through
 ``benchmarks/nosnoc_side.py``; without it the nosnoc rows are skipped with a message. Every
 trajectory (ours and nosnoc's) is also re-simulated open loop with contactmp's ``TimeStepping`` at
 step ``T / (20 N)``: the "re-sim err" column is the distance of that simulation's final state from
@@ -93,7 +93,8 @@ from contactmp.nosbench import COMP_TOL, FEAS_TOL  # noqa: E402
 from contactmp.records import RecordStore  # noqa: E402
 from contactmp.result import jsonable  # noqa: E402
 
-DEFAULT_NOSNOC_PYTHON = Path("/work/.venvs/nosnoc/bin/python")
+DEFAULT_NOSNOC_PYTHON = (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                         / "contactmp" / "nosnoc" / "bin" / "python")  # where setup_nosnoc.sh puts it
 NOSNOC_VERSION = "0.2.0"
 SIDE_SCRIPT = Path(__file__).resolve().parent / "nosnoc_side.py"
 #: fine steps per control interval of the open-loop re-simulation

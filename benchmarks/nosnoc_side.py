@@ -1,7 +1,7 @@
 """The nosnoc half of ``benchmarks/mpcc_vs_nosnoc.py``: runs inside nosnoc 0.2.0's own virtual
 environment (``benchmarks/setup_nosnoc.sh``), never imports contactmp.
 
-    /work/.venvs/nosnoc/bin/python benchmarks/nosnoc_side.py SPEC.json
+    ~/.cache/contactmp/nosnoc/bin/python benchmarks/nosnoc_side.py SPEC.json
 
 ``nosnoc_side.py --probe-mpcc`` prints (one JSON line) whether this nosnoc has an entry point for
 a generic MPCC (part B of the benchmark needs one for the NOSBENCH problems; 0.2.0 has none).

@@ -4,7 +4,7 @@
 #   bash benchmarks/setup_nosnoc.sh [VENV_DIR]
 #
 # VENV_DIR defaults to the folder of $CONTACTMP_NOSNOC_PYTHON (its bin/python), else
-# /work/.venvs/nosnoc. nosnoc 0.2.0 pins its own casadi and numpy, which differ from the ones
+# ${XDG_CACHE_HOME:-~/.cache}/contactmp/nosnoc. nosnoc 0.2.0 pins its own casadi and numpy, which differ from the ones
 # contactmp uses, so it lives in its own environment and the benchmark calls it in a subprocess
 # (benchmarks/nosnoc_side.py). Re-running the script is harmless: it reuses the environment and
 # pip leaves the pinned version in place.
@@ -16,7 +16,7 @@ if [[ $# -ge 1 ]]; then
 elif [[ -n "${CONTACTMP_NOSNOC_PYTHON:-}" ]]; then
     VENV="$(dirname "$(dirname "$CONTACTMP_NOSNOC_PYTHON")")"
 else
-    VENV="/work/.venvs/nosnoc"
+    VENV="${XDG_CACHE_HOME:-$HOME/.cache}/contactmp/nosnoc"
 fi
 PY="${PYTHON:-python3}"
 

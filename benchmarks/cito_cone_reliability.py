@@ -1,14 +1,16 @@
 """Cone plans against pyramid plans on the contact-implicit tasks: converged share, time per start and
 the largest gap at which a plan's force acts (issue 35, items 5 and 6).
 
-    python benchmarks/cito_cone_reliability.py [--tasks box,push,hopper,arm-push,rotate] [--starts 20]
+    python benchmarks/cito_cone_reliability.py [--tasks box,push,hopper,arm-push,rotate] [--starts 20] [--first 0]
                                                [--configs pyramid,cone,cone-unbounded]
                                                [--gap linear|position] [--time-limit 60] [--out DIR]
 
 Every configuration solves the same seeded starts of each task of ``contactmp.case_studies._cito.TASKS``
 (start 0: the task's guess; start i: the guess plus 0.1 N(0, 1) noise from
 ``numpy.random.default_rng([0, i])``, as the studies do) with the library's default strategy
-(Scholtes) and the task's options, one start at a time in this process:
+(Scholtes) and the task's options, one start at a time in this process; the Solo12 tasks
+(``solo-walk-3d``, ``solo-jump-3d``, ``solo-walk-sagittal``, ``solo-jump-sagittal``,
+``solo-calipso-sagittal``: the cito-quadruped study's) with that study's strategy and options:
 
 * ``pyramid``: the velocity pyramid;
 * ``cone``: the Coulomb cone (disk form), its NLPs with the directions bounded ``|w_i| <= 1``
@@ -45,12 +47,23 @@ from contactmp.records import RecordStore  # noqa: E402
 
 CONFIGS = {"pyramid": ("pyramid", {}), "cone": ("cone", {}), "cone-unbounded": ("cone", {"cone_bounds": False})}
 TASKS = ("box", "push", "hopper", "arm-push", "rotate")
+#: the Solo12 tasks of the cito-quadruped study (``--tasks solo-walk-sagittal,...``): (kind, planar),
+#: solved with that study's strategy and options (elastic l1, 300 CPU s per start, derivatives from
+#: one knot), not the planar tasks' Scholtes
+SOLO_TASKS = {"solo-walk-3d": ("walk", False), "solo-jump-3d": ("jump", False),
+              "solo-walk-sagittal": ("walk", True), "solo-jump-sagittal": ("jump", True),
+              "solo-calipso-sagittal": ("calipso", True)}
 
 
 def _build(task: str, formulation: str, gap: str) -> Any:
     """The task's transcription with the formulations' ``gap`` option ``gap`` (the tasks' own is
     ``_cito.GAP``)."""
     from contactmp.case_studies import _cito
+
+    if task in SOLO_TASKS:
+        from contactmp.case_studies._quadruped import solo_task
+
+        return solo_task(*SOLO_TASKS[task], formulation, gap=gap)
 
     saved = _cito.GAP
     _cito.GAP = gap
@@ -60,6 +73,19 @@ def _build(task: str, formulation: str, gap: str) -> Any:
         _cito.GAP = saved
 
 
+def _strategy_and_options(task: str, time_limit: float) -> tuple[str, dict[str, Any]]:
+    """The MPCC strategy and NLPOptions of one start of ``task``: the Solo12 tasks take the
+    cito-quadruped study's (its CPU limit per start, not ``time_limit``), the others Scholtes with
+    their task's options and ``time_limit``."""
+    from contactmp.case_studies import _cito
+
+    if task in SOLO_TASKS:
+        from contactmp.case_studies import cito_quadruped
+
+        return cito_quadruped.STRATEGY, dict(cito_quadruped.OPTIONS)
+    return "scholtes", {**dict(_cito.TASKS[task].options), "time_limit": time_limit}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the grid (resumable), print the table, write the JSON."""
     from contactmp.case_studies import _cito
@@ -67,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--starts", type=int, default=20)
+    ap.add_argument("--first", type=int, default=0,
+                    help="first start index this process solves (split one grid over processes with their own --out, "
+                         "then rerun on the merged JSONL for the table)")
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--gap", default="position", choices=("linear", "position"))
     ap.add_argument("--time-limit", type=float, default=_cito.TIME_LIMIT)
@@ -77,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in configs:
         if name not in CONFIGS:
             raise SystemExit(f"unknown configuration {name!r} (known: {', '.join(CONFIGS)})")
+    for task in tasks:
+        if task not in _cito.TASKS and task not in SOLO_TASKS:
+            raise SystemExit(f"unknown task {task!r} (known: {', '.join([*_cito.TASKS, *SOLO_TASKS])})")
     store = RecordStore(args.out / "cito_cone_reliability.jsonl")
     done = {r["key"]: r for r in store.records()}
     records = []
@@ -84,13 +116,14 @@ def main(argv: list[str] | None = None) -> int:
         for name in configs:
             form, extra = CONFIGS[name]
             to = None
-            for i in range(args.starts):
+            for i in range(args.first, args.starts):
                 key = f"{args.gap}/{task}/{name}/start{i:02d}"
                 if key not in done:
                     to = to if to is not None else _build(task, form, args.gap)
-                    opts = {**dict(_cito.TASKS[task].options), "time_limit": args.time_limit, **extra}
-                    rec, _ = _cito.run_start(to, "scholtes", 0, i, options=tuple(opts.items()))
+                    strategy, opts = _strategy_and_options(task, args.time_limit)
+                    rec, _ = _cito.run_start(to, strategy, 0, i, options=tuple({**opts, **extra}.items()))
                     done[key] = {"key": key, "task": task, "config": name, "gap": args.gap, "start": i,
+                                 "strategy": strategy,
                                  **{k: rec[k] for k in ("status", "converged", "objective", "comp_violation",
                                                         "iterations", "time_s", "force_gap")}}
                     store.append(done[key])
@@ -117,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"{row['iterations_median']:.0f}", f"{row['time_median_s']:.2f}",
                          "-" if row["time_ratio"] is None else f"{row['time_ratio']:.2f} x {ref}",
                          "-" if row["force_gap_max"] is None else f"{row['force_gap_max']:.2g}"])
-    common.print_table(f"contact-implicit tasks, Scholtes, gap={args.gap}",
+    common.print_table(f"contact-implicit tasks (Scholtes; Solo12: elastic l1), gap={args.gap}",
                        ["task", "config", "converged", "cost median", "IPOPT it. median", "time/start median (s)",
                         "time ratio", "largest gap with force (m)"], body)
     results = {**common.run_header("cito_cone_reliability", sys.argv, 0), "gap": args.gap, "rows": rows}

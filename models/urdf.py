@@ -257,7 +257,10 @@ def adam_urdf_text(info: URDFInfo, joints: Sequence[str] | None = None) -> tuple
     HyQ, ... of example-robot-data have ``<inertial>`` elements without ``<origin>``). The
     specification (wiki.ros.org/urdf/XML) gives the defaults: an omitted ``<origin>`` is the
     identity (``xyz="0 0 0" rpy="0 0 0"``), an omitted ``<axis>`` is ``xyz="1 0 0"``; an omitted
-    ``xyz`` or ``rpy`` attribute is zero. Those are written out here; nothing is removed.
+    ``xyz`` or ``rpy`` attribute is zero. Those are written out here. Two elements adam never reads
+    are removed when urdf_parser_py would refuse them as malformed, each listed in the notes: a
+    ``<texture>`` without its required ``filename`` (iCub, Romeo small) and a ``<transmission>``
+    without a ``<type>`` element (PR2's old form); nothing else is removed.
     ``<mass>`` and ``<inertia>`` have no default: an ``<inertial>`` without them raises InputError
     (field ``urdf``) naming the link and the element.
 
@@ -311,6 +314,18 @@ def adam_urdf_text(info: URDFInfo, joints: Sequence[str] | None = None) -> tuple
             elif axis.get("xyz") is None:
                 axis.set("xyz", "1 0 0")
                 notes.append(f"{where}/<axis xyz>")
+    # elements adam-robotics never reads but urdf_parser_py refuses when malformed are removed from
+    # the copy, each noted: a <texture> without its required filename (how a visual looks) and a
+    # <transmission> without a <type> element (actuator plumbing); the dynamics do not depend on either
+    for material in [m for m in root.iter("material") if m.find("texture") is not None]:
+        for texture in material.findall("texture"):
+            if texture.get("filename") is None:
+                material.remove(texture)
+                notes.append(f"<material {material.get('name')}>/<texture> without filename removed")
+    for transmission in root.findall("transmission"):
+        if transmission.find("type") is None:  # PR2's old form: a type attribute and its own children
+            root.remove(transmission)
+            notes.append(f"<transmission {transmission.get('name')}> without a <type> element removed")
     if PAD_JOINT in modelled:
         ET.SubElement(root, "link", {"name": PAD_JOINT + "_link"})
         pad = ET.SubElement(root, "joint", {"name": PAD_JOINT, "type": "revolute"})

@@ -23,13 +23,33 @@ from contactmp.transcriptions.robot_zoo import simulate_example_robot
 from contactmp.models.urdf import PAD_JOINT, adam_urdf_text, example_robot_data_dir, read_urdf, urdf_system
 
 #: the robots example-robot-data 6.0.0 ships that cannot be loaded, and the URDF element named
+#: (iCub's, Romeo small's <texture> without filename and PR2's old-form <transmission> are removed
+#: from adam's copy, noted: test_malformed_elements_adam_never_reads_are_removed_and_noted)
 REFUSED = {
-    "icub_description/icub": "texture",  # <material><texture> without filename (urdf_parser_py)
-    "icub_description/icub_reduced": "texture",
-    "romeo_description/romeo_laas_small": "texture",
-    "pr2_description/pr2": "transmission",  # <transmission> without <type> (urdf_parser_py)
     "ur_description/ur3": "<link>",  # an unexpanded xacro file: no <link> at all
 }
+
+
+def test_malformed_elements_adam_never_reads_are_removed_and_noted() -> None:
+    """A <texture> without filename and a <transmission> without a <type> element (urdf_parser_py
+    refuses both) leave adam's copy with a note each; the model is the same as without them."""
+    import xml.etree.ElementTree as ET
+
+    base = """<robot name="r"><material name="m"><color rgba="1 1 1 1"/>{texture}</material>
+      <link name="a"><inertial><mass value="1"/><origin xyz="0 0 0" rpy="0 0 0"/>
+        <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+      <link name="b"><inertial><mass value="1"/><origin xyz="0 0 0" rpy="0 0 0"/>
+        <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+      <joint name="j" type="revolute"><parent link="a"/><child link="b"/><origin xyz="0 0 1" rpy="0 0 0"/>
+        <axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>{transmission}</robot>"""
+    bad = base.format(texture="<texture/>", transmission='<transmission name="t" type="Old"><x/></transmission>')
+    good = base.format(texture="", transmission="")
+    text_bad, notes = adam_urdf_text(read_urdf(bad))
+    text_good, notes_good = adam_urdf_text(read_urdf(good))
+    assert notes_good == ()
+    assert any("<texture> without filename removed" in n for n in notes), notes
+    assert any("<transmission t> without a <type> element removed" in n for n in notes), notes
+    assert ET.tostring(ET.fromstring(text_bad)) == ET.tostring(ET.fromstring(text_good))
 
 
 # ------------------------------------------------------------------------------- catalogue

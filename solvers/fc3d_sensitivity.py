@@ -11,8 +11,8 @@ on it:
 
 Writing ``F_j = G_j u_j + D_j r_j + ...`` to first order, ``A = G W + D`` and
 ``dF = G (dW r + dq) + E dmu`` (``E_j = (0, r_jn t_j)``, ``t_j = u_jT / ||u_jT||``, for a sliding
-contact), so ``dr = -A^{-1} (G (dW r + dq) + E dmu)`` (:class:`~contactmp.solvers.sensitivity.
-ImplicitSensitivity`). A frictionless contact (``mu_j = 0``) in contact is ``F_j = (u_jn, r_jT)``.
+contact), so ``dr = -A^{-1} (G (dW r + dq) + E dmu)``
+(:class:`~contactmp.solvers.sensitivity.ImplicitSensitivity`). A frictionless contact (``mu_j = 0``) in contact is ``F_j = (u_jn, r_jT)``.
 
 Degenerate contacts (no derivative; each is flagged and differentiated on a documented piece):
 **grazing** (``r_j = 0`` and ``u_jn = 0``) on the separated piece (``r_j`` stays 0: the one-sided

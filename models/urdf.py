@@ -86,7 +86,7 @@ if TYPE_CHECKING:  # adam is imported when a model is built (its import takes ab
 
 __all__ = ["URDFInfo", "ContactSpec", "example_robot_data_dir", "example_robot_names",
            "example_robot_urdf", "read_urdf", "adam_urdf_text", "PAD_JOINT", "urdf_system", "solo12", "solo12_standing",
-           "SOLO12_FEET", "SOLO12_SAGITTAL_JOINTS", "SOLO12_TORQUE_LIMIT", "Terrain", "step_terrain", "joint_limits"]
+           "static_torques", "SOLO12_FEET", "SOLO12_SAGITTAL_JOINTS", "SOLO12_TORQUE_LIMIT", "Terrain", "step_terrain", "joint_limits"]
 
 #: joint types adam models as one degree of freedom
 _MOVABLE = ("revolute", "continuous", "prismatic")
@@ -696,6 +696,30 @@ def solo12_standing(planar: bool = False, ground_height: float = 0.0) -> np.ndar
         return np.array([0.0, z, 0.0, *s])
     s = [a for leg in ("FL", "FR", "HL", "HR") for a in (0.0, *_SOLO12_HFE_KFE[leg])]
     return np.array([0.0, 0.0, z, 1.0, 0.0, 0.0, 0.0, *s])
+
+
+#: a contact is touching at ``q`` for :func:`static_torques` when ``|phi| <=`` this (m)
+TOUCHING_GAP = 1e-9
+
+
+def static_torques(system: ContactSystem, q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """The static inputs that hold ``system`` at rest at ``q``: the least-squares solution ``(u,
+    lambda)`` of ``B u + Jn^T lambda_n + Jt^T lambda_t + Jo^T lambda_o = h(q, 0)`` (the equation of
+    motion with ``v = vdot = 0``), the forces ``lambda`` on the contacts touching at ``q``
+    (``|phi| <=`` :data:`TOUCHING_GAP`). Returns ``u`` (``n_u``) and ``lambda`` as ``(n_c, 3)`` rows
+    ``(n, t, o)``, zero on the other contacts; ``B u + J^T lambda - h(q, 0)`` is the caller's to check
+    (nonzero when no inputs and forces hold the pose: a robot whose feet cannot carry it)."""
+    q = np.asarray(q, dtype=float)
+    h0 = system.eval_h(q, np.zeros(system.n_v))
+    B = system.eval_B(q)
+    lam = np.zeros((system.n_c, 3))
+    if not system.n_c:
+        return np.linalg.lstsq(B, h0, rcond=None)[0], lam
+    Jn, Jt, Jo = system.eval_J(q)
+    touch = np.flatnonzero(np.abs(system.eval_phi(q)) <= TOUCHING_GAP)
+    x = np.linalg.lstsq(np.hstack([B, Jn[touch].T, Jt[touch].T, Jo[touch].T]), h0, rcond=None)[0]
+    lam[touch] = x[system.n_u:].reshape(3, touch.size).T
+    return x[:system.n_u], lam
 
 
 #: Solo12's joint torque limit (N m): its actuators' peak torque at the joint (the URDF's

@@ -19,8 +19,7 @@ import numpy as np
 
 from contactmp.errors import ContactMPError
 from contactmp.models.example_robots import ExampleRobot, _find, example_robot, foot_links, modelled_joints
-from contactmp.models.urdf import adam_urdf_text, read_urdf
-from contactmp.models.symbolic import ContactSystem
+from contactmp.models.urdf import adam_urdf_text, read_urdf, static_torques
 from contactmp.transcriptions.time_stepping import TimeStepping
 
 __all__ = ["ZooResult", "simulate_example_robot"]
@@ -59,19 +58,6 @@ class ZooResult:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
 
 
-def _static_torques(sys_: ContactSystem, q: np.ndarray) -> np.ndarray:
-    """Least-squares ``u`` with ``B u + J^T lambda = h(q, 0)`` (``lambda`` on the contacts touching)."""
-    h0 = sys_.eval_h(q, np.zeros(sys_.n_v))
-    B = sys_.eval_B(q)
-    if sys_.n_c:
-        Jn, Jt, Jo = sys_.eval_J(q)
-        touch = np.abs(sys_.eval_phi(q)) <= 1e-9
-        A = np.hstack([B, Jn[touch].T, Jt[touch].T, Jo[touch].T])
-    else:
-        A = B
-    return np.linalg.lstsq(A, h0, rcond=None)[0][:sys_.n_u]
-
-
 def simulate_example_robot(name: str | ExampleRobot, duration: float = 1.0, h: float = 0.01,
                            formulation: str = "pyramid", pd_hz: float = 5.0,
                            drop: float = 0.02) -> ZooResult:
@@ -105,7 +91,7 @@ def simulate_example_robot(name: str | ExampleRobot, duration: float = 1.0, h: f
     Bq = sys_.eval_B(q0)
     mjj = np.maximum(np.diag(Bq.T @ M @ Bq), 1e-9) if sys_.n_u else np.zeros(0)
     w = 2 * np.pi * pd_hz
-    u_ff = _static_torques(sys_, q0) if sys_.n_u else np.zeros(0)
+    u_ff = static_torques(sys_, q0)[0] if sys_.n_u else np.zeros(0)
     n_b = 7 if robot.free_flyer else 0
     s0 = q0[n_b:].copy()
     kw: dict[str, Any] = {}

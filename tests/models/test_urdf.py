@@ -19,6 +19,7 @@ from contactmp.models.urdf import (
     read_urdf,
     solo12,
     solo12_standing,
+    static_torques,
     urdf_system,
 )
 from contactmp.result import Status
@@ -294,14 +295,14 @@ def test_rigid_solo12_dropped_on_the_ground_rests(form: str) -> None:
 
 
 def _standing_torques(sys_: ContactSystem) -> np.ndarray:
-    """Static joint torques at ``q_nominal``: ``h(q, 0) = B u + J^T lambda`` (least squares)."""
+    """Static joint torques at ``q_nominal``: ``h(q, 0) = B u + J^T lambda`` (least squares,
+    :func:`~contactmp.models.urdf.static_torques`), which hold the pose exactly."""
     q = sys_.q_nominal
+    u, lam = static_torques(sys_, q)
     Jn, Jt, Jo = sys_.eval_J(q)
-    A = np.hstack([sys_.eval_B(q), Jn.T, Jt.T, Jo.T])
     h0 = sys_.eval_h(q, np.zeros(sys_.n_v))
-    x = np.linalg.lstsq(A, h0, rcond=None)[0]
-    assert np.max(np.abs(A @ x - h0)) <= 1e-10
-    return x[:sys_.n_u]
+    assert np.max(np.abs(sys_.eval_B(q) @ u + Jn.T @ lam[:, 0] + Jt.T @ lam[:, 1] + Jo.T @ lam[:, 2] - h0)) <= 1e-10
+    return u
 
 
 @pytest.mark.parametrize("planar,form", [(True, "pyramid"), (True, "cone"), (False, "cone")])

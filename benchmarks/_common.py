@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from contactmp.nosbench import NOSBENCH_ENV, NOSBENCH_FETCH
 from contactmp.result import jsonable
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,10 +43,6 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 
 #: the Siconos and Pyomo problems shipped with the repository (``tests/data``, see its README.md)
 DATA = REPO / "tests" / "data"
-#: the variable naming the folder that contains ``nosbench/``, ``nosbench-more/``, ``nosbench-wide/``
-NOSBENCH_ENV = "CONTACTMP_NOSBENCH"
-#: the command that writes that folder
-NOSBENCH_FETCH = "python tools/fetch_nosbench.py DEST"
 #: the variable naming the (optional) Siconos tool script
 SICONOS_TOOL_ENV = "CONTACTMP_SICONOS_TOOL"
 

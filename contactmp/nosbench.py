@@ -53,7 +53,16 @@ __all__ = [
     "is_nosbench_file",
     "FEAS_TOL",
     "COMP_TOL",
+    "NOSBENCH_ENV",
+    "NOSBENCH_FETCH",
 ]
+
+#: the environment variable naming the folder that contains the NOSBENCH subsets ``nosbench/``,
+#: ``nosbench-more/``, ``nosbench-wide/`` (read by the tests and the benchmarks; NOSBENCH states no
+#: licence, so it is not in the repository)
+NOSBENCH_ENV = "CONTACTMP_NOSBENCH"
+#: the command that writes that folder (``tools/fetch_nosbench.py`` of the repository)
+NOSBENCH_FETCH = "python tools/fetch_nosbench.py DEST"
 
 #: the paper's feasibility tolerance (bounds and g, absolute)
 FEAS_TOL = 1e-6

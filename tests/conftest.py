@@ -10,13 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from contactmp.nosbench import NOSBENCH_ENV, NOSBENCH_FETCH
+
 REPO = Path(__file__).resolve().parents[1]
 #: the Siconos and Pyomo problems shipped with the repository (see tests/data/README.md)
 DATA = REPO / "tests" / "data"
-#: the environment variable naming the folder that contains nosbench/, nosbench-more/, nosbench-wide/
-NOSBENCH_ENV = "CONTACTMP_NOSBENCH"
-#: the command that writes that folder
-NOSBENCH_FETCH = "python tools/fetch_nosbench.py DEST"
 
 
 def nosbench_folder(subset: str = "nosbench") -> Path | None:

@@ -38,6 +38,8 @@ import zipfile
 from pathlib import Path
 from typing import Callable, Iterator
 
+from contactmp.nosbench import NOSBENCH_ENV
+
 HERE = Path(__file__).resolve().parent
 #: names and SHA-256 of the files of each subset (no problem data)
 MANIFEST = HERE / "nosbench_manifest.json"
@@ -45,10 +47,6 @@ MANIFEST = HERE / "nosbench_manifest.json"
 URL = "https://codeload.github.com/nosnoc/nosbench/tar.gz/{commit}"
 #: the largest member read from an archive (the largest NOSBENCH file used is about 3.2 MB)
 MAX_MEMBER_BYTES = 64 * 2**20
-#: the command to quote in messages (tests and benchmarks name it when the files are absent)
-FETCH_COMMAND = "python tools/fetch_nosbench.py DEST"
-#: the environment variable that points tests and benchmarks at DEST
-ENV_VAR = "CONTACTMP_NOSBENCH"
 
 
 class FetchError(Exception):
@@ -244,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(report['missing'])} missing, {len(report['mismatched'])} mismatched, in {args.dest}")
     if report["missing"] or report["mismatched"]:
         return 1
-    print(f"point the tests and benchmarks at it: {ENV_VAR}={args.dest.resolve()}")
+    print(f"point the tests and benchmarks at it: {NOSBENCH_ENV}={args.dest.resolve()}")
     return 0
 
 

@@ -67,7 +67,7 @@ import casadi as ca
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactmp.errors import InputError, OptionError
+from contactmp.errors import InputError, OptionError, check_spd
 from contactmp.formulations.base import Formulation, PhysicsTolerances, Step, StepOutcome, Targets, for_system
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Program
@@ -380,8 +380,6 @@ class TimeStepping:
             res = solve(ts.step_program(q, v))              # contactmp.solvers.front.solve
             v_next = res.value(res.program["step/v_next"])
         """
-        from contactmp.errors import check_spd
-
         form = self.formulation
         if type(form).advance is not Formulation.advance:
             raise InputError("formulation", f"{form.name!r} advances a time step by its own discretization "

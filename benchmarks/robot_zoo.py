@@ -32,6 +32,7 @@ from typing import Any, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO, finish, print_table, run_header  # noqa: E402
 
+from contactmp.case_studies._study import markdown_table as study_markdown_table  # noqa: E402
 from contactmp.models.example_robots import example_robots  # noqa: E402
 from contactmp.models.urdf import example_robot_data_dir  # noqa: E402
 from contactmp.transcriptions.robot_zoo import ZooResult, simulate_example_robot  # noqa: E402
@@ -55,12 +56,10 @@ def _row(r: ZooResult) -> list[Any]:
 
 
 def markdown_table(results: Sequence[ZooResult]) -> str:
-    """The table as GitHub Markdown."""
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for r in results:
-        cells = [str(c).replace("|", "\\|") for c in _row(r)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    """The table as GitHub Markdown (:func:`contactmp.case_studies._study.markdown_table`, a ``|``
+    inside a cell escaped), without its final newline."""
+    rows = [[str(c).replace("|", "\\|") for c in _row(r)] for r in results]
+    return study_markdown_table(list(COLUMNS), rows).rstrip("\n")
 
 
 def write_doc(path: Path, table: str, header: str) -> None:

@@ -57,7 +57,7 @@ import numpy as np
 from contactmp.case_studies._figures import pyplot, save
 from contactmp.case_studies._study import StudyRun, markdown_table
 from contactmp.case_studies.uniqueness_random import (
-    PHYS_RTOL, lcp_motion_map, multistart_forces, physical_solutions, unmatched,
+    PHYS_RTOL, lcp_motion_map, multistart_forces, physical_solutions, second_motion_milp, unmatched,
 )
 from contactmp.case_studies.uniqueness_random import _f as _num
 
@@ -171,9 +171,7 @@ def grid_point(item: tuple[str, float, float, int]) -> dict[str, Any]:
     # the same question by motion: a second solution whose accelerations differ (MilpCertificate.certifies)
     milp["second_motion"] = milp["second_motion_agrees"] = None
     if ex.verdict is Verdict.SOLUTION:
-        mm = lcp_motion_map(form)
-        secm = lcp_second_solution_milp(form.M, form.q, ex.z, MILP_DELTA * max(1.0, float(np.abs(mm(ex.z)).max())),
-                                        time_limit=MILP_TIME_LIMIT, motion=mm)
+        secm = second_motion_milp(form, ex.z, MILP_DELTA, MILP_TIME_LIMIT)
         milp["second_motion"] = secm.verdict
         if secm.verdict is not Verdict.UNDECIDED:
             milp["second_motion_agrees"] = (secm.verdict is Verdict.SECOND_SOLUTION) == (phys.n_motions >= 2)

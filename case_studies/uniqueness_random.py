@@ -194,6 +194,18 @@ def classify(n: float) -> str:
     return {0: "none", 1: "unique"}.get(int(n), "several")
 
 
+def second_motion_milp(form: Any, z: np.ndarray, delta: float, time_limit: float) -> Any:
+    """The second-solution MILP of the pyramid LCP ``form`` separated by motion
+    (:func:`~contactmp.solvers.certificates.lcp_second_solution_milp` with ``motion=``
+    :func:`lcp_motion_map`): a solution whose accelerations differ from those of ``z`` by at least
+    ``delta max(1, ||a(z)||_inf)``, or a proof that none does."""
+    from contactmp.solvers.certificates import lcp_second_solution_milp
+
+    mm = lcp_motion_map(form)
+    return lcp_second_solution_milp(form.M, form.q, z, delta * max(1.0, float(np.abs(mm(z)).max())),
+                                    time_limit=time_limit, motion=mm)
+
+
 def multistart_forces(form: Any, ms: Any, rtol: float = PHYS_RTOL) -> np.ndarray:
     """The distinct contact forces ``L z`` of the verified clusters of a multistart result."""
     forces = [form.L @ np.asarray(c.x, dtype=float) for c in ms.clusters if c.verified]
@@ -337,9 +349,7 @@ def solve_point(item: tuple[ProblemSpec, float, int]) -> dict[str, Any]:
                     proven = np.vstack([proven, c2[None, :]])
                 # the motion asked directly: a second solution whose accelerations differ, or a proof
                 # that none does (the impulses are then not unique but the motion is)
-                mm = lcp_motion_map(form)
-                secm = lcp_second_solution_milp(form.M, form.q, z1, MILP_DELTA * max(1.0, float(np.abs(mm(z1)).max())),
-                                                time_limit=MILP_TIME_LIMIT, motion=mm)
+                secm = second_motion_milp(form, z1, MILP_DELTA, MILP_TIME_LIMIT)
                 rec["milp_second_motion"] = secm.verdict
                 mcls = {Verdict.UNIQUE_UP_TO_DELTA: "unique", Verdict.SECOND_SOLUTION: "two_or_more"}.get(
                     secm.verdict, "undecided")

@@ -155,13 +155,14 @@ def engine(prog: Program, strategy: str, o: NLPOptions, backend: str, ipopt: dic
     # the sign rows that relaxation() leaves out depend on the current lower bounds of the sides
     sign_pattern = (prog.lbx[side_vars] >= 0.0).tobytes() if o.sign_constraints else b""
     derivatives = resolve_derivatives(prog, o.derivatives)
-    key = (strategy, o.sign_constraints, o.cone_bounds, backend, repr(sorted((k, sorted(v.items())) for k, v in options.items())),
-           deadline, sign_pattern, derivatives)
+    key = (strategy, o.sign_constraints, o.cone_bounds, o.cone_bound, backend,
+           repr(sorted((k, sorted(v.items())) for k, v in options.items())), deadline, sign_pattern, derivatives)
     cache: dict[Any, Engine] = prog._cache.setdefault("solve_program_engines", {})
     eng = cache.pop(key, None)
     if eng is None:
         t0 = 1.0 if strategy == "fischer_burmeister" else 0.0
-        rel = relaxation(prog, strategy, t0, sign_constraints=o.sign_constraints, cone_bounds=o.cone_bounds)
+        rel = relaxation(prog, strategy, t0, sign_constraints=o.sign_constraints, cone_bounds=o.cone_bounds,
+                         cone_bound=o.cone_bound)
         rel_piece = rel
         if not o.sign_constraints and ((rel.a_var < 0) | (rel.b_var < 0)).any():
             rel_piece = relaxation(prog, strategy, t0, sign_constraints=False, side_rows=True)

@@ -44,6 +44,12 @@ INF = math.inf
 ZERO, NONNEG, NONPOS, FREE = (0.0, 0.0), (0.0, math.inf), (-math.inf, 0.0), (-math.inf, math.inf)
 
 
+#: the default half-width of the box ``|w_i| <= CONE_BOUND`` on the cones' disk-form directions in
+#: every relaxed NLP (:attr:`Relaxation.directions`, ``NLPOptions.cone_bound``): above the ``1`` that
+#: the disk side implies, so the box never meets the disk, yet it bounds IPOPT's steps in ``w``
+CONE_BOUND = 1.5
+
+
 @dataclass(frozen=True)
 class PortfolioMember:
     """One attempt of the ``"portfolio"`` strategy: the MPCC ``strategy`` with the
@@ -172,9 +178,12 @@ class Relaxation:
     ``pair_row[i]`` its product or smoothing row, ``slack`` the variable ``mpcc/s`` of
     ``"scholtes_linf"``, ``directions`` the disk-form directions ``w`` of the source's cones
     (:meth:`Program.add_cone_complementarity`; empty without sign constraints or with
-    ``cone_bounds=False``), which :meth:`bounds` keeps in ``[-1, 1]``: the disk side
-    ``1 - |w|^2 >= 0`` (a sign row of the NLP) implies it, so no relaxed feasible set changes, but
-    IPOPT's fraction-to-the-boundary rule then keeps every step of ``w`` inside. Where a contact
+    ``cone_bounds=False``), which :meth:`bounds` keeps in ``[-direction_bound, direction_bound]``:
+    the disk side ``1 - |w|^2 >= 0`` (a sign row of the NLP) implies ``|w_i| <= 1``, so with
+    ``direction_bound >= 1`` no relaxed feasible set changes, but IPOPT's fraction-to-the-boundary
+    rule then keeps every step of ``w`` inside. With ``direction_bound > 1`` the box is never active
+    at a point of the disk: at ``1`` it is, together with the disk row, wherever a contact slides
+    along a tangent axis (``w = +-e_i``), a degenerate point for the interior point. Where a contact
     carries no force and does not slide (``p_n = 0`` or no friction, ``gamma = 0``), ``w`` enters
     no row but the disk side, whose linearization at ``w = 0`` is flat, and nothing else bounds
     IPOPT's steps in it. The NLP's variables are the source's followed by the strategy's own
@@ -194,6 +203,7 @@ class Relaxation:
     pair_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     slack: int = -1
     directions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    direction_bound: float = 1.0
     _check: ca.Function | None = field(default=None, repr=False)
 
     @property
@@ -214,9 +224,9 @@ class Relaxation:
         lbg, ubg = prog.lbg, prog.ubg
         lbx[:n], ubx[:n] = src.lbx, src.ubx
         lbg[:m], ubg[:m] = src.lbg, src.ubg
-        if self.sign_constraints and self.directions.size:  # |w_i| <= 1, implied by 1 - |w|^2 >= 0
-            j = self.directions
-            lbx[j], ubx[j] = np.maximum(lbx[j], -1.0), np.minimum(ubx[j], 1.0)
+        if self.sign_constraints and self.directions.size:  # |w_i| <= 1 is implied by 1 - |w|^2 >= 0
+            j, r = self.directions, self.direction_bound
+            lbx[j], ubx[j] = np.maximum(lbx[j], -r), np.minimum(ubx[j], r)
         return lbx, ubx, lbg, ubg
 
     def start(self, x_source: np.ndarray) -> np.ndarray:
@@ -309,11 +319,13 @@ def strategy_named(name: Any) -> MPCCStrategy:
 
 
 def relaxation(prog: Program, strategy: str, parameter: float = 0.0, *,
-               sign_constraints: bool = True, side_rows: bool = False, cone_bounds: bool = True) -> Relaxation:
+               sign_constraints: bool = True, side_rows: bool = False, cone_bounds: bool = True,
+               cone_bound: float = CONE_BOUND) -> Relaxation:
     """The :class:`Relaxation` of ``prog`` by ``strategy`` with ``t = parameter`` (see :func:`relax`).
 
     ``cone_bounds`` (with ``sign_constraints``): :meth:`Relaxation.bounds` keeps every disk-form
-    direction ``w`` of the program's cones in ``[-1, 1]`` (:attr:`Relaxation.directions`).
+    direction ``w`` of the program's cones in ``[-cone_bound, cone_bound]``
+    (:attr:`Relaxation.directions`; ``cone_bound >= 1``, which the disk side implies).
 
     ``side_rows=True`` (what :func:`contactmp.solvers.nlp.solve_program` uses) also gives every side
     that is not a variable a row when ``sign_constraints`` adds none: the free rows ``mpcc/side_a``,
@@ -328,6 +340,9 @@ def relaxation(prog: Program, strategy: str, parameter: float = 0.0, *,
                                      "relax the program with one of them")
     if isinstance(parameter, bool) or not isinstance(parameter, (int, float)) or not math.isfinite(parameter):
         raise InputError("parameter", f"must be a finite number, got {parameter!r}")
+    if isinstance(cone_bound, bool) or not isinstance(cone_bound, (int, float)) or not 1.0 <= cone_bound < math.inf:
+        raise InputError("cone_bound", f"must be a finite number >= 1 (the disk side implies |w_i| <= 1), "
+                                       f"got {cone_bound!r}")
     if st.name == "fischer_burmeister" and prog.n_comp and parameter <= 0:
         raise InputError("parameter", f"eps must be > 0 for fischer_burmeister, got {parameter!r}")
     new, f, g, a, b = copy_without_pairs(prog, f"{prog.name}/{st.name}")
@@ -384,7 +399,7 @@ def relaxation(prog: Program, strategy: str, parameter: float = 0.0, *,
     directions = np.array([j for c in prog.cones for j in range(c.w.index.start, c.w.index.stop)]
                           if cone_bounds and sign_constraints else [], dtype=int)
     return Relaxation(prog, st, new, g_check, n_smoothed, bool(sign_constraints), var["a"], var["b"], rows["a"],
-                      rows["b"], rows["pair"], slack, directions)
+                      rows["b"], rows["pair"], slack, directions, float(cone_bound))
 
 
 def relax(prog: Program, strategy: str, parameter: float, *, sign_constraints: bool = True) -> Program:

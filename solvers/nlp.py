@@ -102,7 +102,7 @@ from contactmp.result import Result, Status
 from contactmp.solvers.homotopy import Candidate, Homotopy
 from contactmp.solvers.ipopt import BACKENDS, check_ipopt_options
 from contactmp.solvers.lcp import SolverOptions
-from contactmp.solvers.mpcc import MPCC_STRATEGIES, MPCCStrategy, fischer_burmeister, strategy_named
+from contactmp.solvers.mpcc import CONE_BOUND, MPCC_STRATEGIES, MPCCStrategy, fischer_burmeister, strategy_named
 
 __all__ = ["solve_program", "NLPOptions", "WARM_START", "STEP_START", "warm_start_changes", "STRATEGIES", "BACKENDS", "fischer_burmeister", "walk_branches"]
 
@@ -167,15 +167,24 @@ class NLPOptions(SolverOptions):
     sign_constraints : add ``a >= 0`` and ``b >= 0`` (False: rely on variable bounds; a pair is then
         the product row ``a_i b_i <= 0``, judged by ``max_i a_i b_i``).
     cone_bounds : with ``sign_constraints``, the NLPs bound every disk-form direction ``w_i`` of the
-        program's cones (:meth:`Program.add_cone_complementarity`) to ``[-1, 1]``, which the disk
-        side ``1 - |w|^2 >= 0`` implies (:attr:`~contactmp.solvers.mpcc.Relaxation.directions`).
-        Without them a force-free contact at rest leaves ``w`` in no row but that side, whose
-        linearization at ``w = 0`` is flat: IPOPT's steps in ``w`` are then unbounded (``w^2``
-        overflows: CasADi's ``Inf detected for output g``) and the rest-to-rest cone box took
-        1,070-6,729 IPOPT iterations instead of 136-388 (Scholtes). The bounds can cost a one-NLP
+        program's cones (:meth:`Program.add_cone_complementarity`) to ``[-cone_bound, cone_bound]``
+        (:attr:`~contactmp.solvers.mpcc.Relaxation.directions`); the disk side ``1 - |w|^2 >= 0``
+        implies ``|w_i| <= 1``, so no relaxed feasible set changes. Without them a force-free
+        contact at rest leaves ``w`` in no row but that side, whose linearization at ``w = 0`` is
+        flat: IPOPT's steps in ``w`` are then unbounded (``w^2`` overflows: CasADi's ``Inf detected
+        for output g``) and the rest-to-rest cone box took 1,070-6,729 IPOPT iterations instead of
+        136-388 (Scholtes); the cone box push of ``cito-box``, 20 starts: median 1,983 iterations
+        unbounded, 188 with ``|w_i| <= 1``. False: the program's own bounds only.
+    cone_bound : the half-width of that box, a finite number >= 1 (default 1.5). At ``1`` the box
+        is active together with the disk row wherever a contact slides along a tangent axis
+        (``w = +-e_i``), a degenerate point for the interior point: on the 3D Solo12 walk and jump
+        (elastic l1, 300 CPU s per start) the cone then converged on 18/20 and 10/14 starts; all six
+        failed starts converged without the box, and walk start 19 (``not_solved`` at 1) in 538
+        iterations at 1.5. Above 1 the box is never active at a point of the disk and still bounds
+        the steps (cone box push of ``cito-box``: 20/20 at 1.5, median 178 iterations, every start
+        at the pyramid's optimum 36.114, where the box at 1 ended 10 of 20 at 37.027). The bounds can cost a one-NLP
         solve: ``"direct"`` from the 3-D cone box test's guess took 56 instead of 16 iterations
-        (384 instead of 17 to rest), while Scholtes took 187-321 against 109-293 (270-315 against
-        270-3,259 to rest). False: the program's own bounds only.
+        with ``|w_i| <= 1`` (384 instead of 17 to rest).
     polish_max_iter : IPOPT iterations of each polish and branch step (a piece that needs more is
         left to the homotopy).
     polish : after every NLP of the homotopy, solve the *tightened* NLP of its active set (the side
@@ -250,6 +259,7 @@ class NLPOptions(SolverOptions):
     eps_min: float = 1e-10
     sign_constraints: bool = True
     cone_bounds: bool = True
+    cone_bound: float = CONE_BOUND
     polish: bool = True
     polish_max_iter: int = 200
     warm_start_duals: bool = False
@@ -305,6 +315,9 @@ class NLPOptions(SolverOptions):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
         _positive_finite(self, "certify_time_limit")
+        v = self.cone_bound
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1.0 <= v < math.inf:
+            raise OptionError(f"cone_bound must be a finite number >= 1 (the disk side implies |w_i| <= 1), got {v!r}")
         if self.derivatives not in DERIVATIVES:
             raise OptionError(f"derivatives must be one of {', '.join(DERIVATIVES)}, got {self.derivatives!r}"
                               f"{did_you_mean(str(self.derivatives), DERIVATIVES)}")

@@ -1,6 +1,6 @@
-"""Coulomb-cone plans: the NLP bounds the disk-form directions |w_i| <= 1 (what the disk side
-1 - |w|^2 >= 0 implies), so a rest-to-rest cone plan converges and obeys Coulomb's law; and the
-largest gap at which a plan's force acts is measured from the plan itself."""
+"""Coulomb-cone plans: the NLP bounds the disk-form directions |w_i| <= 1.5 (above the 1 that the
+disk side 1 - |w|^2 >= 0 implies), so a rest-to-rest cone plan converges and obeys Coulomb's law;
+and the largest gap at which a plan's force acts is measured from the plan itself."""
 from __future__ import annotations
 
 import math
@@ -8,10 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from contactmp.errors import InputError
+from contactmp.errors import InputError, OptionError
 from contactmp.models.systems import box_2d, point_mass_2d
 from contactmp.result import Status
-from contactmp.solvers.mpcc import relaxation
+from contactmp.solvers.mpcc import CONE_BOUND, relaxation
+from contactmp.solvers.nlp import NLPOptions
 from contactmp.transcriptions.contact_implicit import ContactImplicitTO, TOResult
 
 M_, MU, G = 1.0, 0.5, 9.81
@@ -34,17 +35,28 @@ def test_relaxation_bounds_cone_directions() -> None:
     w = np.concatenate([np.arange(c.w.index.start, c.w.index.stop) for c in prog.cones])
     assert w.size == 2 * 4  # two steps, four corners, one tangent (planar)
     assert np.all(np.isinf(prog.lbx[w])) and np.all(np.isinf(prog.ubx[w]))  # the MPCC's own w is free
+    assert CONE_BOUND == NLPOptions().cone_bound == 1.5
+    others = np.setdiff1d(np.arange(prog.n_x), w)
     for strategy in ("scholtes", "elastic_l1", "fischer_burmeister", "scholtes_linf", "direct"):
-        rel = relaxation(prog, strategy, 1.0)
-        lbx, ubx, _, _ = rel.bounds()
-        np.testing.assert_array_equal(lbx[w], -1.0)
-        np.testing.assert_array_equal(ubx[w], 1.0)
-        others = np.setdiff1d(np.arange(prog.n_x), w)
-        np.testing.assert_array_equal(lbx[others], prog.lbx[others])  # nothing else moves
-        np.testing.assert_array_equal(ubx[others], prog.ubx[others])
+        for kw, r in (({}, CONE_BOUND), ({"cone_bound": 1.0}, 1.0), ({"cone_bound": 4}, 4.0)):
+            lbx, ubx, _, _ = relaxation(prog, strategy, 1.0, **kw).bounds()
+            np.testing.assert_array_equal(lbx[w], -r)
+            np.testing.assert_array_equal(ubx[w], r)
+            np.testing.assert_array_equal(lbx[others], prog.lbx[others])  # nothing else moves
+            np.testing.assert_array_equal(ubx[others], prog.ubx[others])
     # without sign rows the disk side is not kept >= 0, so nothing implies |w_i| <= 1: no bounds
-    lbx, ubx, _, _ = relaxation(prog, "scholtes", 1.0, sign_constraints=False).bounds()
-    assert np.all(np.isinf(lbx[w])) and np.all(np.isinf(ubx[w]))
+    for kw in ({"sign_constraints": False}, {"cone_bounds": False}):
+        lbx, ubx, _, _ = relaxation(prog, "scholtes", 1.0, **kw).bounds()
+        assert np.all(np.isinf(lbx[w])) and np.all(np.isinf(ubx[w]))
+
+
+@pytest.mark.parametrize("bad", [0.5, 0.999, math.inf, math.nan, True, "1.5"])
+def test_cone_bound_below_the_disk_is_refused(bad: object) -> None:
+    """A box narrower than the disk would cut feasible points: refused, naming the option."""
+    with pytest.raises(OptionError, match="cone_bound"):
+        NLPOptions(cone_bound=bad).check()
+    with pytest.raises(InputError, match="cone_bound"):
+        relaxation(_box_rest_to_rest("cone", N=2).program, "scholtes", 1.0, cone_bound=bad)
 
 
 def test_cone_box_rest_to_rest_is_coulomb() -> None:
@@ -95,3 +107,29 @@ def test_force_gap_is_the_gap_at_the_step_end() -> None:
     assert none["gap"] == -math.inf and none["step"] is None and none["forces"] == 0
     with pytest.raises(InputError, match="impulse_tol"):
         to.force_gap(plan, impulse_tol=-1.0)
+
+
+def test_pyramid_plan_seeds_the_planar_cone() -> None:
+    """In the plane the two-facet pyramid is Coulomb's law, so its plan is a feasible point of the
+    cone's program with the same cost (``guess_from``: rows and pairs to rounding, here <= 1e-10 for
+    impulses of order m g h = 0.98), and a cone solve started there ends no worse than the pyramid
+    (the unseeded cone start ends at another local optimum, 25.166 against 25.069)."""
+    rp = _box_rest_to_rest("pyramid").solve(starts=1)
+    assert rp.status is Status.SOLVED
+    to = _box_rest_to_rest("cone")
+    x = to.guess_from(rp)
+    res = to.program.residuals(x)
+    assert res["constraint"] <= 1e-10 and res["comp_min"] <= 1e-10 and res["bound"] == 0.0
+    assert math.isclose(res["objective"], rp.objective, rel_tol=1e-12)
+    seeded = to.solve(plan=rp)
+    assert seeded.status is Status.SOLVED and seeded.comp_violation <= 1e-6
+    assert seeded.objective <= rp.objective * (1 + 1e-6)
+    np.testing.assert_allclose(seeded.q[-1], [0.5, 0.1, 0.0], atol=1e-6)
+
+
+def test_guess_from_refuses_a_plan_of_another_task() -> None:
+    rp = _box_rest_to_rest("pyramid", N=4).solve(starts=1)
+    with pytest.raises(InputError, match=r"plan\.q"):
+        _box_rest_to_rest("cone", N=5).guess_from(rp)
+    with pytest.raises(InputError, match="plan"):
+        _box_rest_to_rest("cone", N=4).guess_from(rp.q)  # type: ignore[arg-type]

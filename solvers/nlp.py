@@ -182,9 +182,9 @@ class NLPOptions(SolverOptions):
         failed starts converged without the box, and walk start 19 (``not_solved`` at 1) in 538
         iterations at 1.5. Above 1 the box is never active at a point of the disk and still bounds
         the steps (cone box push of ``cito-box``: 20/20 at 1.5, median 178 iterations, every start
-        at the pyramid's optimum 36.114, where the box at 1 ended 10 of 20 at 37.027). The bounds can cost a one-NLP
-        solve: ``"direct"`` from the 3-D cone box test's guess took 56 instead of 16 iterations
-        with ``|w_i| <= 1`` (384 instead of 17 to rest).
+        at the pyramid's optimum 36.114, where the box at 1 ended 10 of 20 at 37.027). The bounds
+        can cost a one-NLP solve: ``"direct"`` from the 3-D cone box test's guess took 56 instead of
+        16 iterations with ``|w_i| <= 1`` (384 instead of 17 to rest).
     polish_max_iter : IPOPT iterations of each polish and branch step (a piece that needs more is
         left to the homotopy).
     polish : after every NLP of the homotopy, solve the *tightened* NLP of its active set (the side

@@ -401,6 +401,53 @@ class ContactImplicitTO:
             x = x + scale * rng.standard_normal(x.size)
         return np.clip(x, prog.lbx, prog.ubx)
 
+    def guess_from(self, plan: TOResult, tol: float = 1e-9) -> np.ndarray:
+        """An initial guess ``x`` from a plan of the same task, for example the pyramid's plan as the
+        start of a cone solve: ``q_k``, ``v_k``, ``u_k`` and the impulses ``p_n``, ``p_t``, ``p_o`` of
+        ``plan`` wherever this transcription's steps have them as variables (the pyramid's facet
+        impulses are not rebuilt); for every cone construct the sliding speed ``gamma = ||u_T||``
+        and direction ``w = -u_T / ||u_T||`` of the plan's motion (:meth:`Program.guess_cones`) and,
+        at a contact that does not slide (``gamma <= tol``) and carries force, the direction of its
+        friction ``w = (p_t, p_o) / (mu p_n)`` (scaled into the unit disk); then the lifted pair
+        sides (:meth:`Program.guess_lifted`). In the plane the pyramid with its two facets is the
+        Coulomb law, so its plan is then a feasible point of the cone's program with the same cost.
+        Variables the plan does not give keep :meth:`initial_guess`'s values. The result is clipped
+        to the bounds."""
+        s, prog, N = self.system, self.program, self.N
+        if not isinstance(plan, TOResult):
+            raise InputError("plan", f"must be a TOResult of a transcription with the same system, N and h, "
+                                     f"got {type(plan).__name__}")
+        for name, shape in (("q", (N + 1, s.n_q)), ("v", (N + 1, s.n_v)), ("u", (N, s.n_u)),
+                            ("p_n", (N, s.n_c)), ("p_t", (N, s.n_c)), ("p_o", (N, s.n_c))):
+            arr = np.asarray(getattr(plan, name), dtype=float)
+            if arr.shape != shape or not np.isfinite(arr).all():
+                raise InputError(f"plan.{name}", f"must be finite with shape {shape} (this transcription's "
+                                                 f"system, N = {N}), got shape {arr.shape}")
+        x = self.initial_guess()
+        for k in range(N + 1):
+            x[self.q[k].index], x[self.v[k].index] = plan.q[k], plan.v[k]
+        for k, blk in enumerate(self.steps):
+            x[self.u[k].index] = plan.u[k]
+            for name in ("p_n", "p_t", "p_o"):
+                if name in blk.handles and blk.handles[name].size == s.n_c:
+                    x[blk.handles[name].index] = getattr(plan, name)[k]
+        x = prog.guess_cones(x)
+        mu = np.broadcast_to(np.asarray(s.mu, dtype=float), (s.n_c,))
+        for k, blk in enumerate(self.steps):
+            if "w" not in blk.handles or "gamma" not in blk.handles or blk.handles["gamma"].size != s.n_c:
+                continue
+            w = prog.value(blk.handles["w"], x).reshape(-1, s.n_c)
+            gamma = prog.value(blk.handles["gamma"], x)
+            force = np.vstack([plan.p_t[k], plan.p_o[k]])[:w.shape[0]]
+            pn = plan.p_n[k]
+            stick = (gamma <= tol) & (pn > tol) & (mu > 0)
+            if stick.any():
+                d = force[:, stick] / (mu[stick] * pn[stick])
+                w[:, stick] = d / np.maximum(1.0, np.linalg.norm(d, axis=0))
+                x[blk.handles["w"].index] = w.ravel()
+        x = prog.guess_lifted(x)
+        return np.clip(x, prog.lbx, prog.ubx)
+
     def _support(self, x: np.ndarray) -> np.ndarray:
         """``x`` with the inputs ``u_k`` and normal impulses ``p_n`` of every step that has them
         (handle ``"p_n"``) set to the bounded least-squares solution of the step's dynamics along
@@ -443,11 +490,12 @@ class ContactImplicitTO:
 
     def solve(self, backend: str = "casadi", strategy: str = "scholtes", starts: int = 1, seed: int = 0,
               *, scale: float = 0.1, start_indices: ArrayLike | None = None, options: Any = None,
-              **overrides: Any) -> TOResult:
+              plan: TOResult | None = None, **overrides: Any) -> TOResult:
         """Solve the transcription from ``starts`` initial guesses and return the best.
 
-        Start 0 is :meth:`initial_guess` without noise; start i >= 1 adds ``scale * N(0, 1)``
-        noise from ``numpy.random.default_rng([seed, i])``. ``start_indices`` (distinct integers
+        Start 0 is :meth:`initial_guess` without noise (with ``plan``: :meth:`guess_from` the plan,
+        for example a pyramid plan seeding a cone solve); start i >= 1 adds ``scale * N(0, 1)``
+        noise from ``numpy.random.default_rng([seed, i])`` (then clipped to the bounds). ``start_indices`` (distinct integers
         >= 0) runs exactly those starts instead of ``0 .. starts-1`` (so start ``i`` can be run on
         its own, for example by a parallel multistart). Every start's outcome is recorded in
         ``TOResult.starts``; the best is the solved start of least objective, else the start of
@@ -467,8 +515,17 @@ class ContactImplicitTO:
                     or np.unique(arr).size != arr.size:
                 raise InputError("start_indices", f"must be distinct integers >= 0, got {start_indices!r}")
             indices = [int(i) for i in arr]
+        base = None if plan is None else self.guess_from(plan)
+
+        def guess(i: int) -> np.ndarray:
+            rng = None if i == 0 else np.random.default_rng([int(seed), i])
+            if base is None:
+                return self.initial_guess(rng, scale)
+            x = base if rng is None else base + scale * rng.standard_normal(base.size)
+            return np.clip(x, self.program.lbx, self.program.ubx)
+
         ms = solve_from_guesses(  # options / overrides are solve_program's (NLPOptions), per start
-            self.program, lambda i: self.initial_guess(None if i == 0 else np.random.default_rng([int(seed), i]), scale),
+            self.program, guess,
             indices=indices, backend=backend, strategy=strategy, options=NLPOptions.build(options, **overrides))
         records = [{**r, "status": Status(r["status"])} for r in ms.starts]
         return self._trajectory(ms.best_result, records, ms.best, list(ms.results))

@@ -32,7 +32,7 @@ import casadi as ca
 import numpy as np
 
 from contactmp.errors import InputError, UnsupportedProgramError
-from contactmp.stages import StageGroup
+from contactmp.stages import StageGroup, StageTemplate
 from contactmp.validate import float_vector
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -181,6 +181,35 @@ class ConeComplementarity:
 
 
 Handle = Union[Variables, Parameters, Constraint, Complementarity]
+
+
+@dataclass(eq=False)
+class PyomoStageGroup:
+    """A :class:`~contactmp.stages.StageGroup` of a program as the components of its Pyomo twin
+    (:meth:`Program.to_pyomo`, ``model.contactmp_stage_groups``).
+
+    The group says ``g[g_index[k]](x, p) = g_T(x[x_index[k]], p[p_index[k]])`` for every stage
+    ``k`` in the program's positions; the twin has no positions, so each is replaced by its Pyomo
+    component data: ``x[k][i]`` is the ``VarData`` of ``x[x_index[k, i]]``, ``p[k][i]`` the
+    ``ParamData`` of ``p[p_index[k, i]]`` and ``g[k][r]`` the ``ConstraintData`` of row
+    ``g_index[k, r]`` (None where ``to_pyomo`` wrote no row: a row without variables or bounds).
+    ``template`` is the group's :class:`~contactmp.stages.StageTemplate` itself. A program read
+    back from the model (:func:`contactmp.solvers.pyomo_ipopt.pyomo_to_program`) finds its own
+    positions of these components and declares the group again, so that
+    :func:`~contactmp.solvers.nlp.solve_program` builds IPOPT's derivatives the same way for the
+    twin as for the program (``NLPOptions.derivatives``). ``model.clone()`` copies the component
+    references and shares the template.
+    """
+
+    template: StageTemplate
+    x: list[list[Any]]
+    p: list[list[Any]]
+    g: list[list[Any]]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "PyomoStageGroup":
+        from copy import deepcopy
+
+        return PyomoStageGroup(self.template, deepcopy(self.x, memo), deepcopy(self.p, memo), deepcopy(self.g, memo))
 
 
 @dataclass
@@ -738,8 +767,14 @@ class Program:
         ``model.contactmp_names`` maps handle name -> component name and
         ``model.contactmp_cone_directions`` lists the ``VarData`` of every cone's disk-form direction
         ``w`` (:class:`ConeComplementarity`; the plugin ``SolverFactory("contactmp_ipopt")`` bounds
-        them to ``[-1, 1]`` in its NLPs, as :func:`~contactmp.solvers.nlp.solve_program` does with
-        ``cone_bounds``, so the twin's solve is the program's). Expressions are translated by
+        them in its NLPs as :func:`~contactmp.solvers.nlp.solve_program` does with
+        ``cone_bounds``, so the twin's solve is the program's) and ``model.contactmp_stage_groups``
+        the program's stage groups in the model's components (:class:`PyomoStageGroup`; the
+        read-back program declares them again, so IPOPT's derivatives are built as for this
+        program: without them the read-back program of a sagittal Solo12 task, for which
+        ``derivatives="auto"`` means ``"stages"``, was differentiated whole, which gives the same
+        values rounded another way, and its homotopy reached another local minimizer: Scholtes
+        2.1261 against 0.7121 on the CALIPSO gait). Expressions are translated by
         :func:`contactmp.pyomo_bridge.translate`. Read a solved model back with
         :func:`contactmp.pyomo_bridge.program_x` (``program.value(handle, x)``)::
 
@@ -855,7 +890,34 @@ class Program:
         # keep |w_i| <= 1 in its NLPs, as solve_program's cone_bounds does for this program
         model.contactmp_cone_directions = [model.component(names[c.w.name])[i]
                                            for c in self._cones.values() for i in range(c.w.size)]
+        model.contactmp_stage_groups = self._pyomo_stage_groups(model, names, leaves)
         return model
+
+    def _pyomo_stage_groups(self, model: Any, names: dict[str, str], leaves: list[Any]) -> list[PyomoStageGroup]:
+        """The stage groups of this program in the components of its twin ``model``
+        (:class:`PyomoStageGroup`); ``leaves`` are the ``VarData`` of ``x`` then the ``ParamData``
+        of ``p``, in program order, as :meth:`to_pyomo` made them."""
+        if not self._stage_groups:
+            return []
+        x_leaf = [None] * self._n_x
+        p_leaf = [None] * self._n_p
+        k = 0
+        for h in self._variables.values():
+            x_leaf[h.index] = leaves[k:k + h.size]
+            k += h.size
+        for h in self._parameters.values():
+            p_leaf[h.index] = leaves[k:k + h.size]
+            k += h.size
+        rows: list[Any] = [None] * self._n_g
+        for h in self._constraints.values():
+            comp = model.component(names[h.name])
+            for i in range(h.size):
+                rows[h.index.start + i] = comp[i] if i in comp else None
+        return [PyomoStageGroup(grp.template,
+                                [[x_leaf[int(j)] for j in row] for row in grp.x_index],
+                                [[p_leaf[int(j)] for j in row] for row in grp.p_index],
+                                [[rows[int(r)] for r in row] for row in grp.g_index])
+                for grp in self._stage_groups]
 
     # -- internals ------------------------------------------------------------------------------
     def _new_name(self, name: Any) -> None:

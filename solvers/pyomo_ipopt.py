@@ -46,9 +46,11 @@ Models with ``pyomo.mpec`` Complementarity components are solved in one of two w
   ``extras["homotopy"]``) and ``last_program`` (the :class:`PyomoProgram`). The model's variable
   values are the start. A twin made by :meth:`Program.to_pyomo <contactmp.program.Program.to_pyomo>`
   of a program with Coulomb cones lists their disk-form directions ``w``
-  (``model.contactmp_cone_directions``), and the read-back program bounds them to ``[-1, 1]`` (unless
-  ``cone_bounds`` or ``sign_constraints`` is False), as ``solve_program`` bounds them in every NLP of
-  the original program: the twin, started where the program starts
+  (``model.contactmp_cone_directions``), and the read-back program bounds them as ``solve_program``
+  bounds them in every NLP of the original program (``NLPOptions.cone_bounds``; not when
+  ``cone_bounds`` or ``sign_constraints`` is False); a twin of a program with stage groups lists
+  them too (``model.contactmp_stage_groups``), and the read-back program declares them again, so
+  that IPOPT's derivatives are built as for the original program: the twin, started where the program starts
   (:meth:`ContactImplicitTO.to_pyomo <contactmp.transcriptions.contact_implicit.ContactImplicitTO.to_pyomo>`
   starts at the CasADi route's guess), then takes the CasADi route's path (the cito tasks: the same
   objective with the pyramid, the cone and the compliant formulations).
@@ -858,9 +860,67 @@ def _program(read: _Read, model: Any) -> PyomoProgram:
     if n_c:
         prog.add_complementarity(casadi.vertcat(*parts[k + n_g:k + n_g + n_c]),
                                  casadi.vertcat(*parts[k + n_g + n_c:]), name="pairs")
+    _declare_stage_groups(prog, read, model)
     return PyomoProgram(program=prog, variables=read.variables, constraints=read.rows,
                         pairs=read.pairs, sense=read.sense, conditions=read.conditions,
                         _free_sides=free_sides)
+
+
+def _declare_stage_groups(prog: Program, read: _Read, model: Any) -> None:
+    """Declare in ``prog`` (read from ``model``) the stage groups of the program whose twin
+    ``model`` is (``model.contactmp_stage_groups``, :class:`~contactmp.program.PyomoStageGroup`).
+
+    A stage ``k`` of a group says ``g[g_index[k]] = g_T(x[x_index[k]], p[p_index[k]])`` in the
+    source program's positions; here ``x_index[k]`` and ``g_index[k]`` become the columns of the
+    stage's ``VarData`` and the rows of its ``ConstraintData`` in ``prog``. ``prog`` has no
+    parameters (the reader takes a mutable ``Param`` at its current value), so the stages are
+    grouped by the current values of their parameters ``p[p_index[k]]`` and each set of equal
+    values gets the template ``g_T(z, p_T)`` with ``p_T`` put in (the template itself when it has
+    no parameters: a Program without parameters, such as a ContactImplicitTO without
+    ``model_parameters``, keeps one group and its template). Each group is checked against
+    ``prog``'s rows (:meth:`~contactmp.program.Program.add_stage_group`). A group is left out, with
+    an INFO log, when the model was changed so that it no longer describes the read program: a
+    variable of a stage fixed or unused, a row of a stage deactivated, deleted or unbounded (or
+    never written), or rows that fail the check. Without its stage groups the read program gets the
+    whole-program derivatives (``NLPOptions.derivatives`` ``"auto"`` -> ``"full"``): the same
+    values, rounded another way, and on the sagittal Solo12 tasks another local minimizer of the
+    homotopy (Scholtes 2.1261 against the program's 0.7121 on the CALIPSO gait).
+    """
+    import pyomo.environ as pyo
+
+    from contactmp.errors import InputError
+    from contactmp.stages import StageGroup, StageTemplate
+
+    groups = getattr(model, "contactmp_stage_groups", None)
+    if not groups:
+        return
+    column = {id(v): j for j, v in enumerate(read.variables)}
+    row = {id(c): i for i, c in enumerate(read.rows)}  # a condition's one row: never a stage's
+    for grp in groups:
+        t = grp.template
+        try:
+            x_index = np.array([[column[id(v)] for v in stage] for stage in grp.x], dtype=np.int64)
+            g_index = np.array([[row[id(c)] for c in stage] for stage in grp.g], dtype=np.int64)
+        except KeyError:
+            logger.info("%s: stage group %r not declared: a variable of a stage is fixed or unused, or "
+                        "a row of a stage is not in the model's active rows", NAME, t.name)
+            continue
+        values = np.array([[float(pyo.value(q)) for q in stage] for stage in grp.p], dtype=float)
+        values = values.reshape(len(grp.x), t.n_p)
+        sets, which = np.unique(values, axis=0, return_inverse=True)
+        which = np.asarray(which).ravel()
+        order = sorted(range(len(sets)), key=lambda u: int(np.flatnonzero(which == u)[0]))
+        for n, u in enumerate(order):
+            stages = np.flatnonzero(which == u)
+            tmpl = t
+            if t.n_p:
+                g = casadi.substitute(t.g, t.p, casadi.DM(sets[u]))
+                tmpl = StageTemplate(t.name if len(sets) == 1 else f"{t.name}_{n}", t.z, casadi.SX(0, 1), g)
+            try:
+                prog.add_stage_group(StageGroup(tmpl, x_index[stages], np.zeros((stages.size, 0), dtype=np.int64),
+                                                g_index[stages]))
+            except InputError as err:
+                logger.info("%s: stage group %r not declared: %s", NAME, t.name, err)
 
 
 def pyomo_to_program(model: Any) -> PyomoProgram:
@@ -930,12 +990,15 @@ def _mpcc_options(options: dict[str, Any], tee: bool,
 def _bound_cone_directions(pp: PyomoProgram, model: Any, kw: dict[str, Any]) -> None:
     """Bound the disk-form directions ``w`` of the cones of a twin made by
     :meth:`Program.to_pyomo <contactmp.program.Program.to_pyomo>` (its
-    ``contactmp_cone_directions``) to ``[-1, 1]`` in the read-back program, unless the options turn
-    ``cone_bounds`` or ``sign_constraints`` off: :func:`~contactmp.solvers.nlp.solve_program` puts
-    these bounds on every NLP of a Program with cones (``NLPOptions.cone_bounds``; implied by the
-    disk side ``1 - |w|^2 >= 0``), but the read-back program has no cone constructs, and without
-    them the twin's homotopy took another path (the cone box task of ``case_studies/_cito.py``:
-    36.114 against the CasADi route's 37.027)."""
+    ``contactmp_cone_directions``) to ``[-r, r]`` in the read-back program, ``r`` the half-width
+    that :func:`~contactmp.solvers.nlp.solve_program` uses (the option ``cone_bound`` where
+    ``NLPOptions`` has it, else 1), unless the options turn ``cone_bounds`` or ``sign_constraints``
+    off: ``solve_program`` puts these bounds on every NLP of a Program with cones
+    (``NLPOptions.cone_bounds``; ``|w_i| <= 1`` is implied by the disk side ``1 - |w|^2 >= 0``),
+    but the read-back program has no cone constructs, and without them the twin's homotopy took
+    another path (the cone box task of ``case_studies/_cito.py``: 36.114 against the CasADi route's
+    37.027 with ``r = 1``). A ``cone_bound`` that ``NLPOptions`` refuses bounds nothing here;
+    ``solve_program`` then raises the OptionError."""
     from contactmp.solvers.nlp import NLPOptions
 
     directions = getattr(model, "contactmp_cone_directions", None)
@@ -943,11 +1006,14 @@ def _bound_cone_directions(pp: PyomoProgram, model: Any, kw: dict[str, Any]) -> 
     if not directions or not kw.get("cone_bounds", defaults.cone_bounds) \
             or not kw.get("sign_constraints", defaults.sign_constraints):
         return
+    r = kw.get("cone_bound", getattr(defaults, "cone_bound", 1.0))
+    if isinstance(r, bool) or not isinstance(r, (int, float)) or not 1.0 <= r < np.inf:
+        return
     column = {id(v): j for j, v in enumerate(pp.variables)}
     j = np.array([column[id(v)] for v in directions if id(v) in column and not v.fixed], dtype=int)
     if j.size:
         x = pp.x
-        x.lb[j], x.ub[j] = np.maximum(x.lb[j], -1.0), np.minimum(x.ub[j], 1.0)
+        x.lb[j], x.ub[j] = np.maximum(x.lb[j], -float(r)), np.minimum(x.ub[j], float(r))
 
 
 def _solve_mpcc(model: Any, options: dict[str, Any], *, tee: bool, load: bool,

@@ -26,7 +26,16 @@ lists the directions (``model.contactmp_cone_directions``) and the plugin bounds
 (CasADi / twin from its defaults; without the bounds): box cone 37.02697 (1.1 s) / 37.02697
 (1.6 s; 36.11401 without, as CasADi with ``cone_bounds=False``), push cone 9.67143 / 9.67143
 (9.5 / 8.3 s; 9.67238 without), box compliant 41.96125 / 41.96125 (14 / 15 s; 41.75829 without),
-hopper cone: both end locally infeasible at the same point (48.22054).
+hopper cone: both end locally infeasible at the same point (48.22054). The plugin bounds them by the
+half-width that ``solve_program`` uses (``NLPOptions.cone_bound`` where it exists, else 1).
+
+The twin of a program with stage groups lists them too (``model.contactmp_stage_groups``) and the
+read-back program declares them again, so ``derivatives="auto"`` builds IPOPT's derivatives as for
+the program. Without them the sagittal Solo12 tasks went elsewhere (measured 2026-12-07, from the
+task's guess; elastic l1 with ``cito_quadruped.OPTIONS``; program / twin / twin without groups):
+CALIPSO pyramid Scholtes 0.71212 / 0.71212 / 2.12611, elastic l1 0.85928 / 0.85928 / 1.04605;
+CALIPSO cone elastic l1 2.46388 / 2.46388 / 3.81589 (``cone_bound=1``), 1.40984 / 1.40984 /
+1.89909 (``cone_bound=1.5``); walk pyramid elastic l1 1.15214 / 1.15214 / 1.05329.
 """
 from __future__ import annotations
 
@@ -46,8 +55,8 @@ from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 
 #: the twin's objective against the CasADi route's, relative (measured: equal to 1e-12 or better;
 #: the read-back program evaluates bit for bit like the original, tests/transcriptions/
-#: test_contact_implicit_pyomo.py, but it has no stage groups, so IPOPT's derivatives are built
-#: another way and may round differently)
+#: test_contact_implicit_pyomo.py, and declares the original's stage groups again, so IPOPT's
+#: derivatives are built the same way; the Solo12 objectives below were equal bit for bit)
 REL_TOL = 1e-6
 
 
@@ -155,7 +164,14 @@ def test_plugin_bounds_the_cone_directions_unless_told_not_to() -> None:
     to.minimize_effort(1.0)
     n_w = sum(c.w.size for c in to.program.cones)
     assert n_w == 3
-    for options, bounded in (({}, True), ({"cone_bounds": False}, False), ({"sign_constraints": False}, False)):
+    # the half-width solve_program uses (NLPOptions.cone_bound where it exists, else 1)
+    from contactmp.solvers.nlp import NLPOptions
+
+    r = getattr(NLPOptions(), "cone_bound", 1.0)
+    cases = [({}, r), ({"cone_bounds": False}, np.inf), ({"sign_constraints": False}, np.inf)]
+    if hasattr(NLPOptions(), "cone_bound"):
+        cases.append(({"cone_bound": 1.25}, 1.25))
+    for options, want in cases:
         model = to.to_pyomo()
         assert len(model.contactmp_cone_directions) == n_w
         solver = pyo.SolverFactory("contactmp_ipopt")
@@ -163,7 +179,110 @@ def test_plugin_bounds_the_cone_directions_unless_told_not_to() -> None:
         pp = solver.last_program
         column = {id(v): j for j, v in enumerate(pp.variables)}
         j = [column[id(v)] for v in model.contactmp_cone_directions]
-        want = 1.0 if bounded else np.inf
         np.testing.assert_array_equal(pp.x.ub[j], want)
         np.testing.assert_array_equal(pp.x.lb[j], -want)
         assert np.array_equal(np.delete(pp.x.ub, j), np.delete(to.program.ubx, j))  # no other bound moves
+
+
+# -- stage groups (issue 36, last gap) --------------------------------------------------------------
+# The twin of a program with stage groups lists them in its components
+# (``model.contactmp_stage_groups``) and the read-back program declares them again. Without them the
+# read-back program of a sagittal Solo12 task was differentiated whole (``derivatives="auto"`` ->
+# ``"full"`` instead of ``"stages"``): the same values, rounded another way, and the homotopy went to
+# another local minimizer (CALIPSO gait, pyramid: Scholtes 0.71212 against 2.12611, which is also what
+# the program itself gives with ``derivatives="full"``).
+
+#: the fields of a Relaxation that say where the pairs live in the NLP
+_RELAXATION_FIELDS = ("a_var", "b_var", "a_row", "b_row", "pair_row", "directions")
+
+
+def _assert_same_relaxation(p_rel, q_rel) -> None:
+    """``q_rel`` (of the read-back program) has the structure of ``p_rel`` (of the program): pair
+    sides on the same variables and rows, the same bounds, rows and stage groups."""
+    for name in _RELAXATION_FIELDS:
+        np.testing.assert_array_equal(getattr(q_rel, name), getattr(p_rel, name), err_msg=name)
+    assert (q_rel.slack, q_rel.n_smoothed) == (p_rel.slack, p_rel.n_smoothed)
+    for mine, theirs in zip(q_rel.bounds(), p_rel.bounds()):
+        np.testing.assert_array_equal(mine, theirs)
+    q, p = q_rel.program, p_rel.program
+    assert (q.n_x, q.n_g, q.n_comp) == (p.n_x, p.n_g, p.n_comp)
+    assert len(q.stage_groups) == len(p.stage_groups) >= 1
+    for mine, theirs in zip(q.stage_groups, p.stage_groups):
+        assert mine.template is theirs.template  # no parameters: the template itself
+        for name in ("x_index", "p_index", "g_index"):
+            np.testing.assert_array_equal(getattr(mine, name), getattr(theirs, name), err_msg=name)
+
+
+def test_solo12_read_back_has_the_programs_relaxation_structure() -> None:
+    """The sagittal Solo12 CALIPSO task (pyramid): the read-back program relaxes like the program
+    (both relaxations ``solve_program`` builds) and gets the same derivative mode."""
+    from contactmp.case_studies._quadruped import solo_task
+    from contactmp.solvers.mpcc import relaxation
+    from contactmp.solvers.pyomo_ipopt import pyomo_to_program
+    from contactmp.solvers.structured import resolve_derivatives
+
+    to = solo_task("calipso", True, "pyramid")
+    prog = to.program
+    model = to.to_pyomo()
+    assert len(model.contactmp_stage_groups) == len(prog.stage_groups) == 1
+    back = pyomo_to_program(model).program
+    np.testing.assert_array_equal(back.x0, to.initial_guess())
+    for kw in ({}, {"sign_constraints": False, "side_rows": True}):
+        for strategy in ("scholtes", "elastic_l1"):
+            _assert_same_relaxation(relaxation(prog, strategy, 1.0, **kw), relaxation(back, strategy, 1.0, **kw))
+    assert resolve_derivatives(back, "auto") == resolve_derivatives(prog, "auto") == "stages"
+
+
+def test_stage_groups_with_parameters_read_back_at_the_models_values() -> None:
+    """A stage template with parameters (``model_parameters=["mu"]``) is read back with the Pyomo
+    ``Param``'s current value put in (the read-back program has no parameters); a model whose
+    stage row was deactivated keeps no group; ``model.clone()`` keeps the groups on its own
+    components."""
+    from contactmp.solvers.pyomo_ipopt import pyomo_to_program
+
+    to = ContactImplicitTO(point_mass_2d(), 3, 0.1, formulation="pyramid", facets=4, model_parameters=["mu"])
+    to.set_initial_state([0.0, 0.0], [0.0, 0.0])
+    to.set_final_state([0.1, 0.0], [0.0, 0.0])
+    to.minimize_effort(1.0)
+    prog = to.program
+    (group,) = prog.stage_groups
+    assert group.template.n_p == 1
+    model = to.to_pyomo()
+    (mu,) = {id(q): q for stage in model.contactmp_stage_groups[0].p for q in stage}.values()
+    mu.value = 0.3  # the read-back program's rows and template both take the new value
+    (back,) = pyomo_to_program(model).program.stage_groups
+    assert back.template.n_p == 0 and back.p_index.shape == (3, 0)
+    np.testing.assert_array_equal(back.x_index, group.x_index)
+    np.testing.assert_array_equal(back.g_index, group.g_index)
+    z = np.linspace(-0.5, 0.5, group.template.n_z)
+    want = group.template.function(z, [0.3])
+    np.testing.assert_allclose(np.asarray(back.template.function(z, np.zeros(0))), np.asarray(want), rtol=1e-14,
+                               atol=1e-14)
+    copy = model.clone()
+    assert copy.contactmp_stage_groups[0].template is model.contactmp_stage_groups[0].template
+    assert copy.contactmp_stage_groups[0].g[0][0] is not model.contactmp_stage_groups[0].g[0][0]
+    assert copy.contactmp_stage_groups[0].g[0][0].parent_block() is copy
+    assert len(pyomo_to_program(copy).program.stage_groups) == 1
+    copy.contactmp_stage_groups[0].g[1][0].deactivate()
+    assert pyomo_to_program(copy).program.stage_groups == ()
+
+
+@pytest.mark.slow
+def test_solo12_twin_reaches_the_programs_objective() -> None:
+    """The sagittal Solo12 CALIPSO task (pyramid), Scholtes from the task's guess: the twin solved
+    through ``SolverFactory("contactmp_ipopt")`` ends at the program's objective (measured 0.71212
+    both; 2.12611 for the twin before it carried the stage groups). About 60 s on 2 shared cores;
+    the structure test above covers the cause fast."""
+    from contactmp.case_studies._quadruped import solo_task
+    from contactmp.solvers.nlp import solve_program
+
+    to = solo_task("calipso", True, "pyramid")
+    prog = to.program
+    prog.x0 = to.initial_guess()
+    ref = solve_program(prog, strategy="scholtes")
+    assert ref.status is Status.SOLVED
+    model = to.to_pyomo()
+    solver = pyo.SolverFactory("contactmp_ipopt")
+    results = solver.solve(model, options={"strategy": "scholtes"})
+    assert results.solver.termination_condition == TerminationCondition.optimal
+    assert pyo.value(model.objective) == pytest.approx(ref.objective, rel=REL_TOL)

@@ -991,9 +991,8 @@ def _bound_cone_directions(pp: PyomoProgram, model: Any, kw: dict[str, Any]) -> 
     """Bound the disk-form directions ``w`` of the cones of a twin made by
     :meth:`Program.to_pyomo <contactmp.program.Program.to_pyomo>` (its
     ``contactmp_cone_directions``) to ``[-r, r]`` in the read-back program, ``r`` the half-width
-    that :func:`~contactmp.solvers.nlp.solve_program` uses (the option ``cone_bound`` where
-    ``NLPOptions`` has it, else 1), unless the options turn ``cone_bounds`` or ``sign_constraints``
-    off: ``solve_program`` puts these bounds on every NLP of a Program with cones
+    that :func:`~contactmp.solvers.nlp.solve_program` uses (``NLPOptions.cone_bound``), unless
+    the options turn ``cone_bounds`` or ``sign_constraints`` off: ``solve_program`` puts these bounds on every NLP of a Program with cones
     (``NLPOptions.cone_bounds``; ``|w_i| <= 1`` is implied by the disk side ``1 - |w|^2 >= 0``),
     but the read-back program has no cone constructs, and without them the twin's homotopy took
     another path (the cone box task of ``case_studies/_cito.py``: 36.114 against the CasADi route's
@@ -1006,7 +1005,7 @@ def _bound_cone_directions(pp: PyomoProgram, model: Any, kw: dict[str, Any]) -> 
     if not directions or not kw.get("cone_bounds", defaults.cone_bounds) \
             or not kw.get("sign_constraints", defaults.sign_constraints):
         return
-    r = kw.get("cone_bound", getattr(defaults, "cone_bound", 1.0))
+    r = kw.get("cone_bound", defaults.cone_bound)
     if isinstance(r, bool) or not isinstance(r, (int, float)) or not 1.0 <= r < np.inf:
         return
     column = {id(v): j for j, v in enumerate(pp.variables)}

@@ -20,14 +20,13 @@ rotate                27.25241 (8.6 s)    27.25241 (4.8 s)    28.02540 (another 
 The last column is what ``to.program.to_pyomo()`` gave before: the stored start has no
 interpolated motion and no cone guesses.
 
-With cones (``"cone"``, ``"compliant"``) the twin also needs the bounds ``|w_i| <= 1`` that
-``solve_program`` puts on every NLP of a program with cones (``NLPOptions.cone_bounds``): the model
-lists the directions (``model.contactmp_cone_directions``) and the plugin bounds them. Measured
-(CasADi / twin from its defaults; without the bounds): box cone 37.02697 (1.1 s) / 37.02697
-(1.6 s; 36.11401 without, as CasADi with ``cone_bounds=False``), push cone 9.67143 / 9.67143
-(9.5 / 8.3 s; 9.67238 without), box compliant 41.96125 / 41.96125 (14 / 15 s; 41.75829 without),
-hopper cone: both end locally infeasible at the same point (48.22054). The plugin bounds them by the
-half-width that ``solve_program`` uses (``NLPOptions.cone_bound`` where it exists, else 1).
+With cones (``"cone"``, ``"compliant"``) the twin also needs the bounds ``|w_i| <= cone_bound``
+(1.5) that ``solve_program`` puts on every NLP of a program with cones (``NLPOptions.cone_bounds``):
+the model lists the directions (``model.contactmp_cone_directions``) and the plugin bounds them by
+the same half-width. Measured (CasADi / twin from its defaults, box at 1.5; in brackets the box at
+1, before 5c44098): box cone 36.11401 (1.4 s) / 36.11401 (1.7 s) [37.02697 / 37.02697], push cone
+9.67605 / 9.67605 [9.67143 / 9.67143], box compliant 41.75829 / 41.75829 [41.96125 / 41.96125],
+hopper cone 30.61561 / 30.61561 (9 s) [both locally infeasible at 48.22054].
 
 The twin of a program with stage groups lists them too (``model.contactmp_stage_groups``) and the
 read-back program declares them again, so ``derivatives="auto"`` builds IPOPT's derivatives as for
@@ -89,7 +88,7 @@ def test_twin_from_its_defaults_reaches_the_casadi_objective(task: str, formulat
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task, formulation", [("arm-push", "pyramid"), ("rotate", "pyramid"), ("push", "cone"),
-                                               ("box", "compliant")])
+                                               ("box", "compliant"), ("hopper", "cone")])
 def test_twin_from_its_defaults_reaches_the_casadi_objective_slow(task: str, formulation: str) -> None:
     """arm-push (30 s with the CasADi solve) ended infeasible from the program's stored start;
     the fast test above covers the same behaviour (the start on box, push and hopper, the cone

@@ -2,7 +2,7 @@
 the largest gap at which a plan's force acts (issue 35, items 5 and 6).
 
     python benchmarks/cito_cone_reliability.py [--tasks box,push,hopper,arm-push,rotate] [--starts 20] [--first 0]
-                                               [--configs pyramid,cone,cone-box1,cone-unbounded]
+                                               [--configs pyramid,cone,cone-box1,cone-unbounded,cone-seeded]
                                                [--gap linear|position] [--time-limit 60] [--out DIR]
 
 Every configuration solves the same seeded starts of each task of ``contactmp.case_studies._cito.TASKS``
@@ -18,7 +18,10 @@ Every configuration solves the same seeded starts of each task of ``contactmp.ca
 * ``cone-box1``: the same cone with ``cone_bound=1`` (the box the disk side implies; the default
   from issue 35 until the 3D Solo12 tasks showed its degenerate points);
 * ``cone-unbounded``: the same cone with ``cone_bounds=False`` (the NLPs before issue 35): the
-  reference of the cone's time ratio, measured in the same run.
+  reference of the cone's time ratio, measured in the same run;
+* ``cone-seeded``: two phases: the pyramid from start i, then the cone (default options) from that
+  plan (``ContactImplicitTO.solve(plan=...)``, no further noise); its time and iterations are both
+  phases' sums.
 
 ``--gap`` builds every task with the formulations' ``gap`` option: ``position`` (the tasks' own,
 ``_cito.GAP``: the normal side is the gap at the step's end ``phi(q_{k+1}) / h``) or ``linear``
@@ -48,7 +51,9 @@ import _common as common  # noqa: E402
 from contactmp.records import RecordStore  # noqa: E402
 
 CONFIGS = {"pyramid": ("pyramid", {}), "cone": ("cone", {}), "cone-box1": ("cone", {"cone_bound": 1.0}),
-           "cone-unbounded": ("cone", {"cone_bounds": False})}
+           "cone-unbounded": ("cone", {"cone_bounds": False}), "cone-seeded": ("cone", {})}
+#: configurations solved in two phases: the pyramid from the start, then the cone from its plan
+SEEDED = frozenset({"cone-seeded"})
 TASKS = ("box", "push", "hopper", "arm-push", "rotate")
 #: the Solo12 tasks of the cito-quadruped study (``--tasks solo-walk-sagittal,...``): (kind, planar),
 #: solved with that study's strategy and options (elastic l1, 300 CPU s per start, derivatives from
@@ -121,13 +126,21 @@ def main(argv: list[str] | None = None) -> int:
     for task in tasks:
         for name in configs:
             form, extra = CONFIGS[name]
-            to = None
+            to = seed_to = None
             for i in range(args.first, args.starts):
                 key = f"{args.gap}/{task}/{name}/start{i:02d}"
                 if key not in done:
                     to = to if to is not None else _build(task, form, args.gap)
                     strategy, opts = _strategy_and_options(task, args.time_limit)
-                    rec, _ = _cito.run_start(to, strategy, 0, i, options=tuple({**opts, **extra}.items()))
+                    options = tuple({**opts, **extra}.items())
+                    if name in SEEDED:
+                        seed_to = seed_to if seed_to is not None else _build(task, "pyramid", args.gap)
+                        first, plan = _cito.run_start(seed_to, strategy, 0, i, options=tuple(opts.items()))
+                        rec, _ = _cito.run_start(to, strategy, 0, 0, options=options, plan=plan)
+                        rec["time_s"] += first["time_s"]
+                        rec["iterations"] += first["iterations"]
+                    else:
+                        rec, _ = _cito.run_start(to, strategy, 0, i, options=options)
                     done[key] = {"key": key, "task": task, "config": name, "gap": args.gap, "start": i,
                                  "strategy": strategy,
                                  **{k: rec[k] for k in ("status", "converged", "objective", "comp_violation",

@@ -388,13 +388,15 @@ def contact_modes(to: Any, traj: Any, impulse_tol: float = 1e-6, slip_tol: float
 
 
 def run_start(to: Any, strategy: str, seed: int, start: int, backend: str = "casadi",
-              options: tuple[tuple[str, Any], ...] = ()) -> tuple[dict[str, Any], Any]:
-    """Solve ``to`` from start ``start`` (0: the deterministic guess; i >= 1: seeded noise
-    ``numpy.random.default_rng([seed, i])``) with ``strategy`` and the NLPOptions ``options`` (a
-    ``time_limit`` there replaces :data:`TIME_LIMIT`); return its record and trajectory."""
+              options: tuple[tuple[str, Any], ...] = (), plan: Any = None) -> tuple[dict[str, Any], Any]:
+    """Solve ``to`` from start ``start`` (0: the deterministic guess, or with ``plan`` the guess
+    :meth:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO.guess_from` that plan;
+    i >= 1: seeded noise ``numpy.random.default_rng([seed, i])``) with ``strategy`` and the
+    NLPOptions ``options`` (a ``time_limit`` there replaces :data:`TIME_LIMIT`); return its record
+    and trajectory."""
     t0 = time.perf_counter()
     traj = to.solve(backend=backend, strategy=strategy, start_indices=[start], seed=seed, scale=NOISE_SCALE,
-                    **{"time_limit": TIME_LIMIT, **dict(options)})
+                    plan=plan, **{"time_limit": TIME_LIMIT, **dict(options)})
     wall = time.perf_counter() - t0
     rec = traj.starts[0]
     modes = contact_modes(to, traj)

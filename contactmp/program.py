@@ -887,7 +887,7 @@ class Program:
         model.contactmp_names = names
         # the disk-form directions w of the cones (Python list, not a component): the Pyomo model has
         # no cone constructs, so SolverFactory("contactmp_ipopt") with a strategy reads them here to
-        # keep |w_i| <= 1 in its NLPs, as solve_program's cone_bounds does for this program
+        # keep |w_i| <= cone_bound in its NLPs, as solve_program's cone_bounds does for this program
         model.contactmp_cone_directions = [model.component(names[c.w.name])[i]
                                            for c in self._cones.values() for i in range(c.w.size)]
         model.contactmp_stage_groups = self._pyomo_stage_groups(model, names, leaves)

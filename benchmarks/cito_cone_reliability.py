@@ -21,7 +21,8 @@ Every configuration solves the same seeded starts of each task of ``contactmp.ca
   reference of the cone's time ratio, measured in the same run;
 * ``cone-seeded``: two phases: the pyramid from start i, then the cone (default options) from that
   plan (``ContactImplicitTO.solve(plan=...)``, no further noise); its time and iterations are both
-  phases' sums.
+  phases' sums, each phase has the CPU cap (so a start may take twice the cap), and the record
+  keeps the pyramid phase's status and objective (``seed_status``, ``seed_objective``).
 
 ``--gap`` builds every task with the formulations' ``gap`` option: ``position`` (the tasks' own,
 ``_cito.GAP``: the normal side is the gap at the step's end ``phi(q_{k+1}) / h``) or ``linear``
@@ -48,6 +49,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as common  # noqa: E402
 
+from contactmp.errors import InputError  # noqa: E402
 from contactmp.records import RecordStore  # noqa: E402
 
 CONFIGS = {"pyramid": ("pyramid", {}), "cone": ("cone", {}), "cone-box1": ("cone", {"cone_bound": 1.0}),
@@ -136,15 +138,22 @@ def main(argv: list[str] | None = None) -> int:
                     if name in SEEDED:
                         seed_to = seed_to if seed_to is not None else _build(task, "pyramid", args.gap)
                         first, plan = _cito.run_start(seed_to, strategy, 0, i, options=tuple(opts.items()))
-                        rec, _ = _cito.run_start(to, strategy, 0, 0, options=options, plan=plan)
+                        try:
+                            rec, _ = _cito.run_start(to, strategy, 0, 0, options=options, plan=plan)
+                        except InputError as err:  # a plan with non-finite entries: this start fails
+                            print(f"{key}: the pyramid's plan cannot seed the cone ({err})", flush=True)
+                            rec = {"status": "seed_unusable", "converged": False, "objective": None,
+                                   "comp_violation": None, "iterations": 0, "time_s": 0.0, "force_gap": None}
                         rec["time_s"] += first["time_s"]
                         rec["iterations"] += first["iterations"]
+                        extra_fields = {"seed_status": first["status"], "seed_objective": first["objective"]}
                     else:
                         rec, _ = _cito.run_start(to, strategy, 0, i, options=options)
+                        extra_fields = {}
                     done[key] = {"key": key, "task": task, "config": name, "gap": args.gap, "start": i,
                                  "strategy": strategy,
                                  **{k: rec[k] for k in ("status", "converged", "objective", "comp_violation",
-                                                        "iterations", "time_s", "force_gap")}}
+                                                        "iterations", "time_s", "force_gap")}, **extra_fields}
                     store.append(done[key])
                     print(f"{key}: {rec['status']} converged={rec['converged']} {rec['time_s']:.1f} s "
                           f"gap={rec['force_gap']}", flush=True)

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "Program",
+    "PyomoStageGroup",
     "Variables",
     "Parameters",
     "Constraint",

@@ -37,11 +37,11 @@ variables), so transcriptions can stack one block per step; the program is polyn
 also goes to Pyomo (``Program.to_pyomo``), and without an objective it is a square MCP
 (``Program.to_mcp``: ``v+, p_t, p_o, w`` pair with the equality rows, ``p_n`` and ``gamma`` with
 their slacks). ``w`` has no bounds in the block (``|w| <= 1`` is the pair's own side, and a square
-MCP pairs every bounded variable); the MPCC strategies' NLPs bound it to ``[-1.5, 1.5]``
-(:attr:`~contactmp.solvers.nlp.NLPOptions.cone_bounds` and ``cone_bound``): at a contact without
-force that does not slide, ``w`` enters no row but ``1 - |w|^2 >= 0``, whose linearization at
-``w = 0`` is flat, and IPOPT's steps in it were unbounded (the rest-to-rest cone box: 1,070-6,729
-iterations, 136-388 with the bounds). The box is wider than the disk so that it is never active at
+MCP pairs every bounded variable); the MPCC strategies' NLPs bound it to
+``[-cone_bound, cone_bound]`` (:attr:`~contactmp.solvers.nlp.NLPOptions.cone_bounds`; ``cone_bound``
+1.5 by default): at a contact without force that does not slide, ``w`` enters no row but
+``1 - |w|^2 >= 0``, whose linearization at ``w = 0`` is flat, and IPOPT's steps in it were
+unbounded (the rest-to-rest cone box: 1,070-6,729 iterations, 136-388 with the box at 1). The box is wider than the disk so that it is never active at
 a point of it.
 
 Degenerate points

@@ -36,7 +36,7 @@ from contactmp.errors import InputError, OptionError, did_you_mean
 from contactmp.program import Program, _scaled_violation
 
 __all__ = ["MPCC_STRATEGIES", "MPCCStrategy", "PortfolioMember", "Relaxation", "relax", "relaxation", "fischer_burmeister",
-           "copy_without_pairs", "PORTFOLIO", "ZERO", "NONNEG", "NONPOS", "FREE"]
+           "copy_without_pairs", "PORTFOLIO", "ZERO", "NONNEG", "NONPOS", "FREE", "CONE_BOUND", "valid_cone_bound"]
 
 INF = math.inf
 
@@ -48,6 +48,12 @@ ZERO, NONNEG, NONPOS, FREE = (0.0, 0.0), (0.0, math.inf), (-math.inf, 0.0), (-ma
 #: every relaxed NLP (:attr:`Relaxation.directions`, ``NLPOptions.cone_bound``): above the ``1`` that
 #: the disk side implies, so the box never meets the disk, yet it bounds IPOPT's steps in ``w``
 CONE_BOUND = 1.5
+
+
+def valid_cone_bound(value: object) -> bool:
+    """Whether ``value`` can be the half-width of the box on the disk-form directions: a finite
+    number >= 1 (the disk side implies ``|w_i| <= 1``, so a narrower box would cut feasible points)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and 1.0 <= value < math.inf
 
 
 @dataclass(frozen=True)
@@ -203,7 +209,7 @@ class Relaxation:
     pair_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     slack: int = -1
     directions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
-    direction_bound: float = 1.0
+    direction_bound: float = CONE_BOUND
     _check: ca.Function | None = field(default=None, repr=False)
 
     @property
@@ -340,7 +346,7 @@ def relaxation(prog: Program, strategy: str, parameter: float = 0.0, *,
                                      "relax the program with one of them")
     if isinstance(parameter, bool) or not isinstance(parameter, (int, float)) or not math.isfinite(parameter):
         raise InputError("parameter", f"must be a finite number, got {parameter!r}")
-    if isinstance(cone_bound, bool) or not isinstance(cone_bound, (int, float)) or not 1.0 <= cone_bound < math.inf:
+    if not valid_cone_bound(cone_bound):
         raise InputError("cone_bound", f"must be a finite number >= 1 (the disk side implies |w_i| <= 1), "
                                        f"got {cone_bound!r}")
     if st.name == "fischer_burmeister" and prog.n_comp and parameter <= 0:

@@ -102,7 +102,8 @@ from contactmp.result import Result, Status
 from contactmp.solvers.homotopy import Candidate, Homotopy
 from contactmp.solvers.ipopt import BACKENDS, check_ipopt_options
 from contactmp.solvers.lcp import SolverOptions
-from contactmp.solvers.mpcc import CONE_BOUND, MPCC_STRATEGIES, MPCCStrategy, fischer_burmeister, strategy_named
+from contactmp.solvers.mpcc import (CONE_BOUND, MPCC_STRATEGIES, MPCCStrategy, fischer_burmeister, strategy_named,
+                                    valid_cone_bound)
 
 __all__ = ["solve_program", "NLPOptions", "WARM_START", "STEP_START", "warm_start_changes", "STRATEGIES", "BACKENDS", "fischer_burmeister", "walk_branches"]
 
@@ -173,7 +174,7 @@ class NLPOptions(SolverOptions):
         contact at rest leaves ``w`` in no row but that side, whose linearization at ``w = 0`` is
         flat: IPOPT's steps in ``w`` are then unbounded (``w^2`` overflows: CasADi's ``Inf detected
         for output g``) and the rest-to-rest cone box took 1,070-6,729 IPOPT iterations instead of
-        136-388 (Scholtes); the cone box push of ``cito-box``, 20 starts: median 1,983 iterations
+        136-388 with the box at 1 (Scholtes); the cone box push of ``cito-box``, 20 starts: median 1,983 iterations
         unbounded, 188 with ``|w_i| <= 1``. False: the program's own bounds only.
     cone_bound : the half-width of that box, a finite number >= 1 (default 1.5). At ``1`` the box
         is active together with the disk row wherever a contact slides along a tangent axis
@@ -182,7 +183,8 @@ class NLPOptions(SolverOptions):
         failed starts converged without the box, and walk start 19 (``not_solved`` at 1) in 538
         iterations at 1.5. Above 1 the box is never active at a point of the disk and still bounds
         the steps (cone box push of ``cito-box``: 20/20 at 1.5, median 178 iterations, every start
-        at the pyramid's optimum 36.114, where the box at 1 ended 10 of 20 at 37.027). The bounds
+        at the pyramid's optimum 36.114, where the box at 1 ended 10 of 20 at 37.027; the cone
+        finger push took a median 1,036 iterations at 1.5 against 606 at 1). The bounds
         can cost a one-NLP solve: ``"direct"`` from the 3-D cone box test's guess took 56 instead of
         16 iterations with ``|w_i| <= 1`` (384 instead of 17 to rest).
     polish_max_iter : IPOPT iterations of each polish and branch step (a piece that needs more is
@@ -315,9 +317,9 @@ class NLPOptions(SolverOptions):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
         _positive_finite(self, "certify_time_limit")
-        v = self.cone_bound
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1.0 <= v < math.inf:
-            raise OptionError(f"cone_bound must be a finite number >= 1 (the disk side implies |w_i| <= 1), got {v!r}")
+        if not valid_cone_bound(self.cone_bound):
+            raise OptionError(f"cone_bound must be a finite number >= 1 (the disk side implies |w_i| <= 1), "
+                              f"got {self.cone_bound!r}")
         if self.derivatives not in DERIVATIVES:
             raise OptionError(f"derivatives must be one of {', '.join(DERIVATIVES)}, got {self.derivatives!r}"
                               f"{did_you_mean(str(self.derivatives), DERIVATIVES)}")

@@ -879,7 +879,7 @@ def _declare_stage_groups(prog: Program, read: _Read, model: Any) -> None:
     no parameters: a Program without parameters, such as a ContactImplicitTO without
     ``model_parameters``, keeps one group and its template). Each group is checked against
     ``prog``'s rows (:meth:`~contactmp.program.Program.add_stage_group`). A group is left out, with
-    an INFO log, when the model was changed so that it no longer describes the read program: a
+    a warning in the log, when the model was changed so that it no longer describes the read program: a
     variable of a stage fixed or unused, a row of a stage deactivated, deleted or unbounded (or
     never written), or rows that fail the check. Without its stage groups the read program gets the
     whole-program derivatives (``NLPOptions.derivatives`` ``"auto"`` -> ``"full"``): the same
@@ -902,7 +902,7 @@ def _declare_stage_groups(prog: Program, read: _Read, model: Any) -> None:
             x_index = np.array([[column[id(v)] for v in stage] for stage in grp.x], dtype=np.int64)
             g_index = np.array([[row[id(c)] for c in stage] for stage in grp.g], dtype=np.int64)
         except KeyError:
-            logger.info("%s: stage group %r not declared: a variable of a stage is fixed or unused, or "
+            logger.warning("%s: stage group %r not declared: a variable of a stage is fixed or unused, or "
                         "a row of a stage is not in the model's active rows", NAME, t.name)
             continue
         values = np.array([[float(pyo.value(q)) for q in stage] for stage in grp.p], dtype=float)
@@ -920,7 +920,7 @@ def _declare_stage_groups(prog: Program, read: _Read, model: Any) -> None:
                 prog.add_stage_group(StageGroup(tmpl, x_index[stages], np.zeros((stages.size, 0), dtype=np.int64),
                                                 g_index[stages]))
             except InputError as err:
-                logger.info("%s: stage group %r not declared: %s", NAME, t.name, err)
+                logger.warning("%s: stage group %r not declared: %s", NAME, t.name, err)
 
 
 def pyomo_to_program(model: Any) -> PyomoProgram:
@@ -991,13 +991,14 @@ def _bound_cone_directions(pp: PyomoProgram, model: Any, kw: dict[str, Any]) -> 
     """Bound the disk-form directions ``w`` of the cones of a twin made by
     :meth:`Program.to_pyomo <contactmp.program.Program.to_pyomo>` (its
     ``contactmp_cone_directions``) to ``[-r, r]`` in the read-back program, ``r`` the half-width
-    that :func:`~contactmp.solvers.nlp.solve_program` uses (``NLPOptions.cone_bound``), unless
-    the options turn ``cone_bounds`` or ``sign_constraints`` off: ``solve_program`` puts these bounds on every NLP of a Program with cones
-    (``NLPOptions.cone_bounds``; ``|w_i| <= 1`` is implied by the disk side ``1 - |w|^2 >= 0``),
-    but the read-back program has no cone constructs, and without them the twin's homotopy took
-    another path (the cone box task of ``case_studies/_cito.py``: 36.114 against the CasADi route's
-    37.027 with ``r = 1``). A ``cone_bound`` that ``NLPOptions`` refuses bounds nothing here;
-    ``solve_program`` then raises the OptionError."""
+    that :func:`~contactmp.solvers.nlp.solve_program` uses (``NLPOptions.cone_bound``), unless the
+    options turn ``cone_bounds`` or ``sign_constraints`` off: ``solve_program`` puts these bounds
+    on every NLP of a Program with cones, but the read-back program has no cone constructs, and
+    without them the twin's homotopy took another path (the cone box task of
+    ``case_studies/_cito.py`` with ``r = 1``: 36.114 against the CasADi route's 37.027; hopper cone
+    with ``r = 1.5``: CasADi and the twin both 30.61561). A ``cone_bound`` that ``NLPOptions``
+    refuses bounds nothing here; ``solve_program`` then raises the OptionError."""
+    from contactmp.solvers.mpcc import valid_cone_bound
     from contactmp.solvers.nlp import NLPOptions
 
     directions = getattr(model, "contactmp_cone_directions", None)
@@ -1006,7 +1007,7 @@ def _bound_cone_directions(pp: PyomoProgram, model: Any, kw: dict[str, Any]) -> 
             or not kw.get("sign_constraints", defaults.sign_constraints):
         return
     r = kw.get("cone_bound", defaults.cone_bound)
-    if isinstance(r, bool) or not isinstance(r, (int, float)) or not 1.0 <= r < np.inf:
+    if not valid_cone_bound(r):
         return
     column = {id(v): j for j, v in enumerate(pp.variables)}
     j = np.array([column[id(v)] for v in directions if id(v) in column and not v.fixed], dtype=int)

@@ -401,6 +401,14 @@ class ContactImplicitTO:
             x = x + scale * rng.standard_normal(x.size)
         return np.clip(x, prog.lbx, prog.ubx)
 
+    def _friction_coefficients(self) -> np.ndarray:
+        """The ``mu`` of each contact that the program's rows read now: the Program parameter
+        ``param/mu`` when ``"mu"`` is a model parameter (it may have been changed since the build),
+        else the system's."""
+        if "mu" in self.model_parameters:
+            return np.asarray(self.program["param/mu"].value, dtype=float).ravel()
+        return np.broadcast_to(np.asarray(self.system.mu, dtype=float), (self.system.n_c,)).copy()
+
     def guess_from(self, plan: TOResult, tol: float = 1e-9) -> np.ndarray:
         """An initial guess ``x`` from a plan of the same task, for example the pyramid's plan as the
         start of a cone solve: ``q_k``, ``v_k``, ``u_k`` and the impulses ``p_n``, ``p_t``, ``p_o`` of
@@ -408,7 +416,8 @@ class ContactImplicitTO:
         impulses are not rebuilt); for every cone construct the sliding speed ``gamma = ||u_T||``
         and direction ``w = -u_T / ||u_T||`` of the plan's motion (:meth:`Program.guess_cones`) and,
         at a contact that does not slide (``gamma <= tol``) and carries force, the direction of its
-        friction ``w = (p_t, p_o) / (mu p_n)`` (scaled into the unit disk); then the lifted pair
+        friction ``w = (p_t, p_o) / (mu p_n)`` (``mu`` as the rows read it: ``param/mu`` when it is a
+        model parameter; a direction outside the unit disk is scaled onto it); then the lifted pair
         sides (:meth:`Program.guess_lifted`). In the plane the pyramid with its two facets is the
         Coulomb law, so its plan is then a feasible point of the cone's program with the same cost.
         Variables the plan does not give keep :meth:`initial_guess`'s values. The result is clipped
@@ -417,12 +426,23 @@ class ContactImplicitTO:
         if not isinstance(plan, TOResult):
             raise InputError("plan", f"must be a TOResult of a transcription with the same system, N and h, "
                                      f"got {type(plan).__name__}")
-        for name, shape in (("q", (N + 1, s.n_q)), ("v", (N + 1, s.n_v)), ("u", (N, s.n_u)),
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0.0 <= tol < math.inf:
+            raise InputError("tol", f"must be a finite number >= 0, got {tol!r}")
+        for name, shape in (("t", (N + 1,)), ("q", (N + 1, s.n_q)), ("v", (N + 1, s.n_v)), ("u", (N, s.n_u)),
                             ("p_n", (N, s.n_c)), ("p_t", (N, s.n_c)), ("p_o", (N, s.n_c))):
             arr = np.asarray(getattr(plan, name), dtype=float)
-            if arr.shape != shape or not np.isfinite(arr).all():
-                raise InputError(f"plan.{name}", f"must be finite with shape {shape} (this transcription's "
-                                                 f"system, N = {N}), got shape {arr.shape}")
+            if arr.shape != shape:
+                raise InputError(f"plan.{name}", f"must have shape {shape} (this transcription's system, "
+                                                 f"N = {N}), got {arr.shape}")
+            bad = np.argwhere(~np.isfinite(arr))
+            if bad.size:
+                raise InputError(f"plan.{name}", f"must be finite, entry {tuple(int(i) for i in bad[0])} is "
+                                                 f"{arr[tuple(bad[0])]}")
+        if not np.allclose(plan.t, self.h * np.arange(N + 1), rtol=1e-12, atol=1e-12 * self.h * N):
+            raise InputError("plan.t", f"must be the times h k of this transcription (h = {self.h}), "
+                                       f"got steps {np.unique(np.round(np.diff(plan.t), 12))}")
+        if s.planar and np.any(np.asarray(plan.p_o) != 0.0):
+            raise InputError("plan.p_o", "must be 0 for a planar system (it has no o direction)")
         x = self.initial_guess()
         for k in range(N + 1):
             x[self.q[k].index], x[self.v[k].index] = plan.q[k], plan.v[k]
@@ -432,7 +452,7 @@ class ContactImplicitTO:
                 if name in blk.handles and blk.handles[name].size == s.n_c:
                     x[blk.handles[name].index] = getattr(plan, name)[k]
         x = prog.guess_cones(x)
-        mu = np.broadcast_to(np.asarray(s.mu, dtype=float), (s.n_c,))
+        mu = self._friction_coefficients()
         for k, blk in enumerate(self.steps):
             if "w" not in blk.handles or "gamma" not in blk.handles or blk.handles["gamma"].size != s.n_c:
                 continue
@@ -463,6 +483,7 @@ class ContactImplicitTO:
         from contactmp.solvers.qp import bounded_least_squares
 
         s, prog, h = self.system, self.program, self.h
+        mu = self._friction_coefficients()
         for k, blk in enumerate(self.steps):
             if "p_n" not in blk.handles or blk.handles["p_n"].size != s.n_c:
                 continue
@@ -472,7 +493,7 @@ class ContactImplicitTO:
             w = None
             if "w" in blk.handles:
                 w = prog.value(blk.handles["w"], x).reshape(-1, s.n_c)
-                cols += s.mu * Jt.T * w[0] + (s.mu * Jo.T * w[1] if w.shape[0] > 1 else 0.0)
+                cols += mu * Jt.T * w[0] + (mu * Jo.T * w[1] if w.shape[0] > 1 else 0.0)
             A = np.hstack([h * s.eval_B(q), cols])
             b = s.eval_M(q) @ (vn - v) + h * s.eval_h(q, v)
             free = s.eval_phi(q) > 1e-3
@@ -485,7 +506,7 @@ class ContactImplicitTO:
             if w is not None:
                 for i, name in enumerate(("p_t", "p_o")):
                     if name in blk.handles and i < w.shape[0]:
-                        x[blk.handles[name].index] = s.mu * pn * w[i]
+                        x[blk.handles[name].index] = mu * pn * w[i]
         return x
 
     def solve(self, backend: str = "casadi", strategy: str = "scholtes", starts: int = 1, seed: int = 0,
@@ -495,9 +516,10 @@ class ContactImplicitTO:
 
         Start 0 is :meth:`initial_guess` without noise (with ``plan``: :meth:`guess_from` the plan,
         for example a pyramid plan seeding a cone solve); start i >= 1 adds ``scale * N(0, 1)``
-        noise from ``numpy.random.default_rng([seed, i])`` (then clipped to the bounds). ``start_indices`` (distinct integers
-        >= 0) runs exactly those starts instead of ``0 .. starts-1`` (so start ``i`` can be run on
-        its own, for example by a parallel multistart). Every start's outcome is recorded in
+        noise from ``numpy.random.default_rng([seed, i])`` (then clipped to the bounds).
+        ``start_indices`` (distinct integers >= 0) runs exactly those starts instead of
+        ``0 .. starts-1`` (so start ``i`` can be run on its own, for example by a parallel
+        multistart). Every start's outcome is recorded in
         ``TOResult.starts``; the best is the solved start of least objective, else the start of
         least ``max(constraint, comp_min)`` violation. ``options`` / ``overrides`` go to
         :func:`~contactmp.solvers.nlp.solve_program`. Never raises on non-convergence.

@@ -3,6 +3,7 @@ disk side 1 - |w|^2 >= 0 implies), so a rest-to-rest cone plan converges and obe
 and the largest gap at which a plan's force acts is measured from the plan itself."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -129,7 +130,44 @@ def test_pyramid_plan_seeds_the_planar_cone() -> None:
 
 def test_guess_from_refuses_a_plan_of_another_task() -> None:
     rp = _box_rest_to_rest("pyramid", N=4).solve(starts=1)
-    with pytest.raises(InputError, match=r"plan\.q"):
+    with pytest.raises(InputError, match=r"plan\.t: must have shape \(6,\)"):
         _box_rest_to_rest("cone", N=5).guess_from(rp)
     with pytest.raises(InputError, match="plan"):
         _box_rest_to_rest("cone", N=4).guess_from(rp.q)  # type: ignore[arg-type]
+
+
+def test_guess_from_names_each_bad_field() -> None:
+    """A plan of another step length, a NaN, an o impulse in the plane, a bad ``tol``: each an
+    InputError naming the field."""
+    to = _box_rest_to_rest("pyramid", N=3)
+    rp = to.solve(starts=1)
+    cone = _box_rest_to_rest("cone", N=3)
+    cone.guess_from(rp)  # the plan itself is fine
+    bad_t = dataclasses.replace(rp, t=0.5 * rp.t)
+    with pytest.raises(InputError, match=r"plan\.t"):
+        cone.guess_from(bad_t)
+    q = rp.q.copy()
+    q[1, 2] = np.nan
+    with pytest.raises(InputError, match=r"plan\.q.*\(1, 2\)"):
+        cone.guess_from(dataclasses.replace(rp, q=q))
+    with pytest.raises(InputError, match=r"plan\.p_o"):
+        cone.guess_from(dataclasses.replace(rp, p_o=rp.p_o + 1.0))
+    for tol in (-1.0, math.nan, True):
+        with pytest.raises(InputError, match="tol"):
+            cone.guess_from(rp, tol=tol)
+
+
+def test_guess_from_reads_mu_as_the_rows_do() -> None:
+    """With ``mu`` a model parameter changed after the build, a sticking contact's direction is
+    ``p_t / (mu p_n)`` with the program's ``mu``, so the friction rows ``p_t = mu p_n w`` hold at
+    the guess."""
+    to = ContactImplicitTO(point_mass_2d(mu=0.5), 2, 0.1, formulation="cone", model_parameters=["mu"])
+    to.set_initial_state([0.0, 0.0], [0.0, 0.0])
+    to.program["param/mu"].value = np.array([0.25])
+    zeros = np.zeros((2, 1))
+    plan = TOResult(t=to.h * np.arange(3), q=np.zeros((3, 2)), v=np.zeros((3, 2)), u=np.zeros((2, 2)),
+                    p_n=np.ones((2, 1)), p_t=np.full((2, 1), 0.2), p_o=zeros, status=Status.SOLVED,
+                    objective=0.0, comp_violation=0.0, constraint_violation=0.0, best=0)
+    x = to.guess_from(plan)
+    w = np.concatenate([x[c.w.index] for c in to.program.cones])
+    np.testing.assert_allclose(w, 0.2 / 0.25, rtol=1e-15)

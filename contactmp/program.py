@@ -897,18 +897,10 @@ class Program:
     def _pyomo_stage_groups(self, model: Any, names: dict[str, str], leaves: list[Any]) -> list[PyomoStageGroup]:
         """The stage groups of this program in the components of its twin ``model``
         (:class:`PyomoStageGroup`); ``leaves`` are the ``VarData`` of ``x`` then the ``ParamData``
-        of ``p``, in program order, as :meth:`to_pyomo` made them."""
+        of ``p``, in program order (the order :meth:`to_pyomo` translates ``vertcat(x, p)`` by)."""
         if not self._stage_groups:
             return []
-        x_leaf = [None] * self._n_x
-        p_leaf = [None] * self._n_p
-        k = 0
-        for h in self._variables.values():
-            x_leaf[h.index] = leaves[k:k + h.size]
-            k += h.size
-        for h in self._parameters.values():
-            p_leaf[h.index] = leaves[k:k + h.size]
-            k += h.size
+        x_leaf, p_leaf = leaves[:self._n_x], leaves[self._n_x:]
         rows: list[Any] = [None] * self._n_g
         for h in self._constraints.values():
             comp = model.component(names[h.name])

@@ -174,8 +174,8 @@ class NLPOptions(SolverOptions):
         contact at rest leaves ``w`` in no row but that side, whose linearization at ``w = 0`` is
         flat: IPOPT's steps in ``w`` are then unbounded (``w^2`` overflows: CasADi's ``Inf detected
         for output g``) and the rest-to-rest cone box took 1,070-6,729 IPOPT iterations instead of
-        136-388 with the box at 1 (Scholtes); the cone box push of ``cito-box``, 20 starts: median 1,983 iterations
-        unbounded, 188 with ``|w_i| <= 1``. False: the program's own bounds only.
+        136-388 with the box at 1 (Scholtes); the cone box push of ``cito-box``, 20 starts: median
+        1,983 iterations unbounded, 188 with ``|w_i| <= 1``. False: the program's own bounds only.
     cone_bound : the half-width of that box, a finite number >= 1 (default 1.5). At ``1`` the box
         is active together with the disk row wherever a contact slides along a tangent axis
         (``w = +-e_i``), a degenerate point for the interior point: on the 3D Solo12 walk and jump

@@ -50,8 +50,8 @@ Models with ``pyomo.mpec`` Complementarity components are solved in one of two w
   bounds them in every NLP of the original program (``NLPOptions.cone_bounds``; not when
   ``cone_bounds`` or ``sign_constraints`` is False); a twin of a program with stage groups lists
   them too (``model.contactmp_stage_groups``), and the read-back program declares them again, so
-  that IPOPT's derivatives are built as for the original program: the twin, started where the program starts
-  (:meth:`ContactImplicitTO.to_pyomo <contactmp.transcriptions.contact_implicit.ContactImplicitTO.to_pyomo>`
+  that IPOPT's derivatives are built as for the original program: the twin, started where the
+  program starts (:meth:`ContactImplicitTO.to_pyomo <contactmp.transcriptions.contact_implicit.ContactImplicitTO.to_pyomo>`
   starts at the CasADi route's guess), then takes the CasADi route's path (the cito tasks: the same
   objective with the pyramid, the cone and the compliant formulations).
 
@@ -879,8 +879,8 @@ def _declare_stage_groups(prog: Program, read: _Read, model: Any) -> None:
     no parameters: a Program without parameters, such as a ContactImplicitTO without
     ``model_parameters``, keeps one group and its template). Each group is checked against
     ``prog``'s rows (:meth:`~contactmp.program.Program.add_stage_group`). A group is left out, with
-    a warning in the log, when the model was changed so that it no longer describes the read program: a
-    variable of a stage fixed or unused, a row of a stage deactivated, deleted or unbounded (or
+    a warning in the log, when the model was changed so that it no longer describes the read
+    program: a variable of a stage fixed or unused, a row of a stage deactivated, deleted or unbounded (or
     never written), or rows that fail the check. Without its stage groups the read program gets the
     whole-program derivatives (``NLPOptions.derivatives`` ``"auto"`` -> ``"full"``): the same
     values, rounded another way, and on the sagittal Solo12 tasks another local minimizer of the
@@ -903,7 +903,7 @@ def _declare_stage_groups(prog: Program, read: _Read, model: Any) -> None:
             g_index = np.array([[row[id(c)] for c in stage] for stage in grp.g], dtype=np.int64)
         except KeyError:
             logger.warning("%s: stage group %r not declared: a variable of a stage is fixed or unused, or "
-                        "a row of a stage is not in the model's active rows", NAME, t.name)
+                           "a row of a stage is not in the model's active rows", NAME, t.name)
             continue
         values = np.array([[float(pyo.value(q)) for q in stage] for stage in grp.p], dtype=float)
         values = values.reshape(len(grp.x), t.n_p)

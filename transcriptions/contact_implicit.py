@@ -396,10 +396,14 @@ class ContactImplicitTO:
             x[self.v[-1].index] = self._vf
         if self.support_guess:
             x = self._support(x)
-        x = prog.guess_lifted(x)
+        return self._perturbed(prog.guess_lifted(x), rng, scale)
+
+    def _perturbed(self, x: np.ndarray, rng: np.random.Generator | None, scale: float) -> np.ndarray:
+        """``x`` plus ``scale * N(0, 1)`` noise from ``rng`` (none when ``rng`` is None), clipped to
+        the program's bounds: how every start i >= 1 of :meth:`solve` differs from start 0."""
         if rng is not None:
             x = x + scale * rng.standard_normal(x.size)
-        return np.clip(x, prog.lbx, prog.ubx)
+        return np.clip(x, self.program.lbx, self.program.ubx)
 
     def _friction_coefficients(self) -> np.ndarray:
         """The ``mu`` of each contact that the program's rows read now: the Program parameter
@@ -519,8 +523,7 @@ class ContactImplicitTO:
         noise from ``numpy.random.default_rng([seed, i])`` (then clipped to the bounds).
         ``start_indices`` (distinct integers >= 0) runs exactly those starts instead of
         ``0 .. starts-1`` (so start ``i`` can be run on its own, for example by a parallel
-        multistart). Every start's outcome is recorded in
-        ``TOResult.starts``; the best is the solved start of least objective, else the start of
+        multistart). Every start's outcome is recorded in ``TOResult.starts``; the best is the solved start of least objective, else the start of
         least ``max(constraint, comp_min)`` violation. ``options`` / ``overrides`` go to
         :func:`~contactmp.solvers.nlp.solve_program`. Never raises on non-convergence.
         """
@@ -541,10 +544,7 @@ class ContactImplicitTO:
 
         def guess(i: int) -> np.ndarray:
             rng = None if i == 0 else np.random.default_rng([int(seed), i])
-            if base is None:
-                return self.initial_guess(rng, scale)
-            x = base if rng is None else base + scale * rng.standard_normal(base.size)
-            return np.clip(x, self.program.lbx, self.program.ubx)
+            return self.initial_guess(rng, scale) if base is None else self._perturbed(base, rng, scale)
 
         ms = solve_from_guesses(  # options / overrides are solve_program's (NLPOptions), per start
             self.program, guess,

@@ -2,7 +2,7 @@
 the largest gap at which a plan's force acts (issue 35, items 5 and 6).
 
     python benchmarks/cito_cone_reliability.py [--tasks box,push,hopper,arm-push,rotate] [--starts 20] [--first 0]
-                                               [--configs pyramid,cone,cone-box1,cone-unbounded,cone-seeded]
+                                               [--configs pyramid,cone,cone-cold,cone-cold-box1,cone-cold-unbounded]
                                                [--gap linear|position] [--time-limit 60] [--out DIR]
 
 Every configuration solves the same seeded starts of each task of ``contactmp.case_studies._cito.TASKS``
@@ -13,16 +13,17 @@ Every configuration solves the same seeded starts of each task of ``contactmp.ca
 ``solo-calipso-sagittal``: the cito-quadruped study's) with that study's strategy and options:
 
 * ``pyramid``: the velocity pyramid;
-* ``cone``: the Coulomb cone (disk form) with the default options: its NLPs bound the directions
-  ``|w_i| <= 1.5`` (:attr:`~contactmp.solvers.nlp.NLPOptions.cone_bounds` and ``cone_bound``);
-* ``cone-box1``: the same cone with ``cone_bound=1`` (the box the disk side implies; the default
-  from issue 35 until the 3D Solo12 tasks showed its degenerate points);
-* ``cone-unbounded``: the same cone with ``cone_bounds=False`` (the NLPs before issue 35): the
-  reference of the cone's time ratio, measured in the same run;
-* ``cone-seeded``: two phases: the pyramid from start i, then the cone (default options) from that
-  plan (``ContactImplicitTO.solve(plan=...)``, no further noise); its time and iterations are both
-  phases' sums, each phase has the CPU cap (so a start may take twice the cap), and the record
-  keeps the pyramid phase's status and objective (``seed_status``, ``seed_objective``).
+* ``cone``: the Coulomb cone (disk form) with the default options: each start solves the pyramid
+  from start i, then the cone from that plan (``ContactImplicitTO.solve``'s default
+  ``pyramid_start``); its time and iterations are both phases' sums, each phase has the CPU cap
+  (so a start may take twice the cap), and the record keeps the pyramid phase's status and
+  objective (``seed_status``, ``seed_objective``); its NLPs bound the directions ``|w_i| <= 1.5``
+  (:attr:`~contactmp.solvers.nlp.NLPOptions.cone_bounds` and ``cone_bound``);
+* ``cone-cold``: the cone from its own guess of start i (``pyramid_start=False``; the default
+  before issue 35's last step);
+* ``cone-cold-box1``: that with ``cone_bound=1`` (the box the disk side implies; the default from
+  issue 35 until the 3D Solo12 tasks showed its degenerate points);
+* ``cone-cold-unbounded``: that with ``cone_bounds=False`` (the NLPs before issue 35).
 
 ``--gap`` builds every task with the formulations' ``gap`` option: ``position`` (the tasks' own,
 ``_cito.GAP``: the normal side is the gap at the step's end ``phi(q_{k+1}) / h``) or ``linear``
@@ -30,7 +31,7 @@ Every configuration solves the same seeded starts of each task of ``contactmp.ca
 
 Per task and configuration: converged starts (verified solved, ``max |min(a, b)| <= 1e-6``), median
 cost of the converged starts, median IPOPT iterations and wall time per start, the ratio of the
-median time to ``cone-unbounded``'s (cone rows) or to ``pyramid``'s, and the largest gap
+median time to ``pyramid``'s, and the largest gap
 ``phi(q_{k+1})`` at which a converged plan's normal impulse acts
 (:meth:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO.force_gap`). Output:
 ``DIR/cito_cone_reliability.json`` and ``DIR/cito_cone_reliability.jsonl`` (one record per start,
@@ -49,13 +50,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as common  # noqa: E402
 
-from contactmp.errors import InputError  # noqa: E402
 from contactmp.records import RecordStore  # noqa: E402
 
-CONFIGS = {"pyramid": ("pyramid", {}), "cone": ("cone", {}), "cone-box1": ("cone", {"cone_bound": 1.0}),
-           "cone-unbounded": ("cone", {"cone_bounds": False}), "cone-seeded": ("cone", {})}
-#: configurations solved in two phases: the pyramid from the start, then the cone from its plan
-SEEDED = frozenset({"cone-seeded"})
+CONFIGS = {"pyramid": ("pyramid", {}), "cone": ("cone", {}), "cone-cold": ("cone", {"pyramid_start": False}),
+           "cone-cold-box1": ("cone", {"pyramid_start": False, "cone_bound": 1.0}),
+           "cone-cold-unbounded": ("cone", {"pyramid_start": False, "cone_bounds": False})}
 TASKS = ("box", "push", "hopper", "arm-push", "rotate")
 #: the Solo12 tasks of the cito-quadruped study (``--tasks solo-walk-sagittal,...``): (kind, planar),
 #: solved with that study's strategy and options (elastic l1, 300 CPU s per start, derivatives from
@@ -128,28 +127,15 @@ def main(argv: list[str] | None = None) -> int:
     for task in tasks:
         for name in configs:
             form, extra = CONFIGS[name]
-            to = seed_to = None
+            to = None
+            policy = "" if extra.get("pyramid_start") is False else _cito.start_policy(form)
             for i in range(args.first, args.starts):
-                key = f"{args.gap}/{task}/{name}/start{i:02d}"
+                key = f"{args.gap}/{task}/{name}{policy}/start{i:02d}"
                 if key not in done:
                     to = to if to is not None else _build(task, form, args.gap)
                     strategy, opts = _strategy_and_options(task, args.time_limit)
-                    options = tuple({**opts, **extra}.items())
-                    if name in SEEDED:
-                        seed_to = seed_to if seed_to is not None else _build(task, "pyramid", args.gap)
-                        first, plan = _cito.run_start(seed_to, strategy, 0, i, options=tuple(opts.items()))
-                        try:
-                            rec, _ = _cito.run_start(to, strategy, 0, 0, options=options, plan=plan)
-                        except InputError as err:  # a plan with non-finite entries: this start fails
-                            print(f"{key}: the pyramid's plan cannot seed the cone ({err})", flush=True)
-                            rec = {"status": "seed_unusable", "converged": False, "objective": None,
-                                   "comp_violation": None, "iterations": 0, "time_s": 0.0, "force_gap": None}
-                        rec["time_s"] += first["time_s"]
-                        rec["iterations"] += first["iterations"]
-                        extra_fields = {"seed_status": first["status"], "seed_objective": first["objective"]}
-                    else:
-                        rec, _ = _cito.run_start(to, strategy, 0, i, options=options)
-                        extra_fields = {}
+                    rec, _ = _cito.run_start(to, strategy, 0, i, options=tuple({**opts, **extra}.items()))
+                    extra_fields = {k: rec[k] for k in ("pyramid_start", "seed_status", "seed_objective") if k in rec}
                     done[key] = {"key": key, "task": task, "config": name, "gap": args.gap, "start": i,
                                  "strategy": strategy,
                                  **{k: rec[k] for k in ("status", "converged", "objective", "comp_violation",
@@ -170,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                          "iterations_median": float(np.median([r["iterations"] for r in rs])),
                          "time_median_s": medians[name], "force_gap_max": _cito.largest_force_gap(conv)})
         for row in rows[-len(configs):]:
-            ref = "cone-unbounded" if row["config"].startswith("cone") and "cone-unbounded" in medians else "pyramid"
+            ref = "pyramid"
             row["reference"] = ref if ref in medians else None
             row["time_ratio"] = row["time_median_s"] / medians[ref] if ref in medians else None
             body.append([task, row["config"], f"{row['converged']}/{row['starts']}",

@@ -262,6 +262,7 @@ def run_one(system: str, n: int, strategy: str, tol: float, time_limit: float, o
 
     stage("CasADi solve")
     t, ref = _timed(lambda: to.solve(backend="casadi", strategy=strategy, tol=tol, time_limit=time_limit,
+                                     pyramid_start=False,  # the twin solves the program alone
                                      **_solve_program_options(options)))
     x_c = ref.result.x
     rec["casadi"] = {"solve_s": t, "status": ref.status.value, "objective": ref.objective,
@@ -522,7 +523,7 @@ def _warm_up(strategy: str, tol: float) -> None:
     m = to.to_pyomo()
     set_program_x(m, to.program, to.initial_guess())
     pp = pyomo_to_program(m)
-    to.solve(backend="casadi", strategy=strategy, tol=tol, time_limit=30.0)
+    to.solve(backend="casadi", strategy=strategy, tol=tol, time_limit=30.0, pyramid_start=False)
     pyo.SolverFactory("contactmp_ipopt").solve(m, options={"strategy": strategy, "tol": tol}, timelimit=30.0)
     plain_scholtes(pp.program, tol, 30.0)
 

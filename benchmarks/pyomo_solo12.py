@@ -259,7 +259,7 @@ def child_solve(cfg: dict[str, Any]) -> dict[str, Any]:
     if cfg["path"] == "casadi":
         clk = _Clock()
         out = to.solve(backend="casadi", strategy=strategy, tol=tol, time_limit=limit,
-                       derivatives=cfg["derivatives"])
+                       derivatives=cfg["derivatives"], pyramid_start=False)  # the twin solves the program alone
         rec["solve"] = clk.done()
         res = out.result
         x = np.asarray(res.x, dtype=float)

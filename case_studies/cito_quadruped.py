@@ -143,9 +143,14 @@ def gait(modes: np.ndarray) -> dict[str, Any]:
     return {"phases": phases, "lifts": lifts, "label": label}
 
 
+def _formulation(task: str) -> str:
+    """The formulation of the study's task ``task`` (a name of :data:`TASKS`)."""
+    return next(form for name, _, _, form in TASKS if name == task)
+
+
 def record_key(task: str, seed: int, start: int, quick: bool) -> str:
     """The JSONL key of one start."""
-    return f"{'quick' if quick else 'full'}/{task}/{STRATEGY}/s{seed}/start{start:02d}"
+    return f"{'quick' if quick else 'full'}/{task}/{STRATEGY}/s{seed}/start{start:02d}{_cito.start_policy(_formulation(task))}"
 
 
 def solve_item(item: tuple[str, int, int, bool]) -> dict[str, Any]:

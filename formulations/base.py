@@ -354,6 +354,10 @@ class Formulation:
     #: the model parameters :meth:`add_step` reads from :attr:`Step.params` (``"mu"``, the compliant
     #: gains): only these can be held as Program parameters and differentiated by
     model_parameters: ClassVar[tuple[str, ...]] = ()
+    #: :meth:`ContactImplicitTO.solve <contactmp.transcriptions.contact_implicit.ContactImplicitTO.solve>`
+    #: starts each of its starts from the pyramid's plan of the same task by default (its
+    #: ``pyramid_start``): set True where that was measured to pay (the Coulomb cone)
+    pyramid_start: ClassVar[bool] = False
 
     @dataclass(frozen=True)
     class Options:

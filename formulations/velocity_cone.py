@@ -221,6 +221,8 @@ class Cone(Formulation):
     name = "cone"
     model_parameters = ("mu",)
     parametric = True
+    #: contact-implicit plans start from the pyramid's (:mod:`contactmp.transcriptions.pyramid_start`)
+    pyramid_start = True
 
     @dataclass(frozen=True)
     class Options:

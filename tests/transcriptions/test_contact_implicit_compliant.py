@@ -88,9 +88,11 @@ def test_push_replays_through_time_stepping() -> None:
 
 
 def test_stiff_limit_approaches_rigid_cone() -> None:
-    """Non-associated compliant law: K, Bt -> inf gives the rigid cone step (D K -> 1/h, D -> 0)."""
+    """Non-associated compliant law: K, Bt -> inf gives the rigid cone step (D K -> 1/h, D -> 0).
+    Both programs start from their own guess of the same motion: the cone's default pyramid start
+    reaches another minimizer of the same cost (to 3e-9; the push's optimal inputs are not unique)."""
     _, rigid = _push("cone")
-    rr = rigid.solve(strategy="scholtes")
+    rr = rigid.solve(strategy="scholtes", pyramid_start=False)
     assert rr.success
     gaps = []
     for K in (1e4, 1e8):

@@ -1,0 +1,180 @@
+"""The pyramid start of a Coulomb-cone transcription: each start solves the task with the friction
+pyramid first, then the cone from the pyramid's plan.
+
+Why (issue 35, measured on the ten contact-implicit tasks, 20 seeded starts each, default strategy;
+``docs/baselines.md``): the cone's program from the interpolated guess converges less often than
+the pyramid's (sagittal Solo12 walk 17/20, 3D jump 14/20, against the pyramid's 20/20), and its
+converged plans cost 3.6-4.3x more on the Solo12 tasks. The cause is the start, not the rows: the
+cone's direction variables ``w`` and sliding speeds ``gamma`` guessed from an interpolated motion
+put IPOPT in poorer basins, while the pyramid (a polyhedral, better-conditioned program) reaches a
+gait from the same guess. Started from the pyramid's plan (:meth:`ContactImplicitTO.guess_from`,
+which also sets ``w`` and ``gamma`` consistently with that motion), every cone start measured
+converged, at costs at or below the pyramid's.
+
+:func:`pyramid_transcription` builds the pyramid's transcription of the same task: the same system,
+``N``, ``h``, knot options and gap option, with every declaration made on the cone's transcription
+after its build (the boundary rows of :meth:`~ContactImplicitTO.set_initial_state` and
+:meth:`~ContactImplicitTO.set_final_state`, the costs, bounds, rows and variables a user added)
+carried over by substituting the pyramid's ``q_k``, ``v_k``, ``u_k`` for the cone's. A declaration
+that reads the cone's own step variables (its impulses, ``w``, ``gamma``) has no pyramid
+counterpart: :class:`PyramidStartUnavailable` names it.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import casadi as ca
+import numpy as np
+
+from contactmp.errors import InputError
+from contactmp.program import Program, Variables
+
+if TYPE_CHECKING:
+    from contactmp.transcriptions.contact_implicit import ContactImplicitTO
+
+__all__ = ["PyramidStartUnavailable", "pyramid_transcription"]
+
+
+class PyramidStartUnavailable(InputError):
+    """A cone transcription whose declarations cannot be written for the pyramid (the field names
+    the declaration and the variable of the cone's steps it reads)."""
+
+
+def pyramid_transcription(to: "ContactImplicitTO") -> "ContactImplicitTO":
+    """The pyramid's :class:`ContactImplicitTO` of the task ``to`` declares, in step with it.
+
+    Built once per set of declarations (cached on ``to`` while its program's rows, pairs, variables
+    and cost stay the same objects); every call copies the current bounds of the carried rows and
+    variables, the variables' start values, the parameters' values, the boundary states and
+    :attr:`ContactImplicitTO.support_guess`, so that moved bounds (a receding-horizon re-solve) are
+    seen. Raises :class:`PyramidStartUnavailable` when a declaration reads a variable of the cone's
+    steps, when pairs, cones or stage groups were added after the build, or when the formulation's
+    own build added a cost.
+    """
+    key = _declarations_key(to)
+    cached = getattr(to, "_pyramid_cache", None)
+    if cached is None or not _same_key(cached[0], key):
+        cached = (key, *_build_pyramid(to))
+        to._pyramid_cache = cached
+    _, twin, carried = cached
+    _sync(to, twin, carried)
+    return twin
+
+
+def _declarations_key(to: "ContactImplicitTO") -> tuple[Any, ...]:
+    """What identifies the cone program's declarations: its sizes and its cost object (replaced by
+    every ``add_cost``; held here, so that it cannot be confused with a new one)."""
+    prog = to.program
+    return (prog.n_x, prog.n_p, prog.n_g, prog.n_comp, len(prog.cones), len(prog.stage_groups), prog.f)
+
+
+def _same_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return a[:-1] == b[:-1] and a[-1] is b[-1]
+
+
+def _build_pyramid(to: "ContactImplicitTO") -> tuple["ContactImplicitTO", list[tuple[str, str]]]:
+    """The pyramid transcription with the cone's post-build declarations substituted; and the
+    (kind, name) of every carried declaration (``"x"``, ``"p"``, ``"g"``) for :func:`_sync`."""
+    from contactmp.transcriptions.contact_implicit import ContactImplicitTO
+
+    cone, built = to.program, to._built
+    if cone.n_comp != built["n_comp"] or len(cone.cones) != built["n_cones"] \
+            or len(cone.stage_groups) != built["n_groups"]:
+        raise PyramidStartUnavailable(
+            "pyramid_start", "complementarity pairs, cones or stage groups were added after the build; the pyramid "
+                             "cannot carry them (pass pyramid_start=False)")
+    if not built["cost_free"]:
+        raise PyramidStartUnavailable(
+            "pyramid_start", f"the formulation {to.formulation.name!r} adds a cost of its own; the pyramid's program "
+                             "would not have it (pass pyramid_start=False)")
+    gap_options = {name: getattr(to.formulation.options, name) for name in ("gap", "gap_stabilization")
+                   if hasattr(to.formulation.options, name)}
+    twin = ContactImplicitTO(to.system, to.N, to.h, "pyramid", stages=to._declare_stages, lift_sides=to._lift_sides,
+                             gap_rows=to._gap_rows, model_parameters=list(to.model_parameters), **gap_options)
+    prog = twin.program
+    pairs: list[tuple[ca.SX, ca.SX]] = []
+    for mine, theirs in ((to.q, twin.q), (to.v, twin.v), (to.u, twin.u)):
+        pairs += [(a.sym, b.sym) for a, b in zip(mine, theirs)]
+    pairs += [(cone[f"param/{name}"].sym, prog[f"param/{name}"].sym) for name in to.model_parameters]
+    carried: list[tuple[str, str]] = []
+    for h in cone.variables:
+        if h.index.start >= built["n_x"]:
+            pairs.append((h.sym, prog.add_variables(h.name, h.size, h.lb, h.ub, h.init, block=h.block).sym))
+            carried.append(("x", h.name))
+    for h in cone.parameters:
+        if h.index.start >= built["n_p"]:
+            pairs.append((h.sym, prog.add_parameters(h.name, h.size, h.value, block=h.block).sym))
+            carried.append(("p", h.name))
+    old = ca.vertcat(*[a for a, _ in pairs])
+    new = ca.vertcat(*[b for _, b in pairs])
+    known = {old[i].element_hash() for i in range(old.numel())}
+    for h in cone.constraints:
+        if h.index.start >= built["n_g"]:
+            prog.add_constraint(_substituted(cone, h.expr, old, new, known, f"row '{h.name}'"), h.lb, h.ub,
+                                name=h.name, block=h.block)
+            carried.append(("g", h.name))
+    if not cone.f.is_zero():
+        prog.add_cost(_substituted(cone, cone.f, old, new, known, "the cost"))
+    return twin, carried
+
+
+def _substituted(cone: Program, expr: ca.SX, old: ca.SX, new: ca.SX, known: set[int], what: str) -> ca.SX:
+    """``expr`` with the pyramid's symbols for the cone's; PyramidStartUnavailable when it reads a
+    variable of the cone's steps (one the pyramid does not have)."""
+    for s in ca.symvar(expr):
+        if s.element_hash() not in known:
+            raise PyramidStartUnavailable(
+                "pyramid_start", f"{what} reads '{_owner(cone, s)}', a variable of the cone's steps that the pyramid "
+                                 "does not have (pass pyramid_start=False)")
+    return ca.substitute(expr, old, new)
+
+
+def _owner(prog: Program, s: ca.SX) -> str:
+    """The name of the handle whose entry is the scalar symbol ``s``."""
+    kind, pos = prog._symbols[s.element_hash()]
+    handles = prog.variables if kind == "x" else prog.parameters
+    return next(h.name for h in handles if h.index.start <= pos < h.index.stop)
+
+
+def _sync(to: "ContactImplicitTO", twin: "ContactImplicitTO", carried: list[tuple[str, str]]) -> None:
+    """Copy what may change without a new declaration: bounds and start values of the states,
+    inputs and carried variables, carried rows' bounds, parameter values, the boundary states and
+    the support guess."""
+    cone, prog = to.program, twin.program
+    for mine, theirs in ((to.q, twin.q), (to.v, twin.v), (to.u, twin.u)):
+        for a, b in zip(mine, theirs):
+            _copy_variable(a, b)
+    for name in to.model_parameters:
+        prog[f"param/{name}"].value = cone[f"param/{name}"].value
+    for kind, name in carried:
+        a, b = cone[name], prog[name]
+        if kind == "x":
+            _copy_variable(a, b)
+        elif kind == "p":
+            b.value = a.value
+        else:
+            b.lb, b.ub = a.lb.copy(), a.ub.copy()
+    twin._q0, twin._v0, twin._qf, twin._vf = to._q0, to._v0, to._qf, to._vf
+    twin.support_guess = to.support_guess
+
+
+def _copy_variable(a: Variables, b: Variables) -> None:
+    b.lb, b.ub, b.init = a.lb.copy(), a.ub.copy(), a.init.copy()
+
+
+def check_choice(to: "ContactImplicitTO", pyramid_start: Any, plan: Any) -> bool:
+    """The resolved ``pyramid_start`` of a solve: ``None`` means the formulation's
+    :attr:`~contactmp.formulations.base.Formulation.pyramid_start` (the Coulomb cone's is True), off
+    when a ``plan`` is the start; InputError for a non-bool, for ``True`` with a plan or on the
+    pyramid itself."""
+    from contactmp.formulations.velocity_pyramid import Pyramid
+
+    if pyramid_start is None:
+        return plan is None and type(to.formulation).pyramid_start
+    if not isinstance(pyramid_start, (bool, np.bool_)):
+        raise InputError("pyramid_start", f"must be True, False or None, got {pyramid_start!r}")
+    if pyramid_start and plan is not None:
+        raise InputError("pyramid_start", "cannot be True with a plan: the plan is the start already")
+    if pyramid_start and isinstance(to.formulation, Pyramid):
+        raise InputError("pyramid_start", "is for formulations other than the pyramid itself")
+    return bool(pyramid_start)

@@ -5,7 +5,12 @@ Tasks (:mod:`contactmp.case_studies._quadruped`): ``walk`` (0.3 m in 1 s, N = 40
 10 cm step in 0.8 s, N = 40), ``calipso`` (the sagittal model set up like CALIPSO's planar
 quadruped: 4 feet, 31 knots, cone friction). Seeded starts run through Dask (``--workers``), every
 start is one JSONL record (the study resumes where it stopped), each solved with the MPCC strategy
-:data:`STRATEGY` under a CPU-time limit.
+:data:`STRATEGY` under a CPU-time limit. A cone task's start solves the pyramid's program of the
+same task first, then the cone from that plan
+(:meth:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO.solve`'s default
+``pyramid_start``): the record's ``time_s`` and ``iterations`` cover both phases, each with the CPU
+limit, and ``seed_status``, ``seed_objective`` are the pyramid's; its key ends in
+``/from-pyramid`` (records of the cone from its own guess are not resumed).
 
 A start *converged* when the solve is verified ``solved`` (bounds, rows and complementarity
 independently checked), its complementarity violation ``max |min(a_i, b_i)|`` is at most 1e-6 and

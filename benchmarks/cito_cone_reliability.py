@@ -18,7 +18,7 @@ Every configuration solves the same seeded starts of each task of ``contactmp.ca
   ``pyramid_start``); its time and iterations are both phases' sums, each phase has the CPU cap
   (so a start may take twice the cap), and the record keeps the pyramid phase's status and
   objective (``seed_status``, ``seed_objective``); its NLPs bound the directions ``|w_i| <= 1.5``
-  (:attr:`~contactmp.solvers.nlp.NLPOptions.cone_bounds` and ``cone_bound``);
+  (:attr:`~contactmp.solvers.nlp.solve.NLPOptions.cone_bounds` and ``cone_bound``);
 * ``cone-cold``: the cone from its own guess of start i (``pyramid_start=False``; the default
   before issue 35's last step);
 * ``cone-cold-box1``: that with ``cone_bound=1`` (the box the disk side implies; the default from

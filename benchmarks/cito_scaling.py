@@ -44,7 +44,7 @@ import casadi as ca
 import numpy as np
 system_name, N, mode, iterations = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 t0 = time.perf_counter()
-from contactmp.solvers.mpcc import relaxation
+from contactmp.solvers.nlp import relaxation
 from contactmp.solvers.structured import stage_derivatives
 from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 if system_name == "hopper":

@@ -14,7 +14,7 @@ Problems (issue 18, item 2):
 * ``--stress`` adds a square pyramid of spheres (637 contacts, mu 0.9), which neither our solvers
   nor Siconos' solve (reported, not hidden).
 
-Ours: ``prox-newton`` (:mod:`contactmp.solvers.fc3d_prox`, W passed as a scipy.sparse matrix for
+Ours: ``prox-newton`` (:mod:`contactmp.solvers.fc3d.prox`, W passed as a scipy.sparse matrix for
 the generated scenes) and ``auto`` (the default chain, dense W), both through
 ``solve_fc3d(..., tol=1e-8, time_limit=CAP)``. Siconos: the tool named by
 ``$CONTACTMP_SICONOS_TOOL`` (see ``benchmarks/_common.py``) in a subprocess on an ``.npz`` of the
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         **header, "tol": TOL, "time_cap_s": args.time_cap, "siconos_cap_s": args.siconos_cap,
         "repeats": args.repeats, "siconos": list(siconos) if with_siconos else [],
         "siconos_skipped_because": None if with_siconos else why,
-        "residual": "contactmp.solvers.fc3d.fc3d_residual (normalized natural map, Siconos 4.4)",
+        "residual": "contactmp.solvers.fc3d.problem.fc3d_residual (normalized natural map, Siconos 4.4)",
         "problems": records,
     }, t_start)
 

@@ -382,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     return common.finish(out / "results.json", {
         **header,
         "tol": TOL,
-        "residual": "contactmp.solvers.fc3d.fc3d_residual (normalized natural map, Siconos 4.4)",
+        "residual": "contactmp.solvers.fc3d.problem.fc3d_residual (normalized natural map, Siconos 4.4)",
         "quick": args.quick,
         "repeats": args.repeats,
         "time_cap_s": args.time_cap,

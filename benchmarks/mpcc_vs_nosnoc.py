@@ -45,9 +45,9 @@ Part B: every NOSBENCH problem of the subsets ``nosbench`` (20) and ``nosbench-m
 problems from 23 families (NOSBENCH is not in the repository: ``python tools/fetch_nosbench.py
 DEST`` writes them, and ``--data DEST`` or ``$CONTACTMP_NOSBENCH=DEST`` points the benchmark at
 DEST, the folder that contains ``nosbench/`` and ``nosbench-more/``), solved by each MPCC strategy of
-``contactmp.solvers.nlp.STRATEGIES`` (``--strategies`` picks some; the default is whatever that
+``contactmp.solvers.nlp.solve.STRATEGIES`` (``--strategies`` picks some; the default is whatever that
 registry holds, so new strategies join by themselves) through
-``contactmp.solvers.nosbench.solve_nosbench``, and by a plain Scholtes homotopy written here with
+``contactmp.solvers.nlp.nosbench.solve_nosbench``, and by a plain Scholtes homotopy written here with
 ``casadi.nlpsol`` (sigma = 1, 0.1, ..., 1e-9, ``G_i H_i <= sigma``, signs of G and H from the bounds
 only, primal warm start, IPOPT with ``bound_relax_factor = 0`` and ``mu_strategy = adaptive``, stop
 at the first successful NLP with ``max_i G_i H_i <= 1e-7``). Every answer is judged by the paper's
@@ -382,7 +382,7 @@ def run_nosnoc_task(py: Path, task: str, time_limit: float, repeats: int) -> dic
 NOSBENCH_FOLDERS = ("nosbench", "nosbench-more")
 #: the source files whose contents decide what our solvers do on a NOSBENCH file: a record made
 #: with other code is computed again (its ``config`` carries their hash)
-CODE_FILES = ("solvers/nlp.py", "solvers/mpcc.py", "solvers/nosbench.py", "solvers/b_stationarity.py",
+CODE_FILES = ("solvers/nlp/solve.py", "solvers/nlp/mpcc.py", "solvers/nlp/nosbench.py", "solvers/nlp/stationarity.py",
               "solvers/ipopt.py", "contactmp/nosbench.py", "contactmp/program.py")
 
 
@@ -500,9 +500,9 @@ def reference_scholtes(path: Path, time_limit: float) -> dict[str, Any]:
 
 
 def ours_nosbench(path: Path, strategy: str, time_limit: float) -> dict[str, Any]:
-    """``contactmp.solvers.nosbench.solve_nosbench`` with ``strategy``, judged again by the paper's criterion."""
+    """``contactmp.solvers.nlp.nosbench.solve_nosbench`` with ``strategy``, judged again by the paper's criterion."""
     from contactmp.nosbench import load_nosbench
-    from contactmp.solvers.nosbench import solve_nosbench
+    from contactmp.solvers.nlp import solve_nosbench
 
     t0, c0 = time.perf_counter(), time.process_time()
     pb = load_nosbench(path)

@@ -34,8 +34,8 @@ Functions from Python, above all ``G_theta`` (449 k SX instructions, 1.9 ms a ca
 numpy solves, 74 proximal QPs). Changes: the spider's recursive Newton-Euler inverse dynamics and
 link-velocity kinetic energy (``models/legged.py``; the NMDP uses them when a system has them:
 ``G_theta`` 20 k, ``G`` 3.5 k, ``K_hess`` 16 k instructions), the Functions replayed as
-level-scheduled instruction tapes inside numba (``solvers/sx_tape.py``: CasADi's values to the bit,
-``G_theta`` in ~40 us), and PGM's loop compiled on them (``solvers/_nmdp_kernels.py``; the Python
+level-scheduled instruction tapes inside numba (``solvers/pgm/sx_tape.py``: CasADi's values to the bit,
+``G_theta`` in ~40 us), and PGM's loop compiled on them (``solvers/pgm/_kernels.py``; the Python
 loop stays the reference and the independent check stays in Python). After: 73 % of a 50 ms run in
 the compiled loop, 17 % in PGM's validation and check, 10 % in the formulation's adaptive step.
 
@@ -189,7 +189,7 @@ def zopgm_analysis(dt_ms: int, T: float, every: int, hs_ms: tuple[float, ...]) -
     zeroth-order reduced gradient ``g_zo = -(G_w^T G_theta_zo^-T) grad K`` against the true one,
     and ZOPGM's own outcome on the substep (status, accepted steps, projections, message)."""
     from contactmp.case_studies.nmdp_timestep import FORMULATION_OF, PARAMS, _system, _targets
-    from contactmp.solvers.nmdp_pgm import pgm
+    from contactmp.solvers.pgm import pgm
     from contactmp.transcriptions.time_stepping import TimeStepping
 
     system = _system("spider")

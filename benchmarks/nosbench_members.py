@@ -8,11 +8,11 @@ The problems: NOSBENCH's ``nosbench`` and ``nosbench-more`` subsets, from ``--da
 ``$CONTACTMP_NOSBENCH=DEST`` (the folder that contains them; not in the repository: write it with
 ``python tools/fetch_nosbench.py DEST``).
 
-A member SPEC is ``strategy[,key=value,...]``: ``key`` an :class:`~contactmp.solvers.nlp.NLPOptions`
+A member SPEC is ``strategy[,key=value,...]``: ``key`` an :class:`~contactmp.solvers.nlp.solve.NLPOptions`
 field (``homotopy_tol=1e-8``, ``polish=False``, ``infeasible_stop=0``, ``sigma0=0.1``...) or else an
 IPOPT option (``mu_strategy=monotone``, ``mu_oracle=loqo``), for example
 ``scholtes_linf,mu_strategy=monotone,homotopy_tol=1e-8``. Each record is one call of
-``contactmp.solvers.nosbench.solve_nosbench`` (the NOSBENCH protocol, certificate included) with
+``contactmp.solvers.nlp.nosbench.solve_nosbench`` (the NOSBENCH protocol, certificate included) with
 the member's strategy and options, uncapped up to ``--time-limit``, judged again by the paper's
 criterion, with its wall and CPU time from the file. The variant ``plain`` is the plain Scholtes loop
 of ``benchmarks/mpcc_vs_nosnoc.py`` (the reference). The records (``problem``, ``variant``,
@@ -69,7 +69,7 @@ def run_member(path: Path, spec: str, time_limit: float) -> dict[str, Any]:
     from mpcc_vs_nosnoc import reference_scholtes
 
     from contactmp.nosbench import load_nosbench
-    from contactmp.solvers.nosbench import solve_nosbench
+    from contactmp.solvers.nlp import solve_nosbench
 
     if spec == "plain":
         rec = reference_scholtes(path, time_limit)

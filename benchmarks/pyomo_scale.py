@@ -23,10 +23,10 @@ Per (system, N), one record, each part timed once, in this order:
 * ``casadi``: ``to.solve(backend="casadi", strategy=..., tol=..., time_limit=...)``;
 * ``pyomo``: ``SolverFactory("contactmp_ipopt").solve(twin, options={"strategy": ..., "tol": ...},
   timelimit=...)``, which reads the model into a Program (``read_s``: the part of the solve
-  outside :func:`~contactmp.solvers.nlp.solve_program` and its certificate) and runs the homotopy;
+  outside :func:`~contactmp.solvers.nlp.solve.solve_program` and its certificate) and runs the homotopy;
   ``program_s`` is ``solve_program``'s own time (certificate excluded, ``certify_s``);
 * ``plain``: a plain Scholtes loop written here with ``casadi.nlpsol`` on the program read from the
-  same twin (:func:`~contactmp.solvers.pyomo_ipopt.pyomo_to_program`, timed apart as ``read_s``):
+  same twin (:func:`~contactmp.solvers.nlp.pyomo_ipopt.pyomo_to_program`, timed apart as ``read_s``):
   the NLP ``min f s.t. bounds, lbg <= g <= ubg, a >= 0, b >= 0, a_i b_i <= sigma`` (a side that is
   a variable with lower bound >= 0 gets no sign row, as in solve_program), built once, solved for
   ``sigma = 1, 0.1, ..., 1e-12``, each NLP started at the previous answer (primal only), IPOPT with
@@ -90,14 +90,14 @@ import _common as common  # noqa: E402
 import casadi as ca  # noqa: E402
 import pyomo.environ as pyo  # noqa: E402
 
-import contactmp.solvers.pyomo_ipopt  # noqa: E402,F401  (registers SolverFactory("contactmp_ipopt"))
+import contactmp.solvers.nlp.pyomo_ipopt  # noqa: E402,F401  (registers SolverFactory("contactmp_ipopt"))
 from contactmp.models.systems import hopper_2d, point_mass_2d  # noqa: E402
 from contactmp.program import Program  # noqa: E402
 from contactmp.pyomo_bridge import program_x, set_program_x  # noqa: E402
 from contactmp.records import RecordStore  # noqa: E402
 from contactmp.result import Status  # noqa: E402
 from contactmp.solvers.ipopt import DeadlineCallback  # noqa: E402
-from contactmp.solvers.pyomo_ipopt import pyomo_to_program  # noqa: E402
+from contactmp.solvers.nlp import pyomo_to_program  # noqa: E402
 from contactmp.transcriptions.contact_implicit import ContactImplicitTO  # noqa: E402
 
 SIZES = (50, 100, 200, 400)

@@ -5,7 +5,7 @@
 
 The program is the one the Pyomo plugin solves: the point-mass task of ``pyomo_scale.py``
 (``push_point_mass(N)``), its Pyomo twin read back by
-:func:`~contactmp.solvers.pyomo_ipopt.pyomo_to_program`. The Scholtes NLP is written here, as in
+:func:`~contactmp.solvers.nlp.pyomo_ipopt.pyomo_to_program`. The Scholtes NLP is written here, as in
 ``pyomo_scale.plain_scholtes`` (rows ``a >= 0``, ``b >= 0`` for the sides that are not variables
 with a nonnegative lower bound, ``a_i b_i <= sigma``), and solved with ``casadi.nlpsol`` along a
 homotopy whose knobs are the configuration (:data:`CONFIGS`):
@@ -56,7 +56,7 @@ import casadi as ca  # noqa: E402
 from contactmp.program import Program  # noqa: E402
 from contactmp.pyomo_bridge import set_program_x  # noqa: E402
 from contactmp.records import RecordStore  # noqa: E402
-from contactmp.solvers.pyomo_ipopt import pyomo_to_program  # noqa: E402
+from contactmp.solvers.nlp import pyomo_to_program  # noqa: E402
 from pyomo_scale import FEAS_TOL, COMP_TOL, IPOPT_SOLVED, _StopAt, loglog_slope, push_point_mass  # noqa: E402
 
 BASE = {"print_level": 0, "sb": "yes", "tol": 1e-8, "max_iter": 3000, "bound_relax_factor": 0.0,

@@ -19,7 +19,7 @@ untimed before the first stage; wall time ``time.perf_counter`` and CPU time
 * ``casadi_build``: ``solo_task(...)`` (the robot model, the transcription, its bounds and cost);
 * ``twin_build``: ``to.to_pyomo()``, then the start ``to.initial_guess()`` loaded into it
   (:func:`contactmp.pyomo_bridge.set_program_x`);
-* ``read``: :func:`contactmp.solvers.pyomo_ipopt.pyomo_to_program` on the twin -- what the plugin
+* ``read``: :func:`contactmp.solvers.nlp.pyomo_ipopt.pyomo_to_program` on the twin -- what the plugin
   ``contactmp_ipopt`` does first with ``strategy=...`` (Pyomo -> CasADi SX Program; its SX
   instruction count is compared with the original program's);
 * sizes: Pyomo variables, active constraints, complementarity conditions (data objects), and the
@@ -178,11 +178,11 @@ def child_build(cfg: dict[str, Any]) -> dict[str, Any]:
     from pyomo.mpec import Complementarity
 
     import contactmp.models.urdf  # noqa: F401  (imports are not part of the build)
-    import contactmp.solvers.pyomo_ipopt  # noqa: F401
+    import contactmp.solvers.nlp.pyomo_ipopt  # noqa: F401
     import contactmp.transcriptions.contact_implicit  # noqa: F401
     from contactmp.case_studies._quadruped import solo_task
     from contactmp.pyomo_bridge import set_program_x
-    from contactmp.solvers.pyomo_ipopt import pyomo_to_program
+    from contactmp.solvers.nlp import pyomo_to_program
 
     n = int(cfg["N"])
     kind = _add_kind("walkN", n, WALK_T / n)
@@ -239,7 +239,7 @@ def child_solve(cfg: dict[str, Any]) -> dict[str, Any]:
     import pyomo.environ as pyo
 
     import contactmp.models.urdf  # noqa: F401
-    import contactmp.solvers.pyomo_ipopt  # noqa: F401  (registers SolverFactory("contactmp_ipopt"))
+    import contactmp.solvers.nlp.pyomo_ipopt  # noqa: F401  (registers SolverFactory("contactmp_ipopt"))
     from contactmp.case_studies._quadruped import TASK_SHAPES, solo_task
     from contactmp.pyomo_bridge import program_x, set_program_x
     from pyomo_scale import _homotopy, _judge, _traj

@@ -51,7 +51,7 @@ import _common as common  # noqa: E402
 
 from contactmp.io import load_fc3d, load_lcp  # noqa: E402
 from contactmp.result import Status  # noqa: E402
-from contactmp.solvers.fc3d_sensitivity import fc3d_sensitivity  # noqa: E402
+from contactmp.solvers.fc3d import fc3d_sensitivity  # noqa: E402
 from contactmp.solvers.registry import solve_fc3d, solve_lcp  # noqa: E402
 from contactmp.solvers.sensitivity import lcp_sensitivity  # noqa: E402
 

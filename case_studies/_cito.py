@@ -44,7 +44,7 @@ MODES = ("separated", "sticking", "sliding")
 @dataclass(frozen=True)
 class Task:
     """A trajectory-optimization task: ``build(formulation, quick)`` returns the transcription;
-    ``options`` are the task's :class:`~contactmp.solvers.nlp.NLPOptions` (every start's solve)."""
+    ``options`` are the task's :class:`~contactmp.solvers.nlp.solve.NLPOptions` (every start's solve)."""
 
     name: str
     description: str

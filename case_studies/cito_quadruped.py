@@ -24,7 +24,7 @@ where the two differ although both solve the step (non-unique steps), and the di
 the simulator's solver of such a step starts at the trajectory's step values (seeded: the step's
 solution nearest them); and the gait: the sequence of the sets of feet on the ground (:func:`gait`).
 Every solved start is refined on its active pieces before it is certified and replayed
-(:attr:`~contactmp.solvers.nlp.NLPOptions.refine`, in :data:`OPTIONS`), and the record keeps the
+(:attr:`~contactmp.solvers.nlp.solve.NLPOptions.refine`, in :data:`OPTIONS`), and the record keeps the
 whole solution ``x``. A record replayed by an earlier revision of the replay
 (:data:`REPLAY_REVISION`) is replayed again from its ``x`` by the next run into the same folder,
 without solving it again: the new replay goes to ``replays.jsonl`` (one record per start and
@@ -48,7 +48,7 @@ from contactmp.case_studies._study import StudyRun, markdown_table
 from contactmp.errors import InputError, did_you_mean
 from contactmp.program import largest_residual
 from contactmp.result import Result, Status
-from contactmp.solvers.b_stationarity import b_stationarity
+from contactmp.solvers.nlp import b_stationarity
 from contactmp.solvers.structured import jit_available
 
 DESCRIPTION = "contact-implicit TO of Solo12 (3D and sagittal): walk, jump onto a step, CALIPSO's planar gait"
@@ -65,7 +65,7 @@ TASKS: tuple[tuple[str, str, bool, str], ...] = (
 )
 QUICK_TASKS = ("walk-3d-cone", "jump-3d-cone", "calipso-sagittal-cone")
 STARTS, QUICK_STARTS = 20, 4
-#: the MPCC strategy of every start (solvers/mpcc.py)
+#: the MPCC strategy of every start (solvers/nlp/mpcc.py)
 STRATEGY = "elastic_l1"
 #: CPU seconds of one start (NLPOptions.cpu_time_limit; the solve then reports time_limit); the
 #: wall-clock limit is 10x that, only a backstop (on a loaded machine a start's wall time is
@@ -87,7 +87,7 @@ PENETRATION_TOL = 1e-6
 #: its own ``rho``, where IPOPT took hundreds to thousands of iterations (start 3: 2,454 iterations
 #: and 152 CPU s in all -> 275 and 23 s).
 #: ``refine``: the verified point is refined by Newton's method on its active pieces
-#: (solvers/refine.py): IPOPT's answer satisfies the rows to about 1e-8 and up to ``feas_tol``
+#: (solvers/nlp/refine.py): IPOPT's answer satisfies the rows to about 1e-8 and up to ``feas_tol``
 #: (walk start 6: 9.5e-7), which ill-conditioned steps turn into replay errors above 1e-6 (4.1e-6
 #: there); refined, 3.8e-15 in 3 Newton steps (2.8 s), replay 6.9e-12, objective changed by 6.7e-8.
 OPTIONS: tuple[tuple[str, Any], ...] = (("derivatives", "stages_jit" if jit_available() else "stages"),

@@ -21,7 +21,7 @@ Scenes (:mod:`contactmp.models.painleve`; uniform rod, ``m = 1 kg``, ``l = 1 m``
 Per grid point (one record each, through :func:`contactmp.parallel.run_tasks`; resumable, Dask):
 
 * **proven count**: complete enumeration of the pyramid LCP's complementary bases
-  (:func:`~contactmp.solvers.certificates.enumerate_lcp_solutions`), solutions mapped to physical
+  (:func:`~contactmp.solvers.lcp.certificates.enumerate_lcp_solutions`), solutions mapped to physical
   forces ``c = L z`` and deduplicated (:func:`~contactmp.case_studies.uniqueness_random.physical_solutions`:
   distinct ``z`` that are the same forces count once); region ``none`` / ``one`` / ``several``;
 * **MILP cross-check**: the existence MILP must agree with the enumeration on solvability, and the
@@ -109,9 +109,7 @@ def grid_point(item: tuple[str, float, float, int]) -> dict[str, Any]:
 
     from contactmp.formulations.pyramid_lcp import PyramidLCP, proposition3_mu_bound
     from contactmp.models.painleve import closed_form_solutions, painleve_mu, rod
-    from contactmp.solvers.certificates import (
-        Verdict, enumerate_lcp_solutions, lcp_existence_milp, lcp_second_solution_milp,
-    )
+    from contactmp.solvers.lcp import Verdict, enumerate_lcp_solutions, lcp_existence_milp, lcp_second_solution_milp
     from contactmp.solvers.multistart import multistart
 
     name, theta_deg, mu, seed = item

@@ -11,7 +11,7 @@ Each problem is swept over one friction coefficient for all contacts, ``mu`` in 
 
 Per (problem, mu):
 
-* **Complete enumeration** (:func:`~contactmp.solvers.certificates.enumerate_lcp_solutions`) of the
+* **Complete enumeration** (:func:`~contactmp.solvers.lcp.certificates.enumerate_lcp_solutions`) of the
   pyramid LCP, every solution mapped to the physical contact forces ``c = L z`` and to the body and
   joint accelerations (22)-(23) (:func:`physical_solutions`). Distinct LCP vectors ``z`` can be the
   same forces (the slack variables of a separating rolling contact are free), and distinct forces
@@ -146,14 +146,14 @@ def _distinct(points: list[np.ndarray], rtol: float) -> list[int]:
 
 def physical_solutions(form: Any, enum: Any, rtol: float = PHYS_RTOL) -> PhysicalSolutions:
     """Distinct physical solutions (forces, motions) of the pyramid LCP ``form`` from its complete
-    enumeration ``enum`` (:func:`~contactmp.solvers.certificates.enumerate_lcp_solutions`).
+    enumeration ``enum`` (:func:`~contactmp.solvers.lcp.certificates.enumerate_lcp_solutions`).
 
     Every LCP solution lies on a complementary basis: an isolated point or a continuum piece
     ``point + span(directions)`` (intersected with the feasible set, of positive size). A piece
     whose directions have ``L d = 0`` is one force; otherwise the forces form a continuum. The same
     test with ``G L d`` (``G`` of :func:`motion_map`) decides whether the motion moves.
     """
-    from contactmp.solvers.certificates import Verdict
+    from contactmp.solvers.lcp import Verdict
 
     if enum.verdict is Verdict.UNDECIDED:
         from contactmp.errors import InputError
@@ -196,10 +196,10 @@ def classify(n: float) -> str:
 
 def second_motion_milp(form: Any, z: np.ndarray, delta: float, time_limit: float) -> Any:
     """The second-solution MILP of the pyramid LCP ``form`` separated by motion
-    (:func:`~contactmp.solvers.certificates.lcp_second_solution_milp` with ``motion=``
+    (:func:`~contactmp.solvers.lcp.certificates.lcp_second_solution_milp` with ``motion=``
     :func:`lcp_motion_map`): a solution whose accelerations differ from those of ``z`` by at least
     ``delta max(1, ||a(z)||_inf)``, or a proof that none does."""
-    from contactmp.solvers.certificates import lcp_second_solution_milp
+    from contactmp.solvers.lcp import lcp_second_solution_milp
 
     mm = lcp_motion_map(form)
     return lcp_second_solution_milp(form.M, form.q, z, delta * max(1.0, float(np.abs(mm(z)).max())),
@@ -297,9 +297,7 @@ def solve_point(item: tuple[ProblemSpec, float, int]) -> dict[str, Any]:
     import time
 
     from contactmp.formulations.pyramid_lcp import PyramidLCP, proposition3_mu_bound
-    from contactmp.solvers.certificates import (
-        Verdict, enumerate_lcp_solutions, lcp_existence_milp, lcp_second_solution_milp,
-    )
+    from contactmp.solvers.lcp import Verdict, enumerate_lcp_solutions, lcp_existence_milp, lcp_second_solution_milp
     from contactmp.solvers.multistart import multistart
 
     spec, mu, seed = item

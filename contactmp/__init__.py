@@ -32,7 +32,7 @@ _LAZY = {  # heavier entry points, imported on first use (CasADi, numba)
     "solve_lcp_batch": "contactmp.solvers.registry",
     "solve_fc3d_batch": "contactmp.solvers.registry",
     "ConeNCP": "contactmp.formulations.cone_ncp",
-    "solve_program": "contactmp.solvers.nlp",
+    "solve_program": "contactmp.solvers.nlp.solve",
     "PyramidLCP": "contactmp.formulations.pyramid_lcp",
     "multistart": "contactmp.solvers.multistart",
     # simulation, and one step's Program from a state: TimeStepping(system, h).step_program(q, v, u)

@@ -1,6 +1,6 @@
 """Register the Pyomo plugin ``SolverFactory("contactmp_ipopt")`` when Pyomo is imported, not before.
 
-The plugin (:mod:`contactmp.solvers.pyomo_ipopt`) imports Pyomo and CasADi, about 1.5 s together, and
+The plugin (:mod:`contactmp.solvers.nlp.pyomo_ipopt`) imports Pyomo and CasADi, about 1.5 s together, and
 Pyomo's import hooks then pull in ``scipy.stats`` whenever SciPy loads. A command that solves an
 LCP needs none of that. So ``import contactmp`` only watches for ``pyomo.environ``: a finder on
 ``sys.meta_path`` lets the normal machinery import it and, right after the module has executed,
@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 #: the module whose import makes the plugin available (every Pyomo script imports it)
 WATCHED = "pyomo.environ"
-PLUGIN = "contactmp.solvers.pyomo_ipopt"
+PLUGIN = "contactmp.solvers.nlp.pyomo_ipopt"
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):

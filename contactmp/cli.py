@@ -174,7 +174,7 @@ def _sensitivities(kind: str, arrays: Any, res: Any) -> dict[str, Any]:
     if not res.success:
         return {"reason": f"not computed: the answer is {res.status.value}, not a verified solution"}
     if kind == "fc3d":
-        from contactmp.solvers.fc3d_sensitivity import fc3d_sensitivity
+        from contactmp.solvers.fc3d import fc3d_sensitivity
 
         return fc3d_sensitivity(*arrays, res).as_dict()
     from contactmp.solvers.sensitivity import lcp_sensitivity
@@ -196,11 +196,11 @@ def _check_time_limit_option(value: float) -> float:
 
 def _solve_nosbench(file: Path, as_json: bool, time_limit: float = 60.0, strategy: str | None = None) -> None:
     """Solve a NOSBENCH MPCC with an MPCC strategy (``--solver``; default: the portfolio of
-    :func:`contactmp.solvers.nosbench.solve_nosbench`), judged by the paper's criterion, with the
+    :func:`contactmp.solvers.nlp.nosbench.solve_nosbench`), judged by the paper's criterion, with the
     B-stationarity certificate of the answer; exit 0 when solved (the paper's criterion), 1 for any
     other status, 2 on bad input."""
     from contactmp.errors import ContactMPError
-    from contactmp.solvers.nosbench import solve_nosbench
+    from contactmp.solvers.nlp import solve_nosbench
 
     try:
         out = solve_nosbench(file, time_limit=time_limit, **({} if strategy is None else {"strategy": strategy}))

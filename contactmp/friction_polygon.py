@@ -1,7 +1,7 @@
 """The k-gon that replaces Coulomb's disk in the friction pyramids (pure geometry, numpy only).
 
 Used by the pyramid LCP (:mod:`contactmp.formulations.pyramid_lcp`) and the pyramid refinement
-for fc3d (:mod:`contactmp.solvers.fc3d_pyramid`).
+for fc3d (:mod:`contactmp.solvers.fc3d.pyramid`).
 """
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ Readers so far (LCP(q, M): find z >= 0 with w = M z + q >= 0, z^T w = 0):
   message, as none of the shared problems use it.
 
 fc3d(W, q, mu) readers (find r in K_mu, u = W r + q, u + mu ||u_T|| e_n in K_mu^*, r . u_hat = 0;
-contact order (normal, tangent 1, tangent 2), see :mod:`contactmp.solvers.fc3d`):
+contact order (normal, tangent 1, tangent 2), see :mod:`contactmp.solvers.fc3d.problem`):
 
 - NumPy ``.npz`` archives holding ``W`` (3 nc x 3 nc), ``q`` (3 nc) and ``mu`` (nc), and optionally
   ``nc`` (checked against ``mu``), checked as above.

@@ -24,7 +24,7 @@ the file is read: parsed JSON takes up to :data:`~contactmp.io.JSON_EXPANSION` t
 
 CasADi and the Program are imported when a file is loaded, not with this module, so
 :func:`is_nosbench_file` costs nothing. Solving a file (the paper's protocol) is
-:func:`contactmp.solvers.nosbench.solve_nosbench`.
+:func:`contactmp.solvers.nlp.nosbench.solve_nosbench`.
 """
 from __future__ import annotations
 

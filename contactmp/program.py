@@ -195,9 +195,9 @@ class PyomoStageGroup:
     ``ParamData`` of ``p[p_index[k, i]]`` and ``g[k][r]`` the ``ConstraintData`` of row
     ``g_index[k, r]`` (None where ``to_pyomo`` wrote no row: a row without variables or bounds).
     ``template`` is the group's :class:`~contactmp.stages.StageTemplate` itself. A program read
-    back from the model (:func:`contactmp.solvers.pyomo_ipopt.pyomo_to_program`) finds its own
+    back from the model (:func:`contactmp.solvers.nlp.pyomo_ipopt.pyomo_to_program`) finds its own
     positions of these components and declares the group again, so that
-    :func:`~contactmp.solvers.nlp.solve_program` builds IPOPT's derivatives the same way for the
+    :func:`~contactmp.solvers.nlp.solve.solve_program` builds IPOPT's derivatives the same way for the
     twin as for the program (``NLPOptions.derivatives``). ``model.clone()`` copies the component
     references and shares the template.
     """
@@ -613,7 +613,7 @@ class Program:
         """Initial guess of ``x``: the ``init`` of every Variables handle, stacked (a copy).
 
         Assign a vector of ``n_x`` finite numbers to set every handle's ``init`` at once (the start
-        of :func:`~contactmp.solvers.nlp.solve_program` when it is given no ``x0``, and the initial
+        of :func:`~contactmp.solvers.nlp.solve.solve_program` when it is given no ``x0``, and the initial
         values :meth:`to_pyomo` writes into the Pyomo variables); a value outside a variable's
         bounds is kept as given (the solvers move it inside). :class:`InputError` naming ``x0``
         for another length or a value that is not finite::
@@ -758,7 +758,7 @@ class Program:
         One indexed ``Var`` per Variables handle (bounds; initial values: ``x0`` when given, a
         vector of ``n_x`` finite numbers checked as the :attr:`x0` setter checks it, else the
         program's own start :attr:`x0`, so a solver started from the model's values starts where
-        :func:`~contactmp.solvers.nlp.solve_program` does), one mutable indexed
+        :func:`~contactmp.solvers.nlp.solve.solve_program` does), one mutable indexed
         ``Param`` per Parameters handle, the ``Objective`` (minimize; omitted when constant), one
         indexed ``Constraint`` per Constraint handle and one indexed ``Complementarity``
         (``complements(a >= 0, b >= 0)``) per pair handle (a pair with a constant side ``c``
@@ -768,7 +768,7 @@ class Program:
         ``model.contactmp_names`` maps handle name -> component name and
         ``model.contactmp_cone_directions`` lists the ``VarData`` of every cone's disk-form direction
         ``w`` (:class:`ConeComplementarity`; the plugin ``SolverFactory("contactmp_ipopt")`` bounds
-        them in its NLPs as :func:`~contactmp.solvers.nlp.solve_program` does with
+        them in its NLPs as :func:`~contactmp.solvers.nlp.solve.solve_program` does with
         ``cone_bounds``, so the twin's solve is the program's) and ``model.contactmp_stage_groups``
         the program's stage groups in the model's components (:class:`PyomoStageGroup`; the
         read-back program declares them again, so IPOPT's derivatives are built as for this
@@ -1003,7 +1003,7 @@ class Program:
 def largest_residual(r: dict[str, float]) -> float:
     """The largest of ``bound``, ``constraint`` and ``comp_min`` of :meth:`Program.residuals`
     ``r``: how far a point is from satisfying the program's bounds, rows and pairs (not divided by
-    any tolerance; :meth:`~contactmp.solvers.nlp.NLPOptions.scaled_residual` is)."""
+    any tolerance; :meth:`~contactmp.solvers.nlp.solve.NLPOptions.scaled_residual` is)."""
     return max(r["bound"], r["constraint"], r["comp_min"])
 
 

@@ -22,7 +22,7 @@ operation raises :class:`~contactmp.errors.UnsupportedProgramError` naming it.
 
 The way back: :class:`PyomoToSX` converts Pyomo expressions to CasADi SX, walking Pyomo's
 expression DAG and converting each distinct node once (so a model made by ``translate`` comes back
-as an SX graph of the same size); :func:`contactmp.solvers.pyomo_ipopt.pyomo_to_program` uses it to read a
+as an SX graph of the same size); :func:`contactmp.solvers.nlp.pyomo_ipopt.pyomo_to_program` uses it to read a
 whole Pyomo model into a Program. For a program and its twin ``program.to_pyomo()``,
 :func:`program_variables`, :func:`program_x` and :func:`set_program_x` map the program's ``x``
 vector to the model's variables and back.

@@ -152,7 +152,7 @@ def to_mcp(prog: Program) -> MCPReduction:
     if prog.has_objective:
         raise UnsupportedProgramError(
             "an MCP has no objective, but this program's objective depends on x; solve it as an "
-            "NLP/MPCC (contactmp.solvers.nlp.solve_program) instead"
+            "NLP/MPCC (contactmp.solvers.nlp.solve.solve_program) instead"
         )
     x, p = prog.x, prog.p
     lbx, ubx, x0, p0 = prog.lbx, prog.ubx, prog.x0, prog.p0

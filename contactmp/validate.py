@@ -2,8 +2,8 @@
 
 Pure checks (shapes, finiteness, signs), raising :class:`~contactmp.errors.InputError` naming the
 field; they live in the core so that :mod:`contactmp.io` can check what it reads without
-importing a solver. ``contactmp.solvers.lcp.validate_lcp`` and
-``contactmp.solvers.fc3d.validate_fc3d`` are the same functions.
+importing a solver. ``contactmp.solvers.lcp.problem.validate_lcp`` and
+``contactmp.solvers.fc3d.problem.validate_fc3d`` are the same functions.
 """
 from __future__ import annotations
 

@@ -47,8 +47,9 @@ def on_config(config: Any) -> Any:
     for name, folder in sorted(_package_dirs().items()):  # contactmp before its subpackages
         target = tree.joinpath(*name.split("."))
         target.mkdir(parents=True, exist_ok=True)
-        for f in (REPO / folder).glob("*.py"):  # copies: griffe resolves links to the real folder
-            shutil.copyfile(f, target / f.name)
+        for f in (REPO / folder).rglob("*.py"):  # copies: griffe resolves links to the real folder
+            (target / f.relative_to(REPO / folder)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, target / f.relative_to(REPO / folder))
     handlers = config.plugins["mkdocstrings"].config.handlers
     handlers.setdefault("python", {})["paths"] = [str(tree)]
     return config

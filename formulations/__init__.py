@@ -18,11 +18,11 @@ Every time-step formulation follows one protocol and sits in one registry
   disk (the cone counterpart of :func:`add_velocity_pyramid_step`);
 * :class:`CompliantQP` -- Drumwright's compliant constraint step (bilateral: one linear solve;
   unilateral: a strictly convex QP / symmetric positive-definite LCP; solved in
-  :mod:`contactmp.solvers.compliant_lcp`);
+  :mod:`contactmp.solvers.cone_qp.compliant`);
   :class:`CompliantFriction` -- its frictional contact on the true Coulomb cone (a convex SOC QP);
   :func:`add_velocity_compliant_step` -- the compliant step as a velocity-level Program block;
 * :class:`NMDP` -- the nonconvex maximal-dissipation step of Pan and Hauser (backward Euler, wrench
-  polytopes; IPOPT here, the projected gradient method in :mod:`contactmp.solvers.nmdp_pgm`) and
+  polytopes; IPOPT here, the projected gradient method in :mod:`contactmp.solvers.pgm.projected_gradient`) and
   :func:`add_nmdp_step` (its KKT conditions as a Program block); :class:`LinearizedMDP` -- the
   linearized MDP QP baseline and :func:`add_linearized_mdp_step`.
 """

@@ -94,7 +94,7 @@ class Step:
     and ``targets`` the PD targets, for formulations with a stable PD controller; ``previous``
     the result of the previous time step (a warm start); ``start`` the start values of the numeric
     step Program's variables by name (their ``init``), which a position-gap step's NLP takes with
-    the warm-start options :data:`~contactmp.solvers.nlp.STEP_START`, returning the step's solution
+    the warm-start options :data:`~contactmp.solvers.nlp.solve.STEP_START`, returning the step's solution
     nearest the start (least squares over the variables started; other steps' LCP and cone
     solvers start from their own points and refuse it); ``params`` overrides model parameters for
     this step, numbers or CasADi expressions with one entry per contact of the system (or one for
@@ -428,7 +428,7 @@ class Formulation:
         front door solves (``solver``: the transcription's choice, else :attr:`solver`; a
         position-gap step starts at ``step.start`` when given, and returns the step's solution
         nearest it, else at its linear-gap solution; its answer is refined by Newton's method on
-        its active pieces, :attr:`~contactmp.solvers.nlp.NLPOptions.refine`: IPOPT leaves rows and
+        its active pieces, :attr:`~contactmp.solvers.nlp.solve.NLPOptions.refine`: IPOPT leaves rows and
         pairs at ~1e-8, which an ill-conditioned step turns into a velocity error of 1e-6 or more,
         a sagittal Solo12 step 3.6e-6 at residual 1.1e-8, refined 1.9e-10); then
         ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})``.

@@ -45,7 +45,7 @@ layer of Anitescu's convex relaxation; it vanishes as ``h, B/K -> 0``. (The regi
 non-associated law on the same regularized slip, which keeps a sliding body at the spring's depth.)
 Frictionless contacts (``mu = 0``) reduce exactly to CompliantQP's unilateral LCP.
 
-Solver (:mod:`contactmp.solvers.cone_lcp`): IPOPT on the smooth description of the cone
+Solver (:mod:`contactmp.solvers.cone_qp.cone_lcp`): IPOPT on the smooth description of the cone
 ``mu^2 lambda_n^2 - ||lambda_T||^2 >= 0, lambda_n >= 0`` (these two smooth inequalities define exactly
 ``K_mu``; the plain norm form is not differentiable at ``lambda_T = 0``, which is the stiction mode).
 The squared form loses LICQ at the apex (separating contacts), so IPOPT's answer is then polished by
@@ -58,7 +58,7 @@ Alternative backend ``solve("superscs")``: the true second-order cones through `
 SuperSCS plugin, each cone as the psd Schur block ``soc(lambda_T, mu lambda_n)`` (CasADi hands these
 to SCS as SOC constraints). The quadratic objective goes in as an epigraph cone
 ``||(L^T x, t - 1/2)|| <= t + 1/2`` with an LP objective, because the plugin's own quadratic term
-(``h``) gives wrong minimizers in CasADi 3.8.2 (see :func:`contactmp.solvers.qp._superscs`). SCS's answer (relative residual
+(``h``) gives wrong minimizers in CasADi 3.8.2 (see :func:`contactmp.solvers.cone_qp.qp._superscs`). SCS's answer (relative residual
 ~1e-11) gets the same polish and the same residual check.
 """
 from __future__ import annotations
@@ -69,7 +69,7 @@ import numpy as np
 
 from contactmp.errors import InputError, check_spd
 from contactmp.result import Result
-from contactmp.solvers.cone_lcp import CONE_SOLVERS, cone_lcp_residual, solve_cone_lcp
+from contactmp.solvers.cone_qp import CONE_SOLVERS, cone_lcp_residual, solve_cone_lcp
 from contactmp.validate import float_vector
 
 __all__ = ["CompliantFriction", "compliant_friction_step", "CONE_SOLVERS"]
@@ -143,12 +143,12 @@ class CompliantFriction:
         return self.A @ np.asarray(lam, dtype=float) + self.c
 
     def residual(self, lam: Any) -> tuple[float, dict[str, float]]:
-        """Independent check of ``lambda`` (:func:`contactmp.solvers.cone_lcp.cone_lcp_residual`)."""
+        """Independent check of ``lambda`` (:func:`contactmp.solvers.cone_qp.cone_lcp.cone_lcp_residual`)."""
         return cone_lcp_residual(self.A, self.c, self.mu, self.d, lam)
 
     def solve(self, solver: str = "ipopt", *, tol: float = 1e-10, polish: bool = True,
               polish_iters: int = 8) -> Result:
-        """The cone QP by ``solver`` (:func:`contactmp.solvers.cone_lcp.solve_cone_lcp`: IPOPT or
+        """The cone QP by ``solver`` (:func:`contactmp.solvers.cone_qp.cone_lcp.solve_cone_lcp`: IPOPT or
         SuperSCS, polished on its active set, judged by the natural-map residual); never raises on
         failure. ``x = lambda`` (per contact ``(n, t[, o])`` [N]); ``extras`` adds ``v1``."""
         res = solve_cone_lcp(self.A, self.c, self.mu, self.d, solver=solver, tol=tol, polish=polish,

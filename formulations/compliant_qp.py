@@ -41,7 +41,7 @@ solver never forms an m x m matrix: each active-set solve uses the Woodbury iden
 and the residual uses the O(m n) product ``A x = D x + h U (U^T x)``; ``solver="auto"`` picks it when
 the loaded rows exceed ``LOWRANK_RATIO * n``. (30 x 30 foundation, n = 6: 0.7 ms per step instead
 of 55-60 ms with the dense 900 x 900 active-set solve.) This module holds the problem and its check;
-the solvers are in :mod:`contactmp.solvers.compliant_lcp`.
+the solvers are in :mod:`contactmp.solvers.cone_qp.compliant`.
 
 Not yet here: the ``M^ Gdot v`` term of (23)/(74) (it needs ``M^ = W^-1``, undefined for redundant
 rows). ``K, B`` are inputs evaluated at ``q0`` and frozen over the step (configuration-dependent
@@ -221,11 +221,11 @@ class CompliantQP:
 
     def solve(self, solver: str = "auto", **options: Any) -> Result:
         """Compute ``lambda`` (and ``v1``) of this step by
-        :func:`~contactmp.solvers.compliant_lcp.solve_compliant_lcp` (``solver``: ``"auto"``,
+        :func:`~contactmp.solvers.cone_qp.compliant.solve_compliant_lcp` (``solver``: ``"auto"``,
         ``"cholesky"``, ``"lu-Y"``, ``"active-set"``, ``"lowrank"`` or a QP solver; ``options``:
         ``active``, ``tol``, ``polish``, ``max_pivots``); ``SOLVED`` only when :meth:`residual`
         ``<= tol``. Never raises on failure (see ``status``)."""
-        from contactmp.solvers.compliant_lcp import solve_compliant_lcp
+        from contactmp.solvers.cone_qp import solve_compliant_lcp
 
         return solve_compliant_lcp(self, solver, **options)
 

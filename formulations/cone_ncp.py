@@ -86,7 +86,7 @@ from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, UnsupportedProgramError
 from contactmp.models.contact_model import ContactModel, StackedSolution
-from contactmp.solvers.fc3d_ipopt import FC3DBlock, FORMS, _check_form, _cone_law, add_fc3d_block
+from contactmp.solvers.fc3d import FC3DBlock, FORMS, check_form, cone_law, add_fc3d_block
 from contactmp.validate import float_vector
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -142,7 +142,7 @@ class ConeNCP:
     def __init__(self, model: ContactModel, form: str = "disk"):
         if not isinstance(model, ContactModel):
             raise InputError("model", "must be a ContactModel")
-        self.form = _check_form(form)
+        self.form = check_form(form)
         if model.n_c == 0:
             raise InputError("model", "has no contacts")
         self.model = model
@@ -224,7 +224,7 @@ class ConeNCP:
         prog.add_complementarity(c_n.sym, a_n.sym, name=f"{name}/normal", block=name)
         if nR:
             mu = ca.DM(m.mu[self.R])
-            _cone_law(prog, name, name, self.form, c_n.sym[self.R.tolist()], c_t.sym, c_o.sym, a_t.sym,
+            cone_law(prog, name, name, self.form, c_n.sym[self.R.tolist()], c_t.sym, c_o.sym, a_t.sym,
                       a_o.sym, gamma.sym, w, mu)
         return prog
 

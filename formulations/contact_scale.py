@@ -90,7 +90,7 @@ def contact_scale(system: ContactSystem, option: str = "stiffness") -> ContactSc
 
 
 def _derive(s: ContactSystem, option: str) -> ContactScale:
-    from contactmp.solvers.qp import bounded_least_squares
+    from contactmp.solvers.cone_qp import bounded_least_squares
 
     q = np.asarray(s.q_nominal, dtype=float)
     g0 = s.eval_h(q, np.zeros(s.n_v))

@@ -52,8 +52,8 @@ from contactmp.validate import float_vector
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, Constraint, Program, Variables
 from contactmp.result import Result, Status
-from contactmp.solvers.nmdp_pgm import project_W as project_capped_simplices  # the product of capped simplices
-from contactmp.solvers.qp import solve_qp
+from contactmp.solvers.pgm import project_W as project_capped_simplices  # the product of capped simplices
+from contactmp.solvers.cone_qp import solve_qp
 
 __all__ = ["LinearizedMDP", "LinearizedMDPBlock", "add_linearized_mdp_step",
            "project_capped_simplices"]
@@ -72,7 +72,7 @@ UNSUITED_QP_SOLVERS: dict[str, str] = {
 def _mdp_backends() -> tuple[str, ...]:
     """The CasADi QP plugins a linearized-MDP step may use: those this build loads, less
     :data:`UNSUITED_QP_SOLVERS`."""
-    from contactmp.solvers.qp import available_qp_solvers
+    from contactmp.solvers.cone_qp import available_qp_solvers
 
     return tuple(b for b in available_qp_solvers() if b not in UNSUITED_QP_SOLVERS)
 
@@ -135,8 +135,8 @@ class LinearizedMDP:
              qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None, *,
              tol: float = 1e-8, qp_solver: str | tuple[str, ...] = "qpoases") -> Result:
         """One step: solve the QP (``qp_solver``: a CasADi conic plugin of
-        :data:`~contactmp.solvers.qp.QP_SOLVERS`, or a chain of them tried in turn until one's answer
-        verifies, through :func:`contactmp.solvers.qp.solve_qp`), verify it, and return a
+        :data:`~contactmp.solvers.cone_qp.qp.QP_SOLVERS`, or a chain of them tried in turn until one's answer
+        verifies, through :func:`contactmp.solvers.cone_qp.qp.solve_qp`), verify it, and return a
         :class:`~contactmp.result.Result` with ``x = q_{n+1}``; ``SOLVED`` only when the natural-map
         residual ``residual <= tol`` (checked here, independently of the backend; a chain returns the
         first verified answer, else the one of least residual, with ``extras["attempts"]``);

@@ -61,9 +61,9 @@ makes the kinetic energy after the step smallest; nothing is linearized, so the 
 nonconvex. :class:`NMDP` compiles the CasADi graphs once per (system, polytope, gains) with the
 step data ``p = (q_n, qd_n, h, q_d, qd_d, tau_0)`` as parameters (the dynamics from the system's
 inverse-dynamics Function where it has one, see :func:`step_expressions`), and the projected
-gradient method's Functions once more as instruction tapes (:mod:`contactmp.solvers.sx_tape`), hands
+gradient method's Functions once more as instruction tapes (:mod:`contactmp.solvers.pgm.sx_tape`), hands
 out the numeric callables of one step (:class:`NMDPFunctions`, evaluated from the tapes; with them
-:func:`~contactmp.solvers.nmdp_pgm.pgm` runs its compiled loop) and solves one step
+:func:`~contactmp.solvers.pgm.projected_gradient.pgm` runs its compiled loop) and solves one step
 with IPOPT (through ``casadi.nlpsol`` or cyipopt). :func:`add_nmdp_step` writes the program's KKT
 conditions as a Program block for contact-implicit trajectory optimization.
 """
@@ -522,8 +522,8 @@ class NMDPFunctions:
       ``s_i sum_j w_ij b_j`` in the contact frame (normal, t, o) [N];
     * ``q_n``, ``qd_n``, ``h``: the step data (``q_d``, ``qd_d``, ``tau_0`` in ``params``);
     * ``tapes``: the same functions as instruction tapes with inputs ``(theta, w, params)``
-      (:class:`~contactmp.solvers._nmdp_kernels.PGMTapes`), with which
-      :func:`~contactmp.solvers.nmdp_pgm.pgm` runs its compiled loop; None: the Python loop;
+      (:class:`~contactmp.solvers.pgm._kernels.PGMTapes`), with which
+      :func:`~contactmp.solvers.pgm.projected_gradient.pgm` runs its compiled loop; None: the Python loop;
     * ``configuration(theta) -> (n_q,)``: ``q_{n+1}`` of ``theta`` (:class:`Chart`: ``theta`` itself in
       minimal coordinates; ``q_n`` is then the chart's origin, 0 for a floating base's ``xi``).
     """
@@ -618,8 +618,8 @@ class _Compiled:
         # (None, with the reason in tapes_note, when a graph holds an operation tapes do not take:
         # then the NMDPFunctions are CasADi's and PGM runs its Python loop)
         from contactmp.errors import UnsupportedProgramError
-        from contactmp.solvers._nmdp_kernels import PGMTapes
-        from contactmp.solvers.sx_tape import Tape
+        from contactmp.solvers.pgm import PGMTapes
+        from contactmp.solvers.pgm import Tape
 
         def tape(name: str, expr: ca.SX) -> Tape:
             return Tape.from_function(ca.Function(name, tw, [expr]))
@@ -1039,7 +1039,7 @@ class PolytopeFormulation(Formulation):
 
     def advance(self, step: Step, *, solver: Any = None, tol: float = 1e-10) -> StepOutcome:
         """One frame ``[t, t + h]``: one substep, or (NMDP with ``adaptive``) the adaptive step of
-        Algorithm 2 (:func:`contactmp.solvers.nmdp_pgm.adaptive_step`: a substep whose status is not
+        Algorithm 2 (:func:`contactmp.solvers.pgm.projected_gradient.adaptive_step`: a substep whose status is not
         ``solved`` is replaced by two of half its length, down to ``h_min``; when it gives up, the
         frame is completed by one unverified substep over the remaining time, status
         ``numerical_error``). The frame's forces are the substep-length-weighted mean of the
@@ -1068,7 +1068,7 @@ class PolytopeFormulation(Formulation):
             acc.update(outer=r["outer"], proj=r["proj"], impulse=h * r["forces"], details=[_detail(r)],
                        residual=r["residual"])
         else:
-            from contactmp.solvers.nmdp_pgm import adaptive_step
+            from contactmp.solvers.pgm import adaptive_step
 
             def step_fn(state: tuple[np.ndarray, np.ndarray, float, np.ndarray], hh: float
                         ) -> tuple[tuple[np.ndarray, np.ndarray, float, np.ndarray], bool]:
@@ -1237,7 +1237,7 @@ class NMDPFormulation(PolytopeFormulation):
                 qd_next, forces = fns.qd_next(theta), fns.forces(theta, w)
             return {"status": r.status, "q": theta, "qd": qd_next, "w": w, "forces": forces,
                     "outer": r.iterations, "proj": 0, "message": r.message, "residual": r.residual, **data}
-        from contactmp.solvers.nmdp_pgm import pgm
+        from contactmp.solvers.pgm import pgm
 
         fns = prob.functions(q, qd, hh, q_d, qd_d, tau_0)
         r = pgm(fns, theta0, w0, zeroth_order=option, **opts)

@@ -33,7 +33,7 @@ are the real test of an LCP answer.
 
 Also here: :func:`random_pyramid_lcp` (the pyramid LCP of a random problem of section 6, of a given
 size) and :func:`proposition3_mu_bound` (Proposition 3's friction bound for a model, a
-:class:`FrictionBound` certificate with a :class:`~contactmp.solvers.certificates.Verdict`).
+:class:`FrictionBound` certificate with a :class:`~contactmp.solvers.lcp.certificates.Verdict`).
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ from contactmp.validate import float_vector
 if TYPE_CHECKING:  # pragma: no cover
     from contactmp.program import Program
     from contactmp.result import Result
-    from contactmp.solvers.certificates import Verdict
+    from contactmp.solvers.lcp import Verdict
 
 
 @dataclass
@@ -259,7 +259,7 @@ class PyramidLCP:
         One Variables handle per group of ``z`` (``c_n``, ``s+_t``, ``s+_o``, ``a-_t``, ``a-_o`` for
         the paper's form; ``c_n``, ``beta``, ``lambda`` for the generator form), stacked in the order
         of ``z``, all ``>= 0``, and the pairs ``0 <= z _|_ M z + q >= 0``. Solve it with IPOPT
-        (:func:`contactmp.solvers.nlp.solve_program`), reduce it back with ``to_lcp()``, or take it
+        (:func:`contactmp.solvers.nlp.solve.solve_program`), reduce it back with ``to_lcp()``, or take it
         to Pyomo with ``to_pyomo()``; :meth:`z_from_program` reads ``z`` off any of those answers.
         """
         import casadi as ca
@@ -459,7 +459,7 @@ def proposition3_mu_bound(model: ContactModel | PyramidLCP, *, pd_rtol: float = 
     """
     from scipy.linalg import eigh
 
-    from contactmp.solvers.certificates import Verdict  # scipy.optimize: imported when needed
+    from contactmp.solvers.lcp import Verdict  # scipy.optimize: imported when needed
 
     pd_rtol = check_number("pd_rtol", pd_rtol, positive=True)
     facets = None

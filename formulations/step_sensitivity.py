@@ -14,7 +14,7 @@ step's solution ``x*`` satisfies on its identified pieces a square system ``F(x,
 * for each cone contact, the three equations of its mode (``separated``: ``r = 0``; ``sticking``:
   ``u = 0``; ``sliding``: ``u_n = 0`` (associated: ``u_n - mu ||u_T|| = 0``) and
   ``r_T + mu r_n u_T / ||u_T|| = 0``; the grazing and stick/slip boundary points are flagged and
-  taken on the separated and sticking pieces, as :mod:`contactmp.solvers.fc3d_sensitivity` does),
+  taken on the separated and sticking pieces, as :mod:`contactmp.solvers.fc3d.sensitivity` does),
   and equations that pin the disk form's auxiliary ``gamma`` and ``w`` to their values
   (``gamma = ||u_T||``, ``w = -u_T / ||u_T||`` when ``u_T != 0``, else ``gamma = 0`` and ``w``
   from ``r_T = mu r_n w``, or held where it is free).

@@ -315,7 +315,7 @@ class Compliant(Formulation):
             from contactmp.solvers.registry import FC3D_SOLVERS
 
             return {"auto": None, **{name: {"cone": name} for name in FC3D_SOLVERS}}
-        from contactmp.solvers.cone_lcp import CONE_SOLVERS
+        from contactmp.solvers.cone_qp import CONE_SOLVERS
 
         return {name: {"cone": name} for name in CONE_SOLVERS}
 

@@ -12,7 +12,7 @@ same non-penetration pair) with Coulomb's disk in place of the k-gon:
 
 with ``f = B u - h(q, v)``. The last three rows are the smooth *disk form* of Coulomb's law
 (C) of :mod:`contactmp.formulations.cone_ncp` (Trinkle et al. (10), (13), (31) with De Saxce's
-modified velocity), written by that module's ``_cone_law`` with ``r = p`` and ``u = J v+``:
+modified velocity), written by that module's ``cone_law`` with ``r = p`` and ``u = J v+``:
 per contact, ``gamma = ||u_T||`` is the sliding speed and ``w`` the friction impulse in units of
 ``mu p_n``. Sticking: ``gamma = 0``, ``u_T = 0``, ``|p_T| <= mu p_n``; sliding: ``|w| = 1`` and
 ``p_T = -mu p_n u_T / ||u_T||``, exactly opposite to the sliding velocity in every direction
@@ -29,7 +29,7 @@ nonzero sliding velocity, which is exactly what the pyramid with an *even* numbe
 in the plane (its generators' ``t`` components reach ``+-1`` and the polygon's support along
 ``t`` is the segment; that is why planar pyramids require even ``facets``). Keeping a ``w_o`` with
 ``u_o = 0`` instead would leave ``w_o`` free at every sticking contact and the program degenerate.
-The one-direction law is the disk law with ``w_o = 0``; ``_cone_law`` takes two tangents only, so
+The one-direction law is the disk law with ``w_o = 0``; ``cone_law`` takes two tangents only, so
 it is written here (:func:`_segment_law`).
 
 Every input may be a number array or a CasADi expression (``v`` may be the previous step's
@@ -38,7 +38,7 @@ also goes to Pyomo (``Program.to_pyomo``), and without an objective it is a squa
 (``Program.to_mcp``: ``v+, p_t, p_o, w`` pair with the equality rows, ``p_n`` and ``gamma`` with
 their slacks). ``w`` has no bounds in the block (``|w| <= 1`` is the pair's own side, and a square
 MCP pairs every bounded variable); the MPCC strategies' NLPs bound it to
-``[-cone_bound, cone_bound]`` (:attr:`~contactmp.solvers.nlp.NLPOptions.cone_bounds`; ``cone_bound``
+``[-cone_bound, cone_bound]`` (:attr:`~contactmp.solvers.nlp.solve.NLPOptions.cone_bounds`; ``cone_bound``
 1.5 by default): at a contact without force that does not slide, ``w`` enters no row but
 ``1 - |w|^2 >= 0``, whose linearization at ``w = 0`` is flat, and IPOPT's steps in it were
 unbounded (the rest-to-rest cone box: 1,070-6,729 iterations, 136-388 with the box at 1). The box is wider than the disk so that it is never active at

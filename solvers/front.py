@@ -3,8 +3,8 @@
 :func:`solve` tries the reductions of :mod:`contactmp.reductions` in turn -- the LCP (Lemke,
 Newton, ... through :func:`~contactmp.solvers.registry.solve_lcp`), the cone problem (fc3d through
 :func:`~contactmp.solvers.registry.solve_fc3d`; the associated cone LCP, a convex cone QP, through
-:func:`~contactmp.solvers.cone_lcp.solve_cone_lcp`) -- and falls back to the NLP/MPCC (IPOPT,
-:func:`~contactmp.solvers.nlp.solve_program`), which takes every smooth program. The answer is
+:func:`~contactmp.solvers.cone_qp.cone_lcp.solve_cone_lcp`) -- and falls back to the NLP/MPCC (IPOPT,
+:func:`~contactmp.solvers.nlp.solve.solve_program`), which takes every smooth program. The answer is
 one :class:`~contactmp.result.Result` whose ``x`` is the program's vector (``program`` set, so
 ``result.value(handle)`` works) and ``extras["reduction"]`` says which route it took. With
 ``via`` one route is forced; when it (or, with ``via=None``, every route) refuses,
@@ -106,7 +106,7 @@ def _cone(prog: Program, solver: Any, tol: float, options: dict[str, Any], islan
     if red.associated:  # the cone LCP of a convex cone QP; planar contacts without their dummy rows
         import numpy as np
 
-        from contactmp.solvers.cone_lcp import solve_cone_lcp
+        from contactmp.solvers.cone_qp import solve_cone_lcp
 
         keep = np.ones(red.W.shape[0], dtype=bool)
         if red.planar.all():

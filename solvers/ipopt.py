@@ -6,8 +6,8 @@ evaluate CasADi Functions). Everything else that meets IPOPT goes through here: 
 checker (:func:`check_ipopt_options`, against IPOPT's own option table
 :func:`ipopt_option_types`), the meaning of IPOPT's return texts (:data:`IPOPT_STATUS`) and a
 wall-time deadline for a whole sequence of solves (:meth:`IpoptNLP.solve` stops IPOPT at it).
-Used by :func:`contactmp.solvers.nlp.solve_program` (Programs and MPCCs), the Pyomo plugin
-(:mod:`contactmp.solvers.pyomo_ipopt`), the NMDP step and the compliant cone QP.
+Used by :func:`contactmp.solvers.nlp.solve.solve_program` (Programs and MPCCs), the Pyomo plugin
+(:mod:`contactmp.solvers.nlp.pyomo_ipopt`), the NMDP step and the compliant cone QP.
 """
 from __future__ import annotations
 

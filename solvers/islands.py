@@ -130,7 +130,7 @@ def solve_fc3d_islands(W: np.ndarray, q: np.ndarray, mu: np.ndarray, blocks: lis
     each island solved by :func:`~contactmp.solvers.registry.solve_fc3d` with ``solver`` and
     ``options`` -- with the default solver and no option but ``tol``, the islands of each size as one
     batch (:func:`~contactmp.solvers.registry.solve_fc3d_batch`) -- and assembled; the Result
-    judges the assembled ``r`` on the whole problem (:func:`~contactmp.solvers.fc3d.verified_fc3d_result`),
+    judges the assembled ``r`` on the whole problem (:func:`~contactmp.solvers.fc3d.problem.verified_fc3d_result`),
     ``extras["islands"]`` one record per island."""
     from contactmp.solvers.fc3d import verified_fc3d_result
     from contactmp.solvers.registry import solve_fc3d, solve_fc3d_batch

@@ -5,18 +5,18 @@ clustered into distinct solutions, each one checked again independently, counted
 with the share of starts that reached it. Four kinds of problem:
 
 ``"lcp"``  LCP(q, M) (``(M, q)``): find ``z >= 0``, ``w = M z + q >= 0``, ``z^T w = 0``. Local
-    method: the semismooth Newton method (:mod:`contactmp.solvers.newton`, ``restart=False`` so
+    method: the semismooth Newton method (:mod:`contactmp.solvers.lcp.newton`, ``restart=False`` so
     that the answer depends on the start) from ``z0``. A *structured* start guesses the
     complementary index set ``alpha`` (``z_i`` basic for ``i`` in ``alpha``, ``z_i = 0``
     elsewhere): it solves ``M_aa z_a = -q_a`` directly and keeps that point when it verifies,
     else runs Newton from ``z0 = s 1_alpha``. Enumerating all ``2^n`` sets finds every solution
     whose basis matrix is nonsingular.
-``"fc3d"`` the Coulomb-cone problem ``(W, q, mu)`` (:mod:`contactmp.solvers.fc3d`). Local method:
-    :mod:`contactmp.solvers.fc3d_newton` from ``r0``. A structured start guesses each contact's
+``"fc3d"`` the Coulomb-cone problem ``(W, q, mu)`` (:mod:`contactmp.solvers.fc3d.problem`). Local method:
+    :mod:`contactmp.solvers.fc3d.newton` from ``r0``. A structured start guesses each contact's
     mode, separated (``r_j = 0``), sticking (``r_jT = 0``, ``r_jn = s``) or sliding
     (``||r_jT|| = mu_j r_jn``, ``r_jn = s``, a seeded direction): ``3^nc`` patterns.
 ``"program"`` a :class:`~contactmp.program.Program` (an MPCC), solved by
-    :func:`~contactmp.solvers.nlp.solve_program` from a seeded initial guess. A structured start
+    :func:`~contactmp.solvers.nlp.solve.solve_program` from a seeded initial guess. A structured start
     guesses, per pair ``0 <= a_j _|_ b_j >= 0``, which side vanishes: that side's variable is set
     to 0 in the guess and the other side's variable (when it is positive-free) to ``s``; a side
     that is an expression rather than one variable is left as drawn. ``2^n_comp`` patterns.
@@ -188,7 +188,7 @@ class MultistartResult:
     this call (``n_computed``; the rest came from the store). ``workers`` is 0 for an in-process
     run, else the number of Dask workers. Programs and transcriptions also give ``best``, the start
     chosen by :func:`best_start` (None when no start ran), and ``results``: start index -> the
-    result of its :func:`~contactmp.solvers.nlp.solve_program` call (the object itself for a start
+    result of its :func:`~contactmp.solvers.nlp.solve.solve_program` call (the object itself for a start
     solved in this process by this call; else a :class:`~contactmp.result.Result` rebuilt from its
     record); :attr:`best_result` is the best one's.
     """
@@ -387,7 +387,7 @@ def _basis_point(M: np.ndarray, q: np.ndarray, alpha: np.ndarray) -> np.ndarray 
 
 
 def _lcp_start(spec: _Spec, prep: _Prepared, i: int, rng: np.random.Generator, structured: bool) -> dict[str, Any]:
-    from contactmp.solvers import newton
+    from contactmp.solvers.lcp import newton
     from contactmp.solvers.lcp import lcp_residual
 
     M, q = prep.problem
@@ -424,7 +424,7 @@ def _lcp_record(M: np.ndarray, q: np.ndarray, z: np.ndarray, method: str, status
 
 # -- fc3d ---------------------------------------------------------------------------------------
 def _fc3d_start(spec: _Spec, prep: _Prepared, i: int, rng: np.random.Generator, structured: bool) -> dict[str, Any]:
-    from contactmp.solvers import fc3d_newton
+    from contactmp.solvers.fc3d import newton as fc3d_newton
 
     W, q, mu = prep.problem
     nc = mu.shape[0]
@@ -505,7 +505,7 @@ def _program_start(spec: _Spec, prep: _Prepared, i: int, rng: np.random.Generato
 
 
 def _solve_from(prog: Any, x0: np.ndarray, backend: str, strategy: str, opts: dict[str, Any]) -> Any:
-    """:func:`~contactmp.solvers.nlp.solve_program` of ``prog`` from the initial guess ``x0``; the
+    """:func:`~contactmp.solvers.nlp.solve.solve_program` of ``prog`` from the initial guess ``x0``; the
     variables' own initial values are put back afterwards."""
     from contactmp.solvers.nlp import solve_program
 
@@ -595,14 +595,14 @@ def cluster_points(points: list[np.ndarray], tol: float, objectives: list[float]
 def _verify(kind: str, prep: _Prepared, x: np.ndarray, options: dict[str, Any]) -> tuple[float, bool]:
     """The independent residual of ``x`` and whether it passes (see the module docstring)."""
     if kind == "lcp":
-        from contactmp.solvers import newton
+        from contactmp.solvers.lcp import newton
         from contactmp.solvers.lcp import lcp_residual
 
         M, q = prep.problem
         res = lcp_residual(M, q, x)
         return res, bool(res <= float(options.get("tol", newton.Options.tol)))
     if kind == "fc3d":
-        from contactmp.solvers import fc3d_newton
+        from contactmp.solvers.fc3d import newton as fc3d_newton
         from contactmp.solvers.fc3d import dual_violation, fc3d_residual
 
         W, q, mu = prep.problem
@@ -731,7 +731,7 @@ def multistart(
     solver_options : overrides for the local solver (``newton.Options``, ``fc3d_newton.Options``
         or ``NLPOptions``; strict). Their ``tol`` (LCP, fc3d) and ``feas_tol``/``comp_tol``
         (programs) are also the verification tolerances.
-    backend, strategy : of :func:`~contactmp.solvers.nlp.solve_program` (programs, trajectories).
+    backend, strategy : of :func:`~contactmp.solvers.nlp.solve.solve_program` (programs, trajectories).
     workers, scheduler, client : where to run (:func:`contactmp.parallel.run_tasks`); the default
         ``workers=0`` runs in this process.
     store_path : JSONL of the start records (resumable); None: a temporary file.
@@ -925,13 +925,16 @@ def _run(spec: _Spec, prep: _Prepared, indices: list[int], opts: dict[str, Any],
 
 def _check_solver_options(kind: str, opts: dict[str, Any]) -> None:
     """Reject unknown or ill-typed local-solver options now, not in every start."""
-    import importlib
-
-    module, start = {"lcp": ("newton", "z0"), "fc3d": ("fc3d_newton", "r0")}.get(kind, ("nlp", None))
+    start = {"lcp": "z0", "fc3d": "r0"}.get(kind)
     if start in opts:
         raise OptionError(f"{start} is set by each start; it cannot be a solver option of multistart")
-    mod = importlib.import_module(f"contactmp.solvers.{module}")
-    (mod.NLPOptions if module == "nlp" else mod.Options).build(None, **opts)
+    if kind == "lcp":
+        from contactmp.solvers.lcp.newton import Options
+    elif kind == "fc3d":
+        from contactmp.solvers.fc3d.newton import Options
+    else:
+        from contactmp.solvers.nlp import NLPOptions as Options
+    Options.build(None, **opts)
 
 
 def _summarize(spec: _Spec, prep: _Prepared, records: list[dict[str, Any]], opts: dict[str, Any], tol_c: float,
@@ -1018,11 +1021,11 @@ def _solve_error(kind: str, prep: _Prepared, xs: list[np.ndarray], options: dict
     """``e``: a verified answer's distance (inf-norm) to an exact solution of a nearby problem (see
     the module docstring and :meth:`MotionMap.tolerance <contactmp.reductions.MotionMap.tolerance>`)."""
     if kind == "lcp":
-        from contactmp.solvers import newton
+        from contactmp.solvers.lcp import newton
 
         return float(options.get("tol", newton.Options.tol))
     if kind == "fc3d":
-        from contactmp.solvers import fc3d_newton
+        from contactmp.solvers.fc3d import newton as fc3d_newton
 
         W, q, _ = prep.problem
         tol = float(options.get("tol", fc3d_newton.Options.tol))

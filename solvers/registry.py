@@ -24,12 +24,12 @@ from contactmp.solvers.lcp import validate_lcp
 
 #: name -> module implementing it (``solve`` and ``Options`` inside)
 LCP_SOLVERS: dict[str, str] = {
-    "lemke": "contactmp.solvers.lemke",
-    "fip": "contactmp.solvers.fip",
-    "newton": "contactmp.solvers.newton",
-    "pgs": "contactmp.solvers.pgs",
-    "ipopt": "contactmp.solvers.ipopt_lcp",
-    "cyipopt": "contactmp.solvers.ipopt_lcp_cy",
+    "lemke": "contactmp.solvers.lcp.lemke",
+    "fip": "contactmp.solvers.lcp.fip",
+    "newton": "contactmp.solvers.lcp.newton",
+    "pgs": "contactmp.solvers.lcp.pgs",
+    "ipopt": "contactmp.solvers.lcp.ipopt",
+    "cyipopt": "contactmp.solvers.lcp.cyipopt",
 }
 
 #: the order in which the default ("auto") tries solvers: exact pivoting first, then the
@@ -158,13 +158,13 @@ def solve_lcp_batch(problems: Any, qs: Any = None, *, tol: float = 1e-8,
     ``iterations``, ``success`` over the batch; each Result built when read), a list for a list.
 
     ``problems`` is either a stacked array ``Ms`` of shape ``(B, n, n)`` with ``qs`` of shape
-    ``(B, n)`` (equal sizes: one compiled call, :func:`contactmp.solvers.lemke.solve_batch`), or a
+    ``(B, n)`` (equal sizes: one compiled call, :func:`contactmp.solvers.lcp.lemke.solve_batch`), or a
     list of ``(M, q)`` pairs of any sizes (grouped by size, one compiled call per size; each pair
     validated as by :func:`solve_lcp`). Every answer is verified independently and equals the
     unbatched ``solve_lcp(M, q, "lemke", tol=tol)`` (the same kernel; ``tol`` defaults to Lemke's); a problem whose first start
     does not verify is solved again with Lemke's restarts. ``parallel``: numba threads (default:
     for large batches)."""
-    from contactmp.solvers.lemke import solve_batch
+    from contactmp.solvers.lcp.lemke import solve_batch
 
     if qs is not None:
         return solve_batch(problems, qs, tol=tol, parallel=parallel)
@@ -187,16 +187,16 @@ def _by_size(problems: list[tuple[np.ndarray, ...]], solve_stacked: Callable[...
 
 #: fc3d (Coulomb-cone) solvers: name -> module (``solve(W, q, mu, options=None, **overrides)``)
 FC3D_SOLVERS: dict[str, str] = {
-    "newton": "contactmp.solvers.fc3d_newton",
-    "nsgs": "contactmp.solvers.fc3d_nsgs",
-    "qvi": "contactmp.solvers.fc3d_qvi",
-    "pyramid": "contactmp.solvers.fc3d_pyramid",
-    "ipopt": "contactmp.solvers.fc3d_ipopt",
-    "prox-newton": "contactmp.solvers.fc3d_prox",
+    "newton": "contactmp.solvers.fc3d.newton",
+    "nsgs": "contactmp.solvers.fc3d.nsgs",
+    "qvi": "contactmp.solvers.fc3d.qvi",
+    "pyramid": "contactmp.solvers.fc3d.pyramid",
+    "ipopt": "contactmp.solvers.fc3d.ipopt",
+    "prox-newton": "contactmp.solvers.fc3d.prox",
 }
 
 #: on problems with more than this many contacts the auto chain starts with the proximal
-#: semismooth Newton method on sparse 3 x 3 blocks ("prox-newton", :mod:`contactmp.solvers.fc3d_prox`):
+#: semismooth Newton method on sparse 3 x 3 blocks ("prox-newton", :mod:`contactmp.solvers.fc3d.prox`):
 #: on the two Capsules problems (225 and 286 contacts, singular W) it verifies in 9 and 18
 #: factorizations where "newton" needs 19 and 12 iterations with twice as many dense-to-sparse
 #: factorizations (benchmarks/fc3d_large.py). A failed attempt hands over to the default order.
@@ -228,7 +228,7 @@ def solve_fc3d(W: Any, q: Any, mu: Any, solver: str | None = None, **options: An
 
     With ``solver=None`` (or ``"auto"``) the solvers of :data:`DEFAULT_FC3D_ORDER` are tried in
     turn until one returns a verified solution (natural-map residual <= tol and the dual-cone
-    check of :func:`~contactmp.solvers.fc3d.verified_fc3d_result`); ``extras["attempts"]`` lists
+    check of :func:`~contactmp.solvers.fc3d.problem.verified_fc3d_result`); ``extras["attempts"]`` lists
     every attempt and ``solver`` names the one whose answer is returned. In auto mode only
     ``tol``, ``time_limit`` (one budget shared by the whole chain) and ``progress`` (a reporter,
     see :mod:`contactmp.progress`) are accepted; as for :func:`solve_lcp`, a chain cut short by
@@ -292,7 +292,7 @@ def _solve_fc3d_general(W: Any, q: Any, mu: Any, options: dict[str, Any]) -> Res
     On problems of at least :data:`LARGE_FC3D_MIN_NC` contacts (a ``W`` array of that size) the
     dense ``W`` is checked once, in the same compiled pass that splits it into the nonzero 3 x 3
     blocks :data:`LARGE_FC3D_FIRST` works on
-    (:func:`contactmp.solvers.fc3d_prox.validate_dense_fc3d`): that solver gets the blocks, the
+    (:func:`contactmp.solvers.fc3d.prox.validate_dense_fc3d`): that solver gets the blocks, the
     rest of the chain the checked dense arrays (no second scan, no second conversion)."""
     from contactmp.solvers.fc3d import validate_fc3d
 
@@ -305,7 +305,7 @@ def _solve_fc3d_general(W: Any, q: Any, mu: Any, options: dict[str, Any]) -> Res
     lookup = fc3d_solver
     m = W.shape[0] if isinstance(W, np.ndarray) and W.ndim == 2 else 0
     if m // 3 >= LARGE_FC3D_MIN_NC and LARGE_FC3D_FIRST == "prox-newton" and LARGE_FC3D_FIRST not in order:
-        from contactmp.solvers.fc3d_prox import validate_dense_fc3d
+        from contactmp.solvers.fc3d.prox import validate_dense_fc3d
 
         W, blocks, q, mu = validate_dense_fc3d(W, q, mu)
 
@@ -327,7 +327,7 @@ def _solve_fc3d_lean(W: Any, q: Any, mu: Any, options: dict[str, Any]) -> Result
     C-contiguous arrays, ``mu`` such an array of nc entries or a number, options among ``tol`` (a
     float in (0, inf)), ``time_limit`` (None or >= LEAN_MIN_TIME_LIMIT) and ``quick=True``, the
     default order starting with the quick NSGS pass. Then the quick pass is one compiled call
-    (:func:`contactmp.solvers.fc3d_nsgs.quick_pass`: finiteness check, sweeps, the independent
+    (:func:`contactmp.solvers.fc3d.nsgs.quick_pass`: finiteness check, sweeps, the independent
     residual and dual-cone check) and, when it verifies, its Result is returned with the attempts
     list of the general path. When it does not, the rest of the chain runs as in the general path
     (same options, same shared time budget, the quick attempt first in ``attempts``). Anything
@@ -363,7 +363,7 @@ def _solve_fc3d_lean(W: Any, q: Any, mu: Any, options: dict[str, Any]) -> Result
     order = DEFAULT_FC3D_ORDER
     if order[0] != "nsgs" or "newton" not in order[1:]:
         return None
-    from contactmp.solvers.fc3d_nsgs import quick_pass
+    from contactmp.solvers.fc3d.nsgs import quick_pass
 
     first = quick_pass(W, q, mu, tol, QUICK_NSGS_SWEEPS, t0)
     if first is None:
@@ -393,7 +393,7 @@ def solve_fc3d_batch(problems: Any, qs: Any = None, mus: Any = None, *, tol: flo
     ``problems`` is either a stacked array ``Ws`` of shape ``(B, 3nc, 3nc)`` with ``qs`` ``(B, 3nc)``
     and ``mus`` ``(B, nc)`` (or one number for all) -- equal sizes: the quick NSGS pass of the
     default chain runs on the whole batch in one compiled call
-    (:func:`contactmp.solvers.fc3d_nsgs.quick_batch`, numba threads when ``parallel`` or, by
+    (:func:`contactmp.solvers.fc3d.nsgs.quick_batch`, numba threads when ``parallel`` or, by
     default, for large batches) -- or a list of ``(W, q, mu)`` triples of any sizes (grouped by
     size, one compiled call per size). Every problem is checked (non-finite data or ``mu < 0`` raise
     :class:`~contactmp.errors.InputError` naming ``Ws[b]``, ``qs[b]`` or ``mus[b]``) and every
@@ -406,7 +406,7 @@ def solve_fc3d_batch(problems: Any, qs: Any = None, mus: Any = None, *, tol: flo
     if qs is None:
         return _by_size([validate_fc3d(W, q, mu) for W, q, mu in problems],
                         lambda Ws, qs_, mus_: solve_fc3d_batch(Ws, qs_, mus_, tol=tol, parallel=parallel))
-    from contactmp.solvers.fc3d_nsgs import quick_batch
+    from contactmp.solvers.fc3d.nsgs import quick_batch
 
     t0 = time.perf_counter()
     if type(tol) is not float or not 0.0 < tol < math.inf:

@@ -10,7 +10,7 @@ both sides zero) and ``A = dF/dx`` is nonsingular, the implicit function theorem
 
 with one LU factorization of ``A`` serving every product. This module holds that shared algebra
 (:class:`ImplicitSensitivity`); :func:`lcp_sensitivity` and
-:func:`~contactmp.solvers.fc3d_sensitivity.fc3d_sensitivity` build ``F`` for the LCP and the
+:func:`~contactmp.solvers.fc3d.sensitivity.fc3d_sensitivity` build ``F`` for the LCP and the
 fc3d problem.
 
 **Degenerate points** (a pair with both sides zero: an LCP index with ``z_i = w_i = 0``, a contact

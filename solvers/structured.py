@@ -56,7 +56,7 @@ AUTO_STAGE_INSTRUCTIONS = 1000
 
 def resolve_derivatives(prog: Program, mode: str) -> str:
     """``"full"``, ``"stages"`` or ``"stages_jit"`` for ``prog`` from an
-    :attr:`~contactmp.solvers.nlp.NLPOptions.derivatives` value: a program without stage groups
+    :attr:`~contactmp.solvers.nlp.solve.NLPOptions.derivatives` value: a program without stage groups
     is always differentiated whole; ``"auto"`` picks ``"stages"`` when some template has at least
     :data:`AUTO_STAGE_INSTRUCTIONS` instructions, else ``"full"``."""
     if not prog.stage_groups:

@@ -42,6 +42,28 @@ def test_the_tool_resolves_relative_and_function_level_imports(tmp_path):
     assert "| core |" in ig.markdown(ig.all_imports(tmp_path), [])
 
 
+def test_the_face_rule_catches_an_import_past_a_face(tmp_path):
+    """Above solvers/, and from one solver subpackage into another, a subpackage is reached through
+    its face (its ``__init__``); its siblings and the modules at the top of solvers/ may go deeper."""
+    for folder in ("solvers/lcp", "solvers/fc3d", "formulations"):
+        (tmp_path / folder).mkdir(parents=True)
+    for f in ("solvers/__init__.py", "solvers/lcp/__init__.py", "solvers/fc3d/__init__.py", "solvers/lcp/lemke.py"):
+        (tmp_path / f).write_text("")
+    deep = "from contactmp.solvers.lcp.lemke import solve\n"
+    (tmp_path / "solvers" / "registry.py").write_text(deep)  # the top of solvers/: allowed
+    (tmp_path / "solvers" / "lcp" / "newton.py").write_text(deep)  # a sibling: allowed
+    (tmp_path / "solvers" / "fc3d" / "newton.py").write_text(deep)  # another subpackage: past the face
+    (tmp_path / "formulations" / "x.py").write_text("def f():\n    " + deep)  # above solvers/: past the face
+    (tmp_path / "formulations" / "y.py").write_text("from contactmp.solvers.lcp import lemke_face_name\n")
+    past = ig.face_violations(tmp_path, ig.all_imports(tmp_path))
+    assert sorted((v.file, v.line) for v in past) == [("formulations/x.py", 2), ("solvers/fc3d/newton.py", 1)]
+
+
+def test_solver_subpackages_are_reached_through_their_faces():
+    assert ig.solver_subpackages(ROOT) == {"lcp", "fc3d", "cone_qp", "nlp", "pgm"}
+    assert [str(v) for v in ig.face_violations(ROOT, IMPORTS)] == []
+
+
 @pytest.mark.parametrize("layer", ig.LAYERS)
 def test_no_layer_imports_above_itself(layer):
     bad = [str(v) for v in ig.violations(IMPORTS) if v.source == layer]

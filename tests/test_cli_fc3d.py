@@ -2,7 +2,7 @@
 
 The plumbing is tested with stand-in registry entries (a projected fixed-point iteration written
 here), so these tests do not depend on the cone solvers; one test runs the real default solver
-when ``solvers/fc3d_newton.py`` exists.
+when ``solvers/fc3d/newton.py`` exists.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from contactmp.cli import app
 from contactmp.io import load_fc3d
 from contactmp.result import Result, Status
 from contactmp.solvers import registry
-from contactmp.solvers.fc3d import fc3d_residual, project_cone, validate_fc3d, verified_fc3d_result
+from contactmp.solvers.fc3d.problem import fc3d_residual, project_cone, validate_fc3d, verified_fc3d_result
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]

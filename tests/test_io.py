@@ -10,7 +10,7 @@ import pytest
 
 from contactmp.errors import InputError
 from contactmp.io import LCP_FORMATS, load_lcp, sniff_format
-from contactmp.solvers.lcp import lcp_residual
+from contactmp.solvers.lcp.problem import lcp_residual
 
 RAW_LCPS = ["lcp_CPS_1", "lcp_mmc"]
 

@@ -12,7 +12,7 @@ import pytest
 
 from contactmp.errors import InputError
 from contactmp.io import FC3D_FORMATS, load_fc3d, load_lcp, load_problem, sniff_format
-from contactmp.solvers.fc3d import fc3d_residual
+from contactmp.solvers.fc3d.problem import fc3d_residual
 
 RAW_FC3D = [
     ("FC3D_Example1.dat", "FC3D_Example1"),

@@ -38,7 +38,7 @@ def test_plugin_registered_once_pyomo_environ_is_imported(order):
                else "import pyomo.environ as pyo; import contactmp")
     got = _run(f"import sys, json\n{imports}\n"
                "print(json.dumps([pyo.SolverFactory('contactmp_ipopt').available(exception_flag=False),"
-               " 'contactmp.solvers.pyomo_ipopt' in sys.modules]))")
+               " 'contactmp.solvers.nlp.pyomo_ipopt' in sys.modules]))")
     assert got == [True, True]
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from contactmp.errors import InputError
 from contactmp.nosbench import COMP_TOL, FEAS_TOL, load_nosbench, to_program
-from contactmp.solvers.nosbench import solve_nosbench
+from contactmp.solvers.nlp.nosbench import solve_nosbench
 
 #: small real NOSBENCH problems (in ``$CONTACTMP_NOSBENCH/nosbench``)
 SMALL = ["CLS1D_002_001_002_1_GL_CLS_4_ELC_0", "986OM_001_001_002_2_RIIA_STEP_7_FIL_0",

@@ -21,7 +21,8 @@ that branches on which formulation it got (case studies may).
 
 Without ``--markdown`` it prints the violations and the comparisons, one a line; with it, the
 graph as a markdown table (rows: importing layer, columns: imported layer, cells: number of import
-statements) followed by the same lists. The exit code is 0 when both lists are empty, else 1.
+statements) followed by the same lists. A third check lists imports that reach past a solver
+subpackage's face (:func:`face_violations`). The exit code is 0 when the lists are empty, else 1.
 """
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ class Import:
 
     file: str  #: path relative to the root, e.g. ``"contactmp/io.py"``
     line: int
-    module: str  #: the imported module, resolved, e.g. ``"contactmp.solvers.lcp"``
+    module: str  #: the imported module, resolved, e.g. ``"contactmp.solvers.lcp.problem"``
     source: str  #: the importing file's layer
     target: str  #: the imported module's layer
 
@@ -193,6 +194,30 @@ def violations(imports: list[Import]) -> list[Import]:
     return [imp for imp in imports if not imp.allowed]
 
 
+def solver_subpackages(root: Path) -> frozenset[str]:
+    """The subpackages of ``solvers/`` (folders with an ``__init__.py``): one per problem class."""
+    base = root / "solvers"
+    return frozenset(p.parent.name for p in base.glob("*/__init__.py")) if base.is_dir() else frozenset()
+
+
+def face_violations(root: Path, imports: list[Import]) -> list[Import]:
+    """Imports that reach past a solver subpackage's face: a module ``contactmp.solvers.<sub>.<mod>``
+    imported from outside ``solvers/`` or from another subpackage of ``solvers/`` (the modules at the
+    top of ``solvers/``, the registries and the front door, may reach the solvers' modules)."""
+    subs = solver_subpackages(root)
+    out = []
+    for imp in imports:
+        parts = imp.module.split(".")
+        if len(parts) < 4 or parts[:2] != ["contactmp", "solvers"] or parts[2] not in subs:
+            continue
+        where = Path(imp.file).parts
+        inside = where[0] == "solvers" and len(where) > 2
+        if imp.source == "solvers" and (not inside or where[1] == parts[2]):
+            continue  # the top of solvers/, or a sibling of the same subpackage
+        out.append(imp)
+    return out
+
+
 def _names_in(node: ast.expr) -> list[str]:
     """The formulation names among the string constants of ``node`` (or of its tuple/list/set)."""
     elts = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
@@ -228,7 +253,7 @@ def graph_counts(imports: list[Import]) -> dict[tuple[str, str], int]:
     return counts
 
 
-def markdown(imports: list[Import], comparisons: list[NameComparison]) -> str:
+def markdown(imports: list[Import], comparisons: list[NameComparison], root: Path | None = None) -> str:
     """The import graph as a markdown table, then the violations and the name comparisons."""
     counts = graph_counts(imports)
     lines = ["| imports -> | " + " | ".join(LAYERS) + " |", "|---|" + "---:|" * len(LAYERS)]
@@ -240,6 +265,9 @@ def markdown(imports: list[Import], comparisons: list[NameComparison]) -> str:
         lines.append(f"| {src} | " + " | ".join(cells) + " |")
     bad = violations(imports)
     lines += ["", f"Layer violations: {len(bad)}", *(f"- `{v}`" for v in bad)]
+    if root is not None:
+        past = face_violations(root, imports)
+        lines += ["", f"Imports past a solver subpackage's face: {len(past)}", *(f"- `{v}`" for v in past)]
     lines += ["", f"Comparisons against a formulation name in {', '.join(NAME_CHECKED_LAYERS)}: {len(comparisons)}",
               *(f"- `{c}`" for c in comparisons)]
     return "\n".join(lines)
@@ -254,13 +282,15 @@ def main(argv: list[str] | None = None) -> int:
     imports = all_imports(root)
     comparisons = name_comparisons(root)
     bad = violations(imports)
+    past = face_violations(root, imports)
     if as_md:
-        print(markdown(imports, comparisons))
+        print(markdown(imports, comparisons, root))
     else:
-        print(f"layer violations {len(bad)}; formulation-name comparisons {len(comparisons)}")
-        for item in [*bad, *comparisons]:
+        print(f"layer violations {len(bad)}; formulation-name comparisons {len(comparisons)}; "
+              f"imports past a solver face {len(past)}")
+        for item in [*bad, *comparisons, *past]:
             print(f"  {item}")
-    return 0 if not bad and not comparisons else 1
+    return 0 if not bad and not comparisons and not past else 1
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ not this class's default: the transcription takes no formulation options of its 
 replays the plan (a position-gap step goes to the NLP route instead of Lemke or fc3d).
 
 The whole program is a :class:`~contactmp.program.Program` (``.program``), solved with
-:func:`~contactmp.solvers.nlp.solve_program` from one or several seeded initial guesses; its Pyomo
+:func:`~contactmp.solvers.nlp.solve.solve_program` from one or several seeded initial guesses; its Pyomo
 twin is :meth:`ContactImplicitTO.to_pyomo`.
 """
 from __future__ import annotations
@@ -263,7 +263,7 @@ class ContactImplicitTO:
         default, like :meth:`solve`'s start 0, overwrites the ``q_k``, ``v_k`` and cone entries of the
         stored start). Solve it with ``pyomo.mpec`` transformations
         and IPOPT, or untransformed with ``SolverFactory("contactmp_ipopt")`` and an MPCC strategy
-        (the task's :func:`~contactmp.solvers.nlp.solve_program` options alike); read it back
+        (the task's :func:`~contactmp.solvers.nlp.solve.solve_program` options alike); read it back
         with :func:`contactmp.pyomo_bridge.program_x`::
 
             model = to.to_pyomo()                       # starts at to.initial_guess()
@@ -487,8 +487,8 @@ class ContactImplicitTO:
         where ``w_j`` is the guessed friction direction of a cone block (``"w"``; its friction
         impulses are set to ``mu p_n w``, so that its friction rows hold) and 0 otherwise (friction
         impulses stay 0): the forces that carry the guessed motion (a standing robot's weight)
-        instead of none (:func:`~contactmp.solvers.qp.bounded_least_squares`)."""
-        from contactmp.solvers.qp import bounded_least_squares
+        instead of none (:func:`~contactmp.solvers.cone_qp.qp.bounded_least_squares`)."""
+        from contactmp.solvers.cone_qp import bounded_least_squares
 
         s, prog, h = self.system, self.program, self.h
         mu = self._friction_coefficients()
@@ -529,7 +529,7 @@ class ContactImplicitTO:
         ``0 .. starts-1`` (so start ``i`` can be run on its own, for example by a parallel
         multistart). Every start's outcome is recorded in ``TOResult.starts``; the best is the
         solved start of least objective, else the start of least ``max(constraint, comp_min)``
-        violation. ``options`` / ``overrides`` go to :func:`~contactmp.solvers.nlp.solve_program`.
+        violation. ``options`` / ``overrides`` go to :func:`~contactmp.solvers.nlp.solve.solve_program`.
         Never raises on non-convergence.
 
         ``pyramid_start`` (default: the formulation's
@@ -729,12 +729,12 @@ class ContactImplicitTO:
 
     def sensitivity(self, traj: TOResult, tol: float = 1e-7) -> Any:
         """The parametric sensitivity of the solved trajectory ``traj`` from the KKT system of its
-        active set (:func:`~contactmp.solvers.kkt_sensitivity.kkt_sensitivity`): ``dx_drows`` of the
+        active set (:func:`~contactmp.solvers.nlp.kkt.kkt_sensitivity`): ``dx_drows`` of the
         rows ``initial_q``, ``initial_v``, ``final_q``, ``final_v`` (``self.program[name].index``)
         moves the plan with its initial state or goal, ``dx_dp`` with the Program's parameters; the
         multipliers give the cost's derivatives (``dJ/db = -lambda`` of the row's bound). Read the
         trajectory's change from a column ``dx`` with ``self.program.value(handle, dx)``."""
-        from contactmp.solvers.kkt_sensitivity import kkt_sensitivity
+        from contactmp.solvers.nlp import kkt_sensitivity
 
         if traj.result is None:
             raise InputError("traj", "has no result to differentiate")
@@ -742,7 +742,7 @@ class ContactImplicitTO:
 
     def trajectory(self, result: Result) -> TOResult:
         """The :class:`TOResult` of one :class:`~contactmp.result.Result` of this transcription's
-        program (for example from :func:`~contactmp.solvers.nlp.solve_program` called directly):
+        program (for example from :func:`~contactmp.solvers.nlp.solve.solve_program` called directly):
         the trajectory at ``result.x``, with ``starts`` holding that one solve."""
         rec = {"start": 0, "status": result.status, "objective": float(result.objective),
                "iterations": int(result.iterations), "time_s": float(result.time_s)}

@@ -20,7 +20,7 @@ conditions (a receding horizon with a fixed terminal target).
 
 Why the NLP is not built again: the initial state is the bounds of the rows ``initial_q`` and
 ``initial_v`` that :meth:`ContactImplicitTO.set_initial_state` added, and
-:func:`~contactmp.solvers.nlp.solve_program` reads the bounds, the start and the parameter values
+:func:`~contactmp.solvers.nlp.solve.solve_program` reads the bounds, the start and the parameter values
 at every solve while it keeps its IPOPT objects in the program's cache (they are built again only
 when the program's structure changes). Moving the initial state is therefore two bound updates, and
 every re-solve, warm or cold, uses the same IPOPT objects (building them costs about as much as a
@@ -45,7 +45,7 @@ every solve verified. (With ``rho0 = rho_max``: 16, 12, 13 iterations against 1,
 ratios 90, 51, 151, before the study's options changed; with those options the third warm
 re-solve ended at complementarity 2.8e-8, short of the library's 1e-8.)
 
-Warm starts here are primal only: :func:`~contactmp.solvers.nlp.solve_program` takes no starting
+Warm starts here are primal only: :func:`~contactmp.solvers.nlp.solve.solve_program` takes no starting
 multipliers and its :class:`~contactmp.result.Result` returns none (``warm_start_duals`` only
 passes multipliers between the NLPs of one homotopy).
 """
@@ -72,7 +72,7 @@ __all__ = ["RecedingHorizon", "ShiftRecord", "WARM_START", "warm_changes", "shif
 
 def warm_changes(strategy: str, options: Any) -> dict[str, Any]:
     """The default changes of a warm re-solve for ``strategy`` with the cold ``options``
-    (:class:`~contactmp.solvers.nlp.NLPOptions`): for ``"elastic_l1"`` the homotopy starts one
+    (:class:`~contactmp.solvers.nlp.solve.NLPOptions`): for ``"elastic_l1"`` the homotopy starts one
     penalty step below its end, ``rho0 = rho_max / rho_factor`` (IPOPT's own start and barrier),
     which leaves it one NLP at ``rho_max`` when the first answer is not complementary to
     ``comp_tol``; for the other strategies :data:`WARM_START`. Solo12 3D walk
@@ -168,7 +168,7 @@ class RecedingHorizon:
     to : a :class:`ContactImplicitTO` whose initial state was set with ``set_initial_state(q0, v0)``
         (both rows, ``initial_q`` and ``initial_v``, are needed: the state of a re-solve is ``(q, v)``).
     backend, strategy : as for :meth:`ContactImplicitTO.solve`.
-    options, overrides : the :class:`~contactmp.solvers.nlp.NLPOptions` of every solve (the task's).
+    options, overrides : the :class:`~contactmp.solvers.nlp.solve.NLPOptions` of every solve (the task's).
     warm : the changes of a warm re-solve (default :func:`warm_changes` of the strategy: :data:`WARM_START`,
         or ``rho0 = rho_max / rho_factor`` for elastic l1; ``{}``: the same options as a
         cold solve).

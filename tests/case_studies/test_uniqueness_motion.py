@@ -13,7 +13,7 @@ from contactmp.case_studies import uniqueness_random as ur
 from contactmp.formulations.pyramid_lcp import PyramidLCP
 from contactmp.models.rigid_bodies import GRAVITY
 from contactmp.models.scenes import box_on_plane
-from contactmp.solvers.certificates import (
+from contactmp.solvers.lcp.certificates import (
     Verdict, enumerate_lcp_solutions, lcp_existence_milp, lcp_second_solution_milp,
 )
 from contactmp.solvers.multistart import multistart

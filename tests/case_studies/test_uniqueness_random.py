@@ -15,7 +15,7 @@ from contactmp.formulations.pyramid_lcp import PyramidLCP
 from contactmp.models.painleve import RodState, rod
 from contactmp.models.rigid_bodies import GRAVITY
 from contactmp.models.scenes import block_between_jaws, box_on_plane
-from contactmp.solvers.certificates import enumerate_lcp_solutions
+from contactmp.solvers.lcp.certificates import enumerate_lcp_solutions
 
 
 def phys(model) -> tuple[ur.PhysicalSolutions, PyramidLCP]:

@@ -6,7 +6,7 @@ import pytest
 
 from contactmp.errors import InputError
 from contactmp.formulations.compliant_friction import CompliantFriction
-from contactmp.solvers.fc3d import project_cone
+from contactmp.solvers.fc3d.problem import project_cone
 from contactmp.formulations.compliant_qp import CompliantQP
 
 g = 9.81

@@ -9,7 +9,7 @@ from contactmp.errors import InputError, OptionError
 from contactmp.formulations.compliant_qp import CompliantQP, compliant_step
 from contactmp.result import Status
 from contactmp.solvers import solve_lcp
-from contactmp.solvers.qp import available_qp_solvers
+from contactmp.solvers.cone_qp.qp import available_qp_solvers
 
 g = 9.81
 
@@ -321,7 +321,7 @@ def test_lowrank_equals_dense_solve_for_many_rows(seed, kind):
 
 
 def test_auto_picks_lowrank_when_rows_outnumber_velocities():
-    from contactmp.solvers.compliant_lcp import LOWRANK_RATIO
+    from contactmp.solvers.cone_qp.compliant import LOWRANK_RATIO
     many = _many_rows(0, m=LOWRANK_RATIO * 6 + 1).solve()
     few = _many_rows(0, m=LOWRANK_RATIO * 6).solve()
     assert many.success and many.solver == "lowrank"

@@ -14,9 +14,10 @@ from contactmp.formulations.cone_ncp import ConeNCP, add_fc3d_block, fc3d_permut
 from contactmp.formulations.pyramid_lcp import PyramidLCP
 from contactmp.models import box_on_plane, random_problem
 from contactmp.program import Program
-from contactmp.solvers import fc3d_ipopt, solve_lcp
-from contactmp.solvers.fc3d import fc3d_residual
-from contactmp.solvers.nlp import solve_program
+from contactmp.solvers import solve_lcp
+from contactmp.solvers.fc3d import ipopt as fc3d_ipopt
+from contactmp.solvers.fc3d.problem import fc3d_residual
+from contactmp.solvers.nlp.solve import solve_program
 
 G = 9.81
 FORMS = ("disk", "quadratic")
@@ -217,7 +218,7 @@ def test_trinkle_random_problem_ipopt_pyomo_and_newton_agree():
     mpec.simple_nonlinear + IPOPT, and the semismooth Newton method on to_fc3d() agree."""
     import pyomo.environ as pyo
 
-    import contactmp.solvers.pyomo_ipopt  # noqa: F401  (registers SolverFactory("contactmp_ipopt"))
+    import contactmp.solvers.nlp.pyomo_ipopt  # noqa: F401  (registers SolverFactory("contactmp_ipopt"))
     from contactmp.solvers.registry import FC3D_SOLVERS, solve_fc3d
 
     model = random_problem(4, 1, 0, 3, mu=0.3)
@@ -234,7 +235,7 @@ def test_trinkle_random_problem_ipopt_pyomo_and_newton_agree():
     # 2. the Pyomo model
     m = prog.to_pyomo()
     pyo.TransformationFactory("mpec.simple_nonlinear").apply_to(m)
-    logging.getLogger("contactmp.solvers.pyomo_ipopt").setLevel(logging.ERROR)
+    logging.getLogger("contactmp.solvers.nlp.pyomo_ipopt").setLevel(logging.ERROR)
     out = pyo.SolverFactory("contactmp_ipopt").solve(m)
     assert str(out.solver.termination_condition) == "optimal", out.solver.message
     x_pyomo = np.concatenate([

@@ -301,7 +301,7 @@ def test_spider_step_graph_equals_the_lagrangian_one(spider_pair):
 def test_spider_frame_new_path_equals_old_answer(spider_pair, h):
     """One loaded spider frame: the new path (recursive dynamics, tapes, compiled PGM) and the old one
     (expanded Lagrangian, CasADi Functions, Python loop) give the same verified answer."""
-    from contactmp.solvers.nmdp_pgm import pgm
+    from contactmp.solvers.pgm.projected_gradient import pgm
 
     fast, old = spider_pair
     rng = np.random.default_rng(1)

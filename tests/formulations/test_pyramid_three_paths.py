@@ -9,7 +9,7 @@ from contactmp.formulations.pyramid_lcp import PyramidLCP
 from contactmp.models.random_problems import random_problem
 from contactmp.models.scenes import box_on_plane
 from contactmp.solvers import solve_lcp
-from contactmp.solvers.nlp import solve_program
+from contactmp.solvers.nlp.solve import solve_program
 
 
 def _instances():

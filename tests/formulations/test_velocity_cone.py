@@ -11,7 +11,7 @@ from contactmp.models.systems import box_3d
 from contactmp.program import Program
 from contactmp.result import Status
 from contactmp.solvers import solve_lcp
-from contactmp.solvers.nlp import solve_program
+from contactmp.solvers.nlp.solve import solve_program
 
 m, g, h, MU = 2.0, 9.81, 0.01, 0.3
 

@@ -93,7 +93,7 @@ def test_bad_input_names_the_field():
 
 @pytest.mark.parametrize("strategy", ["scholtes", "elastic_l1", "direct"])
 def test_ipopt_on_the_program_matches_lemke(strategy):
-    from contactmp.solvers.nlp import solve_program
+    from contactmp.solvers.nlp.solve import solve_program
 
     prog, st = _step([1.0, 0.0, 0.0])
     res = solve_program(prog, strategy=strategy)

@@ -25,7 +25,7 @@ from contactmp.models.painleve import (
     three_solution_mu,
 )
 from contactmp.models.rigid_bodies import GRAVITY
-from contactmp.solvers.certificates import enumerate_lcp_solutions
+from contactmp.solvers.lcp.certificates import enumerate_lcp_solutions
 
 PULL = (-1.0, 1.1)  # b_n = 0.1 g, b_t = -g: rho = 10
 

@@ -10,7 +10,7 @@ import pytest
 
 from contactmp.errors import InputError, UnsupportedProgramError
 from contactmp.program import Program
-from contactmp.solvers.lcp import lcp_residual
+from contactmp.solvers.lcp.problem import lcp_residual
 
 INF = math.inf
 
@@ -254,8 +254,8 @@ def test_to_pyomo_structure() -> None:
 
 
 def _solve_pyomo(prog: Program):
-    pytest.importorskip("contactmp.solvers.pyomo_ipopt")
-    import contactmp.solvers.pyomo_ipopt  # noqa: F401  (registers the plugin)
+    pytest.importorskip("contactmp.solvers.nlp.pyomo_ipopt")
+    import contactmp.solvers.nlp.pyomo_ipopt  # noqa: F401  (registers the plugin)
 
     m = prog.to_pyomo()
     pyo.TransformationFactory("mpec.simple_nonlinear").apply_to(m)
@@ -264,7 +264,7 @@ def _solve_pyomo(prog: Program):
 
 
 def test_to_pyomo_lcp_gives_the_casadi_solution() -> None:
-    from contactmp.solvers.nlp import solve_program
+    from contactmp.solvers.nlp.solve import solve_program
 
     M = np.array([[2.0, 1.0], [1.0, 2.0]])
     q = np.array([-5.0, -6.0])
@@ -280,7 +280,7 @@ def test_to_pyomo_lcp_gives_the_casadi_solution() -> None:
 
 
 def test_to_pyomo_mixed_program_gives_the_casadi_solution() -> None:
-    from contactmp.solvers.nlp import solve_program
+    from contactmp.solvers.nlp.solve import solve_program
 
     prog, y, lam = mixed_program(np.array([-1.0, -3.0, -3.0]))
     red = prog.to_lcp()

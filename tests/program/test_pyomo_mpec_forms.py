@@ -31,9 +31,9 @@ from pyomo.core.expr.relational_expr import EqualityExpression, InequalityExpres
 from pyomo.mpec import Complementarity, complements
 from pyomo.opt import TerminationCondition
 
-import contactmp.solvers.pyomo_ipopt  # noqa: F401  (registers the plugin)
+import contactmp.solvers.nlp.pyomo_ipopt  # noqa: F401  (registers the plugin)
 from contactmp.errors import InputError, UnsupportedProgramError
-from contactmp.solvers.pyomo_ipopt import pyomo_to_program
+from contactmp.solvers.nlp.pyomo_ipopt import pyomo_to_program
 
 INF = float("inf")
 STRATEGIES = ["scholtes", "direct", "elastic_l1", "fischer_burmeister"]
@@ -589,7 +589,7 @@ def test_contradictory_bounds_name_the_condition(cond: Callable[[Any], Any], mat
 def test_ignored_side_of_an_equality_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     m = _xy()
     m.cc = Complementarity(expr=complements(m.x + m.y == 1, m.z >= 2))
-    with caplog.at_level(logging.WARNING, logger="contactmp.solvers.pyomo_ipopt"):
+    with caplog.at_level(logging.WARNING, logger="contactmp.solvers.nlp.pyomo_ipopt"):
         pp = pyomo_to_program(m)
     assert "cc" in caplog.text and "ignored" in caplog.text
     assert pp.program.n_comp == 0 and pp.program.n_g == 1

@@ -12,7 +12,7 @@ from pyomo.mpec import Complementarity, complements
 from pyomo.opt import TerminationCondition
 from scipy.optimize import minimize_scalar
 
-import contactmp.solvers.pyomo_ipopt  # noqa: F401  (registers the plugin)
+import contactmp.solvers.nlp.pyomo_ipopt  # noqa: F401  (registers the plugin)
 from contactmp.errors import OptionError, UnsupportedProgramError
 from contactmp.pyomo_bridge import translate
 

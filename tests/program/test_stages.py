@@ -11,8 +11,8 @@ from contactmp.case_studies import _cito
 from contactmp.errors import InputError, OptionError
 from contactmp.program import Program
 from contactmp.result import Status
-from contactmp.solvers.mpcc import relaxation
-from contactmp.solvers.nlp import NLPOptions
+from contactmp.solvers.nlp.mpcc import relaxation
+from contactmp.solvers.nlp.solve import NLPOptions
 from contactmp.solvers.structured import jit_available, resolve_derivatives, stage_derivatives
 from contactmp.stages import StageGroup, StageTemplate
 

@@ -7,9 +7,9 @@ import pytest
 
 from contactmp.errors import InputError
 from contactmp.models.systems import ball_3d, cube_3d, ensemble
-from contactmp.solvers.fc3d import fc3d_residual
+from contactmp.solvers.fc3d.problem import fc3d_residual
 from contactmp.solvers.islands import coupling_components, solve_fc3d_islands, solve_lcp_islands
-from contactmp.solvers.lcp import lcp_residual
+from contactmp.solvers.lcp.problem import lcp_residual
 from contactmp.solvers.registry import solve_fc3d, solve_lcp
 from contactmp.transcriptions.time_stepping import TimeStepping
 

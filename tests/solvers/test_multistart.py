@@ -15,7 +15,7 @@ import scipy.linalg
 
 from contactmp.errors import InputError, OptionError
 from contactmp.program import Program
-from contactmp.solvers.lcp import lcp_residual
+from contactmp.solvers.lcp.problem import lcp_residual
 from contactmp.result import Result, Status
 from contactmp.solvers.multistart import (Cluster, MultistartResult, best_start, cluster_points, multistart,
                                           solve_from_guesses)

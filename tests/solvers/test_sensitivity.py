@@ -1,4 +1,4 @@
-"""Sensitivities of LCP and fc3d solutions (solvers/sensitivity.py, solvers/fc3d_sensitivity.py):
+"""Sensitivities of LCP and fc3d solutions (solvers/sensitivity.py, solvers/fc3d/sensitivity.py):
 Jacobians against central finite differences of re-solved problems, VJPs against J^T v, and the
 documented one-sided derivatives at constructed degenerate points.
 
@@ -17,7 +17,7 @@ import pytest
 from contactmp.errors import InputError
 from contactmp.io import load_fc3d
 from contactmp.result import Status
-from contactmp.solvers.fc3d_sensitivity import MODES, contact_modes, fc3d_sensitivity
+from contactmp.solvers.fc3d.sensitivity import MODES, contact_modes, fc3d_sensitivity
 from contactmp.solvers.registry import solve_fc3d, solve_lcp
 from contactmp.solvers.sensitivity import lcp_sensitivity
 

@@ -21,10 +21,17 @@ import pytest
 from contactmp.errors import OptionError
 from contactmp.progress import ProgressLine, Watch, check_time_limit
 from contactmp.result import Status
-from contactmp.solvers import fc3d_ipopt, fc3d_newton, fc3d_nsgs, fc3d_pyramid, fc3d_qvi
-from contactmp.solvers import fip, lemke, newton, pgs
-from contactmp.solvers.fc3d import fc3d_residual
-from contactmp.solvers.lcp import lcp_residual
+from contactmp.solvers.fc3d import ipopt as fc3d_ipopt
+from contactmp.solvers.fc3d import newton as fc3d_newton
+from contactmp.solvers.fc3d import nsgs as fc3d_nsgs
+from contactmp.solvers.fc3d import pyramid as fc3d_pyramid
+from contactmp.solvers.fc3d import qvi as fc3d_qvi
+from contactmp.solvers.lcp import fip
+from contactmp.solvers.lcp import lemke
+from contactmp.solvers.lcp import newton
+from contactmp.solvers.lcp import pgs
+from contactmp.solvers.fc3d.problem import fc3d_residual
+from contactmp.solvers.lcp.problem import lcp_residual
 from contactmp.solvers.registry import FC3D_SOLVERS, LCP_SOLVERS, fc3d_solver, lcp_solver, solve_fc3d, solve_lcp
 
 MARGIN = 5.0  # seconds: a solve with a limit of at most 0.3 s must be back well within this

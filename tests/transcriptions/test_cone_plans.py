@@ -12,8 +12,8 @@ import pytest
 from contactmp.errors import InputError, OptionError
 from contactmp.models.systems import box_2d, point_mass_2d
 from contactmp.result import Status
-from contactmp.solvers.mpcc import CONE_BOUND, relaxation
-from contactmp.solvers.nlp import NLPOptions
+from contactmp.solvers.nlp.mpcc import CONE_BOUND, relaxation
+from contactmp.solvers.nlp.solve import NLPOptions
 from contactmp.transcriptions.contact_implicit import ContactImplicitTO, TOResult
 
 M_, MU, G = 1.0, 0.5, 9.81

@@ -242,7 +242,7 @@ def test_initial_state_moves_and_a_result_becomes_a_trajectory() -> None:
     """set_initial_state called again moves the bounds of its rows (no new rows: the IPOPT objects
     built for the program stay valid); trajectory(result) turns any Result of the program into a
     TOResult (here solve_program's, called directly)."""
-    from contactmp.solvers.nlp import solve_program
+    from contactmp.solvers.nlp.solve import solve_program
 
     to, _ = _push_problem()
     n_g = to.program.n_g

@@ -18,7 +18,7 @@ import pytest
 from pyomo.mpec import Complementarity, complements
 from pyomo.opt import TerminationCondition
 
-import contactmp.solvers.pyomo_ipopt  # noqa: F401  (registers SolverFactory("contactmp_ipopt"))
+import contactmp.solvers.nlp.pyomo_ipopt  # noqa: F401  (registers SolverFactory("contactmp_ipopt"))
 from contactmp.errors import InputError, OptionError, UnsupportedProgramError
 from contactmp.models.systems import hopper_2d, point_mass_2d
 from contactmp.program import Program
@@ -29,7 +29,7 @@ from contactmp.pyomo_bridge import (
     set_program_x,
     translate,
 )
-from contactmp.solvers.pyomo_ipopt import pyomo_to_program
+from contactmp.solvers.nlp.pyomo_ipopt import pyomo_to_program
 from contactmp.result import Status
 from contactmp.transcriptions.contact_implicit import ContactImplicitTO
 
@@ -302,7 +302,7 @@ def test_strategy_load_solutions_false_and_errors(caplog: pytest.LogCaptureFixtu
     # duals are not available on this path: a warning, not an error
     d = _two_branches()
     d.dual = pyo.Suffix(direction=pyo.Suffix.IMPORT)
-    with caplog.at_level(logging.WARNING, logger="contactmp.solvers.pyomo_ipopt"):
+    with caplog.at_level(logging.WARNING, logger="contactmp.solvers.nlp.pyomo_ipopt"):
         solver.solve(d, options={"strategy": "scholtes"})
     assert "suffixes" in caplog.text and abs(d.x.value - 0.35) < 1e-6
 

@@ -43,7 +43,7 @@ import pyomo.environ as pyo
 import pytest
 from pyomo.opt import TerminationCondition
 
-import contactmp.solvers.pyomo_ipopt  # noqa: F401  (registers SolverFactory("contactmp_ipopt"))
+import contactmp.solvers.nlp.pyomo_ipopt  # noqa: F401  (registers SolverFactory("contactmp_ipopt"))
 from contactmp.case_studies._cito import TASKS
 from contactmp.errors import InputError
 from contactmp.models.systems import point_mass_2d
@@ -165,7 +165,7 @@ def test_plugin_bounds_the_cone_directions_unless_told_not_to() -> None:
     n_w = sum(c.w.size for c in to.program.cones)
     assert n_w == 3
     # the half-width solve_program uses (NLPOptions.cone_bound)
-    from contactmp.solvers.nlp import NLPOptions
+    from contactmp.solvers.nlp.solve import NLPOptions
 
     cases = [({}, NLPOptions().cone_bound), ({"cone_bounds": False}, np.inf), ({"sign_constraints": False}, np.inf),
              ({"cone_bound": 1.25}, 1.25)]
@@ -215,8 +215,8 @@ def test_solo12_read_back_has_the_programs_relaxation_structure() -> None:
     """The sagittal Solo12 CALIPSO task (pyramid): the read-back program relaxes like the program
     (both relaxations ``solve_program`` builds) and gets the same derivative mode."""
     from contactmp.case_studies._quadruped import solo_task
-    from contactmp.solvers.mpcc import relaxation
-    from contactmp.solvers.pyomo_ipopt import pyomo_to_program
+    from contactmp.solvers.nlp.mpcc import relaxation
+    from contactmp.solvers.nlp.pyomo_ipopt import pyomo_to_program
     from contactmp.solvers.structured import resolve_derivatives
 
     to = solo_task("calipso", True, "pyramid")
@@ -236,7 +236,7 @@ def test_stage_groups_with_parameters_read_back_at_the_models_values(caplog: pyt
     ``Param``'s current value put in (the read-back program has no parameters); a model whose
     stage row was deactivated keeps no group; ``model.clone()`` keeps the groups on its own
     components."""
-    from contactmp.solvers.pyomo_ipopt import pyomo_to_program
+    from contactmp.solvers.nlp.pyomo_ipopt import pyomo_to_program
 
     to = ContactImplicitTO(point_mass_2d(), 3, 0.1, formulation="pyramid", facets=4, model_parameters=["mu"])
     to.set_initial_state([0.0, 0.0], [0.0, 0.0])
@@ -262,7 +262,7 @@ def test_stage_groups_with_parameters_read_back_at_the_models_values(caplog: pyt
     assert copy.contactmp_stage_groups[0].g[0][0].parent_block() is copy
     assert len(pyomo_to_program(copy).program.stage_groups) == 1
     copy.contactmp_stage_groups[0].g[1][0].deactivate()
-    with caplog.at_level("WARNING", logger="contactmp.solvers.pyomo_ipopt"):
+    with caplog.at_level("WARNING", logger="contactmp.solvers.nlp.pyomo_ipopt"):
         assert pyomo_to_program(copy).program.stage_groups == ()
     assert "not declared" in caplog.text  # the edited model loses its groups, and says so
 
@@ -274,7 +274,7 @@ def test_solo12_twin_reaches_the_programs_objective() -> None:
     both; 2.12611 for the twin before it carried the stage groups). About 60 s on 2 shared cores;
     the structure test above covers the cause fast."""
     from contactmp.case_studies._quadruped import solo_task
-    from contactmp.solvers.nlp import solve_program
+    from contactmp.solvers.nlp.solve import solve_program
 
     to = solo_task("calipso", True, "pyramid")
     prog = to.program

@@ -432,7 +432,7 @@ def test_kkt_multiplier_signs(target: float, lb: float, ub: float, expect: str) 
     """The KKT sensitivity checks the signs of the active inequalities' multipliers (L = f + lambda c):
     an upper bound needs lambda >= 0, a lower one lambda <= 0; a zero multiplier is weakly active."""
     from contactmp.program import Program
-    from contactmp.solvers.kkt_sensitivity import kkt_sensitivity
+    from contactmp.solvers.nlp.kkt import kkt_sensitivity
 
     prog = Program("one")
     x = prog.add_variables("x", 1, lb=lb, ub=ub)

@@ -98,6 +98,27 @@ def test_user_declarations_are_carried_and_kept_in_step() -> None:
     assert pyramid_transcription(to) is not twin
 
 
+def test_normal_impulses_are_shared_and_friction_variables_are_not() -> None:
+    """The normal impulses mean the same in both programs: a cost on them is carried and their
+    bounds are copied; moved bounds of the cone's friction variables, or a user's name that the
+    pyramid's build uses, make the pyramid start unavailable, naming why."""
+    to = _box("cone", N=4)
+    p_n = to.steps[1].handles["p_n"]
+    to.program.add_cost(1e-3 * sum(ca.sumsqr(b.handles["p_n"].sym) for b in to.steps))
+    p_n.ub = np.full(p_n.size, 0.5)
+    twin = pyramid_transcription(to)
+    np.testing.assert_array_equal(twin.steps[1].handles["p_n"].ub, 0.5)
+    assert ca.depends_on(twin.program.f, twin.steps[2].handles["p_n"].sym)
+    gamma = to.steps[0].handles["gamma"]
+    gamma.ub = np.full(gamma.size, 2.0)
+    with pytest.raises(PyramidStartUnavailable, match="step0/gamma"):
+        pyramid_transcription(to)
+    clash = _box("cone", N=2)
+    clash.program.add_variables("step0/beta", 1)
+    with pytest.raises(PyramidStartUnavailable, match="step0/beta"):
+        pyramid_transcription(clash)
+
+
 def test_a_cost_on_the_cones_own_variables_is_named() -> None:
     """A cost on the cone's friction impulses has no pyramid counterpart: the default solve warns
     and starts from the cone's guess (every record says why); pyramid_start=True raises and names

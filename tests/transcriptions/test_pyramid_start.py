@@ -42,7 +42,7 @@ def test_pyramid_transcription_is_the_pyramid_built_by_hand() -> None:
     assert [h.name for h in a.variables] == [h.name for h in b.variables]
     assert [h.name for h in a.constraints] == [h.name for h in b.constraints]
     assert a.n_comp == b.n_comp and len(a.stage_groups) == len(b.stage_groups) == 1
-    for field in ("lbx", "ubx", "lbg", "ubg"):
+    for field in ("lbx", "ubx", "x0", "lbg", "ubg"):
         np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
     x = np.random.default_rng(3).standard_normal(a.n_x)
     (ga, fa), (gb, fb) = _evaluate(mirror, x), _evaluate(by_hand, x)

@@ -135,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
                     to = to if to is not None else _build(task, form, args.gap)
                     strategy, opts = _strategy_and_options(task, args.time_limit)
                     rec, _ = _cito.run_start(to, strategy, 0, i, options=tuple({**opts, **extra}.items()))
-                    extra_fields = {k: rec[k] for k in ("pyramid_start", "seed_status", "seed_objective") if k in rec}
+                    extra_fields = {k: rec[k] for k in ("pyramid_start", "seed_status", "seed_objective", "seed_time_s",
+                                                          "seed_iterations") if k in rec}
                     done[key] = {"key": key, "task": task, "config": name, "gap": args.gap, "start": i,
                                  "strategy": strategy,
                                  **{k: rec[k] for k in ("status", "converged", "objective", "comp_violation",

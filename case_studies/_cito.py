@@ -415,7 +415,7 @@ def run_start(to: Any, strategy: str, seed: int, start: int, backend: str = "cas
         "b_stationarity": rec.get("b_stationarity"),  # the certificate of the returned point (timed apart)
         # the cone's pyramid start (ContactImplicitTO.solve): its phase is in time_s and iterations
         **{k: (rec[k].value if isinstance(rec[k], Status) else rec[k])
-           for k in ("pyramid_start", "seed_status", "seed_objective", "seed_time_s") if k in rec},
+           for k in ("pyramid_start", "seed_status", "seed_objective", "seed_time_s", "seed_iterations") if k in rec},
         "mode_counts": {m: int((modes == i).sum()) for i, m in enumerate(MODES)},
         # the largest gap phi(q_{k+1}) at which a normal impulse acts (ContactImplicitTO.force_gap)
         "force_gap": force_gap["gap"] if force_gap["step"] is not None else None,
@@ -471,9 +471,9 @@ def start_policy(name: str) -> str:
     when :meth:`~contactmp.transcriptions.contact_implicit.ContactImplicitTO.solve` starts it from
     the pyramid's plan by default (its ``pyramid_start``: the cone; records of the cone from its own
     guess, made before, are then not resumed), ``""`` otherwise."""
-    from contactmp.formulations.base import formulation
+    from contactmp.formulations.base import formulation, registered
 
-    return "/from-pyramid" if formulation(name).pyramid_start else ""
+    return "/from-pyramid" if name in registered() and formulation(name).pyramid_start else ""
 
 
 def record_key(task: str, formulation: str, strategy: str, seed: int, start: int, quick: bool) -> str:

@@ -4,7 +4,10 @@ ContactImplicitTO offers and every MPCC strategy of ``solve_program``, 20 seeded
 final cost over the converged starts (distinct local optima show up here), complementarity violation
 and time per start. Formulations are compared on their own terms: each start is checked against its
 own formulation's complementarity conditions (and its own constraint rows: the table reports both
-violations).
+violations). Each formulation starts as ``ContactImplicitTO.solve`` starts it by default: the cone
+from the pyramid's plan of the same start (its time per start covers both solves; records of the cone
+from its own guess, made before that default, have keys without ``/from-pyramid`` and are not
+resumed), every other formulation from its own guess.
 
 The formulations are ContactImplicitTO's: the rigid velocity pyramid and cone, and Drumwright's
 compliant cone QP (through its KKT conditions) with the tasks' physical gains

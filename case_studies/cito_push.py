@@ -32,7 +32,10 @@ that timeline as one string per contact (``.`` separated, ``s`` sticking, ``>`` 
 
 Measured (``--quick``, seed 0, 2 Dask workers on a shared 2-core machine, 2026-12-02): 20/20
 starts converged with either formulation, best cost 9.671 (pyramid) and 9.670 (cone), 19 of 20
-pyramid starts within 0.1 % of it. In the best solutions the finger approaches for 0.7-0.8 s,
+pyramid starts within 0.1 % of it. Again on 2026-12-07 with the position gap and the cone started
+from the pyramid's plan of each start (in one process, other jobs running): 20/20 and 20/20, best
+9.6707 / 9.6700, median 9.6717 / 9.6708, median 3.1 / 4.1 s per start (the cone's covers both
+solves). In the best solutions the finger approaches for 0.7-0.8 s,
 then sticks to the face near its top while both corners slide, and lets go once the box sticks at
 the goal; its friction on the face lifts the box, carrying up to 2 N of its weight, which lowers the
 ground friction the push has to overcome.

@@ -149,8 +149,8 @@ def gait(modes: np.ndarray) -> dict[str, Any]:
 
 
 def _formulation(task: str) -> str:
-    """The formulation of the study's task ``task`` (a name of :data:`TASKS`)."""
-    return next(form for name, _, _, form in TASKS if name == task)
+    """The formulation of the study's task ``task`` (a name of :data:`TASKS`; ``""`` for another name)."""
+    return next((form for name, _, _, form in TASKS if name == task), "")
 
 
 def record_key(task: str, seed: int, start: int, quick: bool) -> str:
@@ -347,7 +347,8 @@ def write_report(study: StudyRun, records: list[dict[str, Any]], starts: int) ->
         "# cito-quadruped" + (" (quick)" if quick else ""),
         "",
         f"Solo12 from standing to standing, strategy {STRATEGY}, {starts} seeded starts per task (the table counts the starts run so far), at most "
-        f"{CPU_LIMIT:g} CPU s each. Verified = solved (independent checks) with complementarity violation <= "
+        f"{CPU_LIMIT:g} CPU s per solve (a cone start solves the pyramid first, then the cone from its plan: "
+        "at most twice that). Verified = solved (independent checks) with complementarity violation <= "
         f"{_cito.COMP_TOL:g}; converged = verified and no foot deeper than {PENETRATION_TOL:g} m at any knot. Step residual: the largest residual of a TimeStepping step's "
         "program at the trajectory's values (same formulation); replay error: max |(q, v)_(k+1) - "
         "TimeStepping.step(q_k, v_k, u_k)| with the simulator's own solver; a non-unique step is one where the "

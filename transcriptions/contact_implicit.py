@@ -71,8 +71,9 @@ class TOResult:
     ``max |min(a_i, b_i)|`` over every complementarity pair, ``constraint_violation`` the scaled
     violation of the equality/inequality rows (both from :meth:`Program.residuals`). ``starts``
     records every start (index, status, objective, violations, IPOPT iterations, time);
-    ``best`` is the index of the chosen start; ``result`` its :class:`~contactmp.result.Result` and
-    ``results`` every start's.
+    ``best`` is the start index of the chosen start (``starts[j]["start"]``, not a position);
+    ``result`` its :class:`~contactmp.result.Result` and ``results`` every start's, in the order of
+    ``starts``.
     """
 
     t: np.ndarray
@@ -199,7 +200,8 @@ class ContactImplicitTO:
             self._declare_knot_stages(x_index, p_index, g_index)
         # what the build declared: everything after it is the user's (carried to the pyramid start)
         self._built = {"n_x": prog.n_x, "n_p": prog.n_p, "n_g": prog.n_g, "n_comp": prog.n_comp,
-                       "n_cones": len(prog.cones), "n_groups": len(prog.stage_groups), "cost_free": prog.f.is_zero()}
+                       "n_cones": len(prog.cones), "n_groups": len(prog.stage_groups), "cost_free": prog.f.is_zero(),
+                       "lbx": prog.lbx, "ubx": prog.ubx, "lbg": prog.lbg, "ubg": prog.ubg}
 
     def _add_knot(self, prog: Program, k: int, qk: Variables, vk: Variables, inputs: list[Variables],
                   steps: list[StepBlock], qs: list[Variables], vs: list[Variables],
@@ -254,8 +256,10 @@ class ContactImplicitTO:
         boundary conditions, bounds and costs.
 
         The variables start at ``x0`` (a vector of ``program.n_x`` finite numbers; InputError naming
-        ``x0``) or, when None, at :meth:`initial_guess` without noise: start 0 of :meth:`solve`, so a
-        solver started from the model's values starts where the CasADi route does (from the
+        ``x0``) or, when None, at :meth:`initial_guess` without noise: start 0 of
+        :meth:`solve` with ``pyramid_start=False`` (the cone's default begins with the pyramid's
+        plan, which the twin does not run), so a solver started from the model's values starts where
+        the CasADi route does (from the
         program's stored start instead, the interpolated motion's ``q_k``, ``v_k`` and cone guesses
         would be missing, and an MPCC strategy from there ends elsewhere or locally infeasible: the
         arm-push task of ``case_studies/_cito.py``). A start stored with ``to.program.x0 = guess``
@@ -523,7 +527,8 @@ class ContactImplicitTO:
         """Solve the transcription from ``starts`` initial guesses and return the best.
 
         Start 0 is :meth:`initial_guess` without noise (with ``plan``: :meth:`guess_from` the plan,
-        for example a pyramid plan seeding a cone solve); start i >= 1 adds ``scale * N(0, 1)``
+        for example a pyramid plan seeding a cone solve; with ``pyramid_start``, see below); start
+        i >= 1 adds ``scale * N(0, 1)``
         noise from ``numpy.random.default_rng([seed, i])`` (then clipped to the bounds).
         ``start_indices`` (distinct integers >= 0) runs exactly those starts instead of
         ``0 .. starts-1`` (so start ``i`` can be run on its own, for example by a parallel
@@ -537,17 +542,20 @@ class ContactImplicitTO:
         off when a ``plan`` is given): start i first solves the pyramid's transcription of the same task
         (:func:`~contactmp.transcriptions.pyramid_start.pyramid_transcription`: every declaration
         made here after the build carried over) from its start i, then this transcription from
-        :meth:`guess_from` that plan (no further noise). Why: measured on the ten contact-implicit
-        tasks (20 starts each), the cone from the pyramid's plan converged on every start, the cone
-        from its own guess on 17/20 and 14/20 of two Solo12 tasks (see
+        :meth:`guess_from` that plan (no further noise; also when the pyramid's phase did not end
+        solved: its last iterate is still a guess). Why: on the contact-implicit tasks, 20 starts
+        each, the cone from its own guess converged on 17/20 and 14/20 starts of two Solo12 tasks
+        where the pyramid converged on all, and from the pyramid's plan on every start measured (see
         :mod:`~contactmp.transcriptions.pyramid_start`). A start's ``time_s`` and ``iterations``
-        are then both phases' sums (each phase has the options' time limits), and its record adds
-        the pyramid's ``seed_status``, ``seed_objective``, ``seed_time_s``, ``seed_iterations`` and
-        ``pyramid_start`` (``"used"``, or why not). With the default, a task whose declarations the
-        pyramid cannot carry (a cost on the cone's own variables) warns and starts from the cone's
-        guess (every record says why); ``pyramid_start=True`` raises
+        are then both phases' sums (each phase has the options' time limits, so a start may take
+        twice them), and its record adds the pyramid's ``seed_status``, ``seed_objective``,
+        ``seed_time_s``, ``seed_iterations`` and ``pyramid_start`` (``"used"``, ``"used (the
+        pyramid's phase ended ...)"``, or why not). With the default, a task whose declarations the
+        pyramid cannot carry (a cost on the cone's friction impulses or directions) warns and starts
+        from the cone's own guess (every record says why); ``pyramid_start=True`` raises
         :class:`~contactmp.transcriptions.pyramid_start.PyramidStartUnavailable` instead, and
-        ``False`` solves the cone alone.
+        ``False`` solves the cone alone. ``True`` also runs a pyramid phase before any other
+        formulation (compliant, NMDP, MDP: not measured).
         """
         from contactmp.solvers.multistart import solve_from_guesses
         from contactmp.solvers.nlp import NLPOptions
@@ -577,8 +585,8 @@ class ContactImplicitTO:
                 if pyramid_start:
                     raise
                 unavailable = str(err)
-                warnings.warn(f"ContactImplicitTO.solve: no pyramid start for the cone ({err}); every start "
-                              f"begins from the cone's own guess", stacklevel=2)
+                warnings.warn(f"ContactImplicitTO.solve: no pyramid start for {self.formulation.name!r} ({err}); "
+                              f"every start begins from its own guess", stacklevel=2)
 
         def guess(i: int) -> np.ndarray:
             if from_pyramid.get(i) is not None:
@@ -604,10 +612,11 @@ class ContactImplicitTO:
                                                                                       dict[int, dict[str, Any]]]:
         """Solve the pyramid's transcription of this task (:func:`~contactmp.transcriptions.pyramid_start.
         pyramid_transcription`) from the starts ``indices`` (``solve_args``: :meth:`solve`'s); return
-        per start the cone's guess from the pyramid's plan (:meth:`guess_from`; None when the plan is
-        not finite) and the fields its record gets: both phases' ``time_s`` and ``iterations``
-        summed, the pyramid's own as ``seed_status``, ``seed_objective``, ``seed_time_s``,
-        ``seed_iterations``, and ``pyramid_start`` (``"used"`` or why the plan could not be)."""
+        per start this transcription's guess from the pyramid's plan (:meth:`guess_from`, also when
+        that phase did not end solved; None when the plan is not finite) and the pyramid phase's
+        fields of the start's record: ``seed_status``, ``seed_objective``, ``seed_time_s``,
+        ``seed_iterations`` and ``pyramid_start`` (``"used"``, ``"used (the pyramid's phase ended
+        ...)"`` or why the plan could not be used)."""
         from contactmp.transcriptions.pyramid_start import pyramid_transcription
 
         twin = pyramid_transcription(self)
@@ -615,11 +624,13 @@ class ContactImplicitTO:
         guesses, fields = {}, {}
         for rec, res in zip(first.starts, first.results):
             i = int(rec["start"])
+            status = Status(rec["status"])
             try:
-                guesses[i], used = self.guess_from(twin.trajectory(res)), "used"
+                guesses[i] = self.guess_from(twin.trajectory(res))
+                used = "used" if status is Status.SOLVED else f"used (the pyramid's phase ended {status.value})"
             except InputError as err:
-                guesses[i], used = None, f"plan unusable ({err}); the cone started from its own guess"
-            fields[i] = {"seed_status": Status(rec["status"]), "seed_objective": float(rec["objective"]),
+                guesses[i], used = None, f"plan unusable ({err}); the start began from this formulation's own guess"
+            fields[i] = {"seed_status": status, "seed_objective": float(rec["objective"]),
                          "seed_time_s": float(rec["time_s"]), "seed_iterations": int(rec["iterations"]),
                          "pyramid_start": used}
         return guesses, fields

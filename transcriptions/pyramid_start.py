@@ -1,23 +1,26 @@
 """The pyramid start of a Coulomb-cone transcription: each start solves the task with the friction
 pyramid first, then the cone from the pyramid's plan.
 
-Why (issue 35, measured on the ten contact-implicit tasks, 20 seeded starts each, default strategy;
-``docs/baselines.md``): the cone's program from the interpolated guess converges less often than
-the pyramid's (sagittal Solo12 walk 17/20, 3D jump 14/20, against the pyramid's 20/20), and its
-converged plans cost 3.6-4.3x more on the Solo12 tasks. The cause is the start, not the rows: the
-cone's direction variables ``w`` and sliding speeds ``gamma`` guessed from an interpolated motion
-put IPOPT in poorer basins, while the pyramid (a polyhedral, better-conditioned program) reaches a
-gait from the same guess. Started from the pyramid's plan (:meth:`ContactImplicitTO.guess_from`,
-which also sets ``w`` and ``gamma`` consistently with that motion), every cone start measured
-converged, at costs at or below the pyramid's.
+Why (issue 35; ``docs/baselines.md`` has the tables): on the contact-implicit tasks, 20 seeded
+starts each with the default strategy, the cone's program from its own interpolated guess
+converged on 17/20 starts of the sagittal Solo12 walk and 14/20 of the 3D Solo12 jump (the
+pyramid: 20/20), and its converged Solo12 plans cost 3.2-4.8x the pyramid's (median). The cause is
+the start, not the rows: the cone's direction variables ``w`` and sliding speeds ``gamma`` guessed
+from an interpolated motion put IPOPT in poorer basins, while the pyramid (polyhedral: its
+friction rows are linear in the impulses) reaches a gait from the same guess. Started from the pyramid's plan
+(:meth:`ContactImplicitTO.guess_from`, which also sets ``w`` and ``gamma`` from that motion), every
+start measured converged, and the median cost of each task fell to the pyramid's or below. A start
+is not guaranteed to end below its own pyramid plan (the homotopy is local; in the plane the
+pyramid's plan is a feasible point of the cone's program with the same cost).
 
 :func:`pyramid_transcription` builds the pyramid's transcription of the same task: the same system,
 ``N``, ``h``, knot options and gap option, with every declaration made on the cone's transcription
 after its build (the boundary rows of :meth:`~ContactImplicitTO.set_initial_state` and
 :meth:`~ContactImplicitTO.set_final_state`, the costs, bounds, rows and variables a user added)
-carried over by substituting the pyramid's ``q_k``, ``v_k``, ``u_k`` for the cone's. A declaration
-that reads the cone's own step variables (its impulses, ``w``, ``gamma``) has no pyramid
-counterpart: :class:`PyramidStartUnavailable` names it.
+carried over by substituting the pyramid's ``q_k``, ``v_k``, ``u_k`` and normal impulses ``p_n``
+for the cone's. A declaration the pyramid cannot carry (one that reads the cone's friction
+variables ``p_t``, ``w``, ``gamma``, or moved bounds of those) raises
+:class:`PyramidStartUnavailable`, which names it.
 """
 from __future__ import annotations
 
@@ -43,13 +46,16 @@ class PyramidStartUnavailable(InputError):
 def pyramid_transcription(to: "ContactImplicitTO") -> "ContactImplicitTO":
     """The pyramid's :class:`ContactImplicitTO` of the task ``to`` declares, in step with it.
 
-    Built once per set of declarations (cached on ``to`` while its program's rows, pairs, variables
-    and cost stay the same objects); every call copies the current bounds of the carried rows and
-    variables, the variables' start values, the parameters' values, the boundary states and
-    :attr:`ContactImplicitTO.support_guess`, so that moved bounds (a receding-horizon re-solve) are
-    seen. Raises :class:`PyramidStartUnavailable` when a declaration reads a variable of the cone's
-    steps, when pairs, cones or stage groups were added after the build, or when the formulation's
-    own build added a cost.
+    Built again whenever the cone program's sizes or cost object changed since the last call (every
+    declaration adds variables, rows or a cost; none removes one), else taken from a cache on
+    ``to``; every call then copies what can change without a declaration: the bounds and start
+    values of the states, inputs, normal impulses and carried variables, the bounds of the rows both
+    programs have, the parameters' values, the boundary states and
+    :attr:`ContactImplicitTO.support_guess`. Raises :class:`PyramidStartUnavailable` when a
+    declaration reads a variable the pyramid does not have, when the bounds of such a variable or of
+    a row only the cone has were moved since the build, when a user's name is one of the pyramid's
+    own, when pairs, cones or stage groups were added after the build, or when the formulation's own
+    build added a cost.
     """
     key = _declarations_key(to)
     cached = getattr(to, "_pyramid_cache", None)
@@ -72,6 +78,23 @@ def _same_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     return a[:-1] == b[:-1] and a[-1] is b[-1]
 
 
+def _shared_variables(to: "ContactImplicitTO", twin: "ContactImplicitTO") -> list[tuple[Variables, Variables]]:
+    """The built variables both programs have with the same meaning: ``q_k``, ``v_k``, ``u_k`` and
+    each step's normal impulses ``p_n`` (when both blocks have them, of the same size)."""
+    pairs = []
+    for mine, theirs in ((to.q, twin.q), (to.v, twin.v), (to.u, twin.u)):
+        pairs += list(zip(mine, theirs))
+    for a, b in zip(to.steps, twin.steps):
+        pa, pb = a.handles.get("p_n"), b.handles.get("p_n")
+        if isinstance(pa, Variables) and isinstance(pb, Variables) and pa.size == pb.size:
+            pairs.append((pa, pb))
+    return pairs
+
+
+def _unavailable(message: str) -> PyramidStartUnavailable:
+    return PyramidStartUnavailable("pyramid_start", f"{message} (pass pyramid_start=False to solve the cone alone)")
+
+
 def _build_pyramid(to: "ContactImplicitTO") -> tuple["ContactImplicitTO", list[tuple[str, str]]]:
     """The pyramid transcription with the cone's post-build declarations substituted; and the
     (kind, name) of every carried declaration (``"x"``, ``"p"``, ``"g"``) for :func:`_sync`."""
@@ -80,39 +103,40 @@ def _build_pyramid(to: "ContactImplicitTO") -> tuple["ContactImplicitTO", list[t
     cone, built = to.program, to._built
     if cone.n_comp != built["n_comp"] or len(cone.cones) != built["n_cones"] \
             or len(cone.stage_groups) != built["n_groups"]:
-        raise PyramidStartUnavailable(
-            "pyramid_start", "complementarity pairs, cones or stage groups were added after the build; the pyramid "
-                             "cannot carry them (pass pyramid_start=False)")
+        raise _unavailable("complementarity pairs, cones or stage groups were added after the build; the pyramid "
+                           "cannot carry them")
     if not built["cost_free"]:
-        raise PyramidStartUnavailable(
-            "pyramid_start", f"the formulation {to.formulation.name!r} adds a cost of its own; the pyramid's program "
-                             "would not have it (pass pyramid_start=False)")
+        raise _unavailable(f"the formulation {to.formulation.name!r} adds a cost of its own; the pyramid's program "
+                           "would not have it")
     gap_options = {name: getattr(to.formulation.options, name) for name in ("gap", "gap_stabilization")
                    if hasattr(to.formulation.options, name)}
     twin = ContactImplicitTO(to.system, to.N, to.h, "pyramid", stages=to._declare_stages, lift_sides=to._lift_sides,
                              gap_rows=to._gap_rows, model_parameters=list(to.model_parameters), **gap_options)
     prog = twin.program
-    pairs: list[tuple[ca.SX, ca.SX]] = []
-    for mine, theirs in ((to.q, twin.q), (to.v, twin.v), (to.u, twin.u)):
-        pairs += [(a.sym, b.sym) for a, b in zip(mine, theirs)]
+    pairs = [(a.sym, b.sym) for a, b in _shared_variables(to, twin)]
     pairs += [(cone[f"param/{name}"].sym, prog[f"param/{name}"].sym) for name in to.model_parameters]
     carried: list[tuple[str, str]] = []
-    for h in cone.variables:
-        if h.index.start >= built["n_x"]:
-            pairs.append((h.sym, prog.add_variables(h.name, h.size, h.lb, h.ub, h.init, block=h.block).sym))
-            carried.append(("x", h.name))
-    for h in cone.parameters:
-        if h.index.start >= built["n_p"]:
-            pairs.append((h.sym, prog.add_parameters(h.name, h.size, h.value, block=h.block).sym))
-            carried.append(("p", h.name))
-    old = ca.vertcat(*[a for a, _ in pairs])
-    new = ca.vertcat(*[b for _, b in pairs])
-    known = {old[i].element_hash() for i in range(old.numel())}
-    for h in cone.constraints:
-        if h.index.start >= built["n_g"]:
-            prog.add_constraint(_substituted(cone, h.expr, old, new, known, f"row '{h.name}'"), h.lb, h.ub,
-                                name=h.name, block=h.block)
-            carried.append(("g", h.name))
+    try:
+        for h in cone.variables:
+            if h.index.start >= built["n_x"]:
+                pairs.append((h.sym, prog.add_variables(h.name, h.size, h.lb, h.ub, h.init, block=h.block).sym))
+                carried.append(("x", h.name))
+        for h in cone.parameters:
+            if h.index.start >= built["n_p"]:
+                pairs.append((h.sym, prog.add_parameters(h.name, h.size, h.value, block=h.block).sym))
+                carried.append(("p", h.name))
+        old = ca.vertcat(*[a for a, _ in pairs])
+        new = ca.vertcat(*[b for _, b in pairs])
+        known = {old[i].element_hash() for i in range(old.numel())}
+        for h in cone.constraints:
+            if h.index.start >= built["n_g"]:
+                prog.add_constraint(_substituted(cone, h.expr, old, new, known, f"row '{h.name}'"), h.lb, h.ub,
+                                    name=h.name, block=h.block)
+                carried.append(("g", h.name))
+    except PyramidStartUnavailable:
+        raise
+    except InputError as err:  # a user's name that the pyramid's build already uses
+        raise _unavailable(f"a declaration cannot be made in the pyramid's program ({err})") from None
     if not cone.f.is_zero():
         prog.add_cost(_substituted(cone, cone.f, old, new, known, "the cost"))
     return twin, carried
@@ -120,12 +144,11 @@ def _build_pyramid(to: "ContactImplicitTO") -> tuple["ContactImplicitTO", list[t
 
 def _substituted(cone: Program, expr: ca.SX, old: ca.SX, new: ca.SX, known: set[int], what: str) -> ca.SX:
     """``expr`` with the pyramid's symbols for the cone's; PyramidStartUnavailable when it reads a
-    variable of the cone's steps (one the pyramid does not have)."""
+    variable the pyramid does not have (the cone's friction impulses, directions, sliding speeds)."""
     for s in ca.symvar(expr):
         if s.element_hash() not in known:
-            raise PyramidStartUnavailable(
-                "pyramid_start", f"{what} reads '{_owner(cone, s)}', a variable of the cone's steps that the pyramid "
-                                 "does not have (pass pyramid_start=False)")
+            raise _unavailable(f"{what} reads '{_owner(cone, s)}', a variable of the cone's steps that the pyramid "
+                               "does not have")
     return ca.substitute(expr, old, new)
 
 
@@ -137,19 +160,35 @@ def _owner(prog: Program, s: ca.SX) -> str:
 
 
 def _sync(to: "ContactImplicitTO", twin: "ContactImplicitTO", carried: list[tuple[str, str]]) -> None:
-    """Copy what may change without a new declaration: bounds and start values of the states,
-    inputs and carried variables, carried rows' bounds, parameter values, the boundary states and
-    the support guess."""
-    cone, prog = to.program, twin.program
-    for mine, theirs in ((to.q, twin.q), (to.v, twin.v), (to.u, twin.u)):
-        for a, b in zip(mine, theirs):
-            _copy_variable(a, b)
+    """Copy what may change without a new declaration (see :func:`pyramid_transcription`);
+    PyramidStartUnavailable when moved bounds have no counterpart in the pyramid."""
+    cone, prog, built = to.program, twin.program, to._built
+    shared = _shared_variables(to, twin)
+    for a, b in shared:
+        b.lb, b.ub, b.init = a.lb.copy(), a.ub.copy(), a.init.copy()
+    mine = {id(a) for a, _ in shared}
+    lbx, ubx = cone.lbx, cone.ubx
+    for h in cone.variables:  # the cone's own built variables keep their build-time bounds
+        if h.index.start < built["n_x"] and id(h) not in mine and (
+                not np.array_equal(lbx[h.index], built["lbx"][h.index])
+                or not np.array_equal(ubx[h.index], built["ubx"][h.index])):
+            raise _unavailable(f"the bounds of '{h.name}', a variable of the cone's steps that the pyramid does not "
+                               "have, were moved")
+    theirs = {c.name: c for c in prog.constraints}
+    for h in cone.constraints:
+        if h.index.start >= built["n_g"]:
+            continue
+        other = theirs.get(h.name)
+        if other is not None and other.size == h.size:
+            other.lb, other.ub = h.lb.copy(), h.ub.copy()
+        elif not (np.array_equal(h.lb, built["lbg"][h.index]) and np.array_equal(h.ub, built["ubg"][h.index])):
+            raise _unavailable(f"the bounds of row '{h.name}', which only the cone's program has, were moved")
     for name in to.model_parameters:
         prog[f"param/{name}"].value = cone[f"param/{name}"].value
     for kind, name in carried:
         a, b = cone[name], prog[name]
         if kind == "x":
-            _copy_variable(a, b)
+            b.lb, b.ub, b.init = a.lb.copy(), a.ub.copy(), a.init.copy()
         elif kind == "p":
             b.value = a.value
         else:
@@ -158,15 +197,11 @@ def _sync(to: "ContactImplicitTO", twin: "ContactImplicitTO", carried: list[tupl
     twin.support_guess = to.support_guess
 
 
-def _copy_variable(a: Variables, b: Variables) -> None:
-    b.lb, b.ub, b.init = a.lb.copy(), a.ub.copy(), a.init.copy()
-
-
 def check_choice(to: "ContactImplicitTO", pyramid_start: Any, plan: Any) -> bool:
     """The resolved ``pyramid_start`` of a solve: ``None`` means the formulation's
     :attr:`~contactmp.formulations.base.Formulation.pyramid_start` (the Coulomb cone's is True), off
-    when a ``plan`` is the start; InputError for a non-bool, for ``True`` with a plan or on the
-    pyramid itself."""
+    when a ``plan`` is the start; ``True`` is accepted for any formulation but the pyramid itself
+    (measured for the cone only); InputError for a non-bool and for ``True`` with a plan."""
     from contactmp.formulations.velocity_pyramid import Pyramid
 
     if pyramid_start is None:

@@ -42,7 +42,7 @@ def test_pyramid_transcription_is_the_pyramid_built_by_hand() -> None:
     assert [h.name for h in a.variables] == [h.name for h in b.variables]
     assert [h.name for h in a.constraints] == [h.name for h in b.constraints]
     assert a.n_comp == b.n_comp and len(a.stage_groups) == len(b.stage_groups) == 1
-    for field in ("lbx", "ubx", "lbg", "ubg"):
+    for field in ("lbx", "ubx", "x0", "lbg", "ubg"):
         np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
     x = np.random.default_rng(3).standard_normal(a.n_x)
     (ga, fa), (gb, fb) = _evaluate(mirror, x), _evaluate(by_hand, x)
@@ -96,6 +96,27 @@ def test_user_declarations_are_carried_and_kept_in_step() -> None:
     np.testing.assert_array_equal(again.u[0].ub, [5.0, 0.0, 0.0])
     prog.add_cost(reach.sym)
     assert pyramid_transcription(to) is not twin
+
+
+def test_normal_impulses_are_shared_and_friction_variables_are_not() -> None:
+    """The normal impulses mean the same in both programs: a cost on them is carried and their
+    bounds are copied; moved bounds of the cone's friction variables, or a user's name that the
+    pyramid's build uses, make the pyramid start unavailable, naming why."""
+    to = _box("cone", N=4)
+    p_n = to.steps[1].handles["p_n"]
+    to.program.add_cost(1e-3 * sum(ca.sumsqr(b.handles["p_n"].sym) for b in to.steps))
+    p_n.ub = np.full(p_n.size, 0.5)
+    twin = pyramid_transcription(to)
+    np.testing.assert_array_equal(twin.steps[1].handles["p_n"].ub, 0.5)
+    assert ca.depends_on(twin.program.f, twin.steps[2].handles["p_n"].sym)
+    gamma = to.steps[0].handles["gamma"]
+    gamma.ub = np.full(gamma.size, 2.0)
+    with pytest.raises(PyramidStartUnavailable, match="step0/gamma"):
+        pyramid_transcription(to)
+    clash = _box("cone", N=2)
+    clash.program.add_variables("step0/beta", 1)
+    with pytest.raises(PyramidStartUnavailable, match="step0/beta"):
+        pyramid_transcription(clash)
 
 
 def test_a_cost_on_the_cones_own_variables_is_named() -> None:

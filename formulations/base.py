@@ -579,12 +579,24 @@ def _with_contacts(step: Step, idx: np.ndarray | None) -> Step:
 # The registry
 # ------------------------------------------------------------------------------------------------
 _REGISTRY: dict[str, type[Formulation]] = {}
+#: the entry-point group an installed package lists its formulations in (``name = "module:Class"``)
+ENTRY_POINT_GROUP = "contactmp.formulations"
 
 
-def register(cls: type[Formulation]) -> type[Formulation]:
-    """Register the formulation class ``cls`` under ``cls.name`` (a class decorator)."""
+def register(cls: type[Formulation] | None = None, *, replace: bool = False) -> Any:
+    """Register the formulation class ``cls`` under ``cls.name`` (a class decorator: ``@register``,
+    or ``@register(replace=True)`` to replace a registered name). A name that is registered already
+    (a built-in included) raises :class:`InputError` naming ``cls`` unless ``replace`` is True; the
+    same class defined by the same module again (a re-import) replaces itself."""
+    if cls is None:
+        return lambda c: register(c, replace=replace)
     if not (isinstance(cls, type) and issubclass(cls, Formulation) and isinstance(cls.name, str) and cls.name):
         raise InputError("cls", "must be a Formulation subclass with a non-empty name")
+    old = _REGISTRY.get(cls.name)
+    same = old is not None and (old.__module__, old.__qualname__) == (cls.__module__, cls.__qualname__)
+    if old is not None and not (replace or same):
+        raise InputError("cls", f"the formulation name {cls.name!r} is registered already "
+                                f"({old.__module__}.{old.__qualname__}); pass replace=True to replace it")
     _REGISTRY[cls.name] = cls
     return cls
 
@@ -626,13 +638,26 @@ def registered() -> tuple[str, ...]:
 
 
 def _load_builtin() -> None:
-    """Import the built-in formulation modules (each registers itself)."""
+    """Import the built-in formulation modules (each registers itself), then the formulations that
+    installed packages list under the entry-point group :data:`ENTRY_POINT_GROUP` (once)."""
     if not _REGISTRY.keys() >= {"pyramid", "cone", "compliant", "nmdp", "mdp"}:
         import contactmp.formulations.linearized_mdp  # noqa: F401
         import contactmp.formulations.nmdp  # noqa: F401
         import contactmp.formulations.velocity_compliant  # noqa: F401
         import contactmp.formulations.velocity_cone  # noqa: F401
         import contactmp.formulations.velocity_pyramid  # noqa: F401
+    if not _PLUGINS_LOADED:
+        _PLUGINS_LOADED.append(True)
+        from contactmp.plugins import load_entry_points
+
+        for name, cls in load_entry_points(ENTRY_POINT_GROUP):
+            if not (isinstance(cls, type) and issubclass(cls, Formulation) and cls.name == name):
+                raise InputError("entry point", f"{ENTRY_POINT_GROUP} entry point {name!r} must be a Formulation "
+                                                f"class whose name is {name!r}, got {cls!r}")
+            register(cls)
+
+
+_PLUGINS_LOADED: list[bool] = []
 
 
 class _Names:

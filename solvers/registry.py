@@ -5,7 +5,10 @@ so ``tol`` and ``time_limit`` among its fields) and
 ``solve(M, q, options=None, progress=None, **overrides) -> Result`` (``progress``: a reporter,
 see :mod:`contactmp.progress`); the fc3d solvers take ``(W, q, mu, ...)`` alike. Modules are
 imported lazily so that a missing optional backend only affects the solvers that need it, with
-its own error message.
+its own error message. :func:`register_lcp_solver` and :func:`register_fc3d_solver` add a solver
+(a module object or its dotted name); installed packages add theirs under the entry-point groups
+``contactmp.lcp_solvers`` and ``contactmp.fc3d_solvers`` (:mod:`contactmp.plugins`), loaded the
+first time a name is not found.
 """
 from __future__ import annotations
 
@@ -22,8 +25,8 @@ from contactmp.progress import check_progress, check_time_limit
 from contactmp.result import BatchResult, Result, Status
 from contactmp.solvers.lcp import validate_lcp
 
-#: name -> module implementing it (``solve`` and ``Options`` inside)
-LCP_SOLVERS: dict[str, str] = {
+#: name -> module implementing it (``solve`` and ``Options`` inside), or its dotted name
+LCP_SOLVERS: dict[str, Any] = {
     "lemke": "contactmp.solvers.lcp.lemke",
     "fip": "contactmp.solvers.lcp.fip",
     "newton": "contactmp.solvers.lcp.newton",
@@ -37,16 +40,66 @@ LCP_SOLVERS: dict[str, str] = {
 DEFAULT_LCP_ORDER: tuple[str, ...] = ("lemke", "newton", "fip", "ipopt")
 
 
-def _load(name: Any, table: dict[str, str], loaded: dict[str, Callable[..., Result]],
+def _load(name: Any, table: dict[str, Any], loaded: dict[str, Callable[..., Result]],
           what: str) -> Callable[..., Result]:
-    """The ``solve`` function of the module ``table[name]`` (strict, with a hint), imported once."""
+    """The ``solve`` function of the module ``table[name]`` (strict, with a hint), imported once;
+    an unknown name first loads the installed packages' solvers (:func:`_load_plugins`)."""
+    if isinstance(name, str) and name not in table:
+        _load_plugins()
     if not isinstance(name, str) or name not in table:
         hint = did_you_mean(name, table)
         raise OptionError(f"unknown {what} solver {name!r} (known: {', '.join(table)}){hint}")
     fn = loaded.get(name)
     if fn is None:
-        fn = loaded[name] = importlib.import_module(table[name]).solve
+        mod = table[name]
+        fn = loaded[name] = (importlib.import_module(mod) if isinstance(mod, str) else mod).solve
     return fn
+
+
+def _register(table: dict[str, Any], loaded: dict[str, Any], what: str, name: Any, module: Any,
+              replace: bool) -> None:
+    """Add ``module`` (a module object with ``NAME``, ``Options`` and ``solve``, or its dotted name,
+    imported when first used) to ``table`` under ``name``."""
+    if not isinstance(name, str) or not name or name == "auto":
+        raise InputError("name", f"must be a non-empty string other than 'auto', got {name!r}")
+    if not isinstance(module, str):
+        missing = [a for a in ("NAME", "Options", "solve") if not hasattr(module, a)]
+        if missing or not callable(module.solve):
+            raise InputError("module", f"an {what} solver module needs NAME, Options and solve(); "
+                                       f"{module!r} lacks {', '.join(missing) or 'a callable solve'}")
+    if name in table and not replace and table[name] is not module:
+        raise InputError("name", f"the {what} solver {name!r} is registered already ({table[name]!r}); "
+                                 f"pass replace=True to replace it")
+    table[name] = module
+    loaded.pop(name, None)
+
+
+def register_lcp_solver(name: str, module: Any, *, replace: bool = False) -> None:
+    """Register the LCP solver ``module`` (see the module docstring) under ``name``; a registered
+    name (a built-in included) raises :class:`InputError` naming ``name`` unless ``replace``."""
+    _register(LCP_SOLVERS, _LOADED, "LCP", name, module, replace)
+
+
+def register_fc3d_solver(name: str, module: Any, *, replace: bool = False) -> None:
+    """Register the fc3d solver ``module`` under ``name`` (as :func:`register_lcp_solver`)."""
+    _register(FC3D_SOLVERS, _LOADED_FC3D, "fc3d", name, module, replace)
+
+
+_PLUGINS_LOADED: list[bool] = []
+
+
+def _load_plugins() -> None:
+    """Register, once, the solvers installed packages list under ``contactmp.lcp_solvers`` and
+    ``contactmp.fc3d_solvers``."""
+    if _PLUGINS_LOADED:
+        return
+    _PLUGINS_LOADED.append(True)
+    from contactmp.plugins import load_entry_points
+
+    for name, module in load_entry_points("contactmp.lcp_solvers"):
+        register_lcp_solver(name, module)
+    for name, module in load_entry_points("contactmp.fc3d_solvers"):
+        register_fc3d_solver(name, module)
 
 
 def lcp_solver(name: str) -> Callable[..., Result]:
@@ -186,7 +239,7 @@ def _by_size(problems: list[tuple[np.ndarray, ...]], solve_stacked: Callable[...
 
 
 #: fc3d (Coulomb-cone) solvers: name -> module (``solve(W, q, mu, options=None, **overrides)``)
-FC3D_SOLVERS: dict[str, str] = {
+FC3D_SOLVERS: dict[str, Any] = {
     "newton": "contactmp.solvers.fc3d.newton",
     "nsgs": "contactmp.solvers.fc3d.nsgs",
     "qvi": "contactmp.solvers.fc3d.qvi",

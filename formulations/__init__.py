@@ -44,6 +44,7 @@ from contactmp.formulations.velocity_compliant import Compliant, add_velocity_co
 from contactmp.formulations.cone_ncp import ConeNCP, ConeSolution, FC3DBlock, add_fc3d_block
 from contactmp.formulations.pyramid_lcp import PyramidLCP, PyramidSolution, facet_generators, facet_normals
 from contactmp.formulations.velocity_cone import Cone, VelocityConeStep, add_velocity_cone_step
+from contactmp.formulations.step_rows import GAPS, check_gap, dynamics_row, matrix, normal_side, numeric_mu, step_inputs
 from contactmp.formulations.velocity_pyramid import (
     Pyramid,
     VelocityPyramidStep,
@@ -58,6 +59,7 @@ __all__ = [
     "PyramidLCP", "PyramidSolution", "VelocityPyramidStep", "add_velocity_pyramid_step",
     "facet_generators", "facet_normals", "pyramid_generators", "VelocityConeStep", "add_velocity_cone_step",
     "CompliantQP", "compliant_step",
+    "GAPS", "check_gap", "dynamics_row", "matrix", "normal_side", "numeric_mu", "step_inputs",
     "CompliantFriction", "compliant_friction_step", "add_velocity_compliant_step",
     "NMDP", "NMDPFunctions", "add_nmdp_step", "LinearizedMDP", "add_linearized_mdp_step",
 ]

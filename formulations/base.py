@@ -354,6 +354,9 @@ class Formulation:
     #: the model parameters :meth:`add_step` reads from :attr:`Step.params` (``"mu"``, the compliant
     #: gains): only these can be held as Program parameters and differentiated by
     model_parameters: ClassVar[tuple[str, ...]] = ()
+    #: a step is solved in substeps and differentiated substep by substep
+    #: (:mod:`contactmp.formulations.polytope_sensitivity`: the NMDP and the linearized MDP)
+    substeps_differentiable: ClassVar[bool] = False
     #: :meth:`ContactImplicitTO.solve <contactmp.transcriptions.contact_implicit.ContactImplicitTO.solve>`
     #: starts each of its starts from the pyramid's plan of the same task by default (its
     #: ``pyramid_start``): set True where that was measured to pay (the Coulomb cone)
@@ -394,6 +397,17 @@ class Formulation:
         if facets is None or getattr(o, "friction", "pyramid") != "pyramid":
             return 1.0
         return 1.0 / math.cos(math.pi / int(facets))
+
+    def model_parameter_value(self, name: str, system: ContactSystem, q: np.ndarray, field: str = "wrt") -> np.ndarray:
+        """The value (one per contact) of the model parameter ``name`` (one of
+        :attr:`model_parameters`) in a step from ``q``, the value a step reads from
+        :attr:`Step.params` when it is held as a parameter: the system's friction coefficients for
+        ``"mu"``. A formulation that declares other model parameters overrides this; InputError
+        naming ``field`` when there is no constant value to give."""
+        if name == "mu":
+            return np.asarray(system.mu, dtype=float).copy()
+        raise InputError(field, f"formulation {self.name!r} declares the model parameter {name!r} but gives no "
+                                "value for it (override Formulation.model_parameter_value)")
 
     def check_system(self, system: ContactSystem, h: float) -> None:
         """Raise :class:`InputError` when ``system`` (with step ``h``) does not fit the formulation

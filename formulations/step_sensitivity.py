@@ -43,7 +43,7 @@ from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Program
 from contactmp.solvers.sensitivity import DEGENERATE_TOL, ImplicitSensitivity, min_norm_solve
 
-__all__ = ["ProgramSensitivity", "program_sensitivity", "smoothed_solution", "polish", "StepJacobian", "step_jacobian", "MODEL_PARAMETERS"]
+__all__ = ["ProgramSensitivity", "program_sensitivity", "smoothed_solution", "polish", "StepJacobian", "step_jacobian"]
 
 
 @dataclass
@@ -425,30 +425,18 @@ class StepJacobian:
         return np.vstack([self.dq_dparams[name], self.dv_dparams[name]])
 
 
-#: model parameters a step can be differentiated by (``wrt``; see :attr:`Step.params`)
-MODEL_PARAMETERS = ("mu", "stiffness", "damping", "tangential_damping")
-
-
 def model_parameter_values(form: Formulation, system: ContactSystem, q: np.ndarray, names: Sequence[str],
                            field: str = "wrt") -> dict[str, np.ndarray]:
-    """The values (one per contact) of the model parameters ``names`` in a step from ``q``: the
-    system's ``mu``, the compliant formulation's constant gains; each must be one the formulation
+    """The values (one per contact) of the model parameters ``names`` in a step from ``q``
+    (:meth:`Formulation.model_parameter_value`: the system's ``mu``, the compliant formulation's
+    constant gains, or what a formulation of one's own declares); each must be one the formulation
     reads (:attr:`Formulation.model_parameters`). InputError naming ``field`` otherwise."""
     out = {}
     for name in names:
-        if name not in MODEL_PARAMETERS:
-            raise InputError(field, f"unknown model parameter {name!r}; one of {', '.join(MODEL_PARAMETERS)}")
         if name not in form.model_parameters:
             raise InputError(field, f"formulation {form.name!r} does not read the model parameter {name!r} from "
                              f"Step.params (it reads: {', '.join(form.model_parameters) or 'none'})")
-        if name == "mu":
-            out[name] = np.asarray(system.mu, dtype=float).copy()
-        elif getattr(form, "callable_gains", True):
-            raise InputError(field, f"{form.name}'s {name} depends on the configuration (a callable gain): "
-                             "no constant to differentiate by")
-        else:
-            K, B, Bt = form.gains(system, system.eval_phi(q), q)
-            out[name] = dict(zip(("stiffness", "damping", "tangential_damping"), (K, B, Bt)))[name]
+        out[name] = form.model_parameter_value(name, system, q, field)
     return out
 
 
@@ -463,7 +451,7 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
     Program is built with the state as parameters, differentiated at ``outcome``'s solution
     (:func:`program_sensitivity`), and chained through ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})``. A
     free-flight step (no contact in it) is differentiated in closed form. ``wrt`` names model
-    parameters (:data:`MODEL_PARAMETERS`) to differentiate by as well, at their values in the step.
+    parameters (:attr:`Formulation.model_parameters` of ``formulation``) to differentiate by as well, at their values in the step.
     ``smoothing = kappa > 0``: the derivative of the relaxed step (:func:`program_sensitivity`) over
     the step's contacts (those within TimeStepping's ``active_gap``). ``relaxed=True`` (with
     ``kappa > 0``): the Jacobian of the relaxed step itself, taken at its solution ``v_{k+1}(kappa)``
@@ -479,7 +467,7 @@ def step_jacobian(formulation: str | Formulation, system: ContactSystem, h: floa
     vv = s._vec("v", v, s.n_v)
     uv = s._vec("u", u, s.n_u)
     values = model_parameter_values(form, s, qv, list(wrt))
-    if getattr(form, "substeps_differentiable", False):  # the wrench-polytope steps (NMDP, linearized MDP)
+    if form.substeps_differentiable:  # the wrench-polytope steps (NMDP, linearized MDP)
         from contactmp.formulations.polytope_sensitivity import polytope_step_jacobian
         if relaxed:
             raise InputError("relaxed", f"{form.name}'s steps are solved in substeps: no relaxed step is defined for them")

@@ -63,7 +63,8 @@ from contactmp.errors import InputError, OptionError, check_number, check_step
 from contactmp.formulations.base import Formulation, PhysicsTolerances, Step, StepData, register
 from contactmp.formulations.contact_scale import DESIGN_DEPTH, ContactScale, contact_scale
 from contactmp.formulations.velocity_cone import VelocityConeStep, cone_block, disk_step_inputs
-from contactmp.formulations.velocity_pyramid import VelocityPyramidStep, dynamics_row, numeric_mu, pyramid_generators
+from contactmp.formulations.step_rows import dynamics_row, numeric_mu
+from contactmp.formulations.velocity_pyramid import VelocityPyramidStep, pyramid_generators
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Program
 from contactmp.validate import float_vector
@@ -325,6 +326,18 @@ class Compliant(Formulation):
         ramp is an expression of the gaps), so a time step reuses its Program
         (:attr:`Formulation.parametric`); callable gains are evaluated per step."""
         return not self.callable_gains
+
+    def model_parameter_value(self, name: str, system: ContactSystem, q: np.ndarray, field: str = "wrt") -> np.ndarray:
+        """``mu`` (the system's) or one of the gains ``stiffness``, ``damping``,
+        ``tangential_damping`` of a step from ``q`` (:meth:`gains`); InputError naming ``field``
+        for callable gains (they depend on the configuration: no constant to differentiate by)."""
+        gains = ("stiffness", "damping", "tangential_damping")
+        if name not in gains:
+            return super().model_parameter_value(name, system, q, field)
+        if self.callable_gains:
+            raise InputError(field, f"{self.name}'s {name} depends on the configuration (a callable gain): "
+                             "no constant to differentiate by")
+        return dict(zip(gains, self.gains(system, system.eval_phi(q), q)))[name]
 
     @property
     def callable_gains(self) -> bool:

@@ -64,8 +64,8 @@ from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, check_step
 from contactmp.formulations.base import Formulation, Step, StepBlock, register
-from contactmp.formulations.velocity_pyramid import (_matrix, _step_inputs, check_gap, dynamics_row, normal_rate,
-                                                     normal_side, numeric_mu)
+from contactmp.formulations.step_rows import (check_gap, dynamics_row, matrix, normal_rate, normal_side, numeric_mu,
+                                               step_inputs)
 from contactmp.program import Complementarity, Constraint, Program, Variables
 
 __all__ = ["VelocityConeStep", "add_velocity_cone_step", "cone_block", "Cone"]
@@ -156,9 +156,9 @@ def disk_step_inputs(M: Any, f: Any, v: Any, Jn: Any, Jt: Any, Jo: Any, mu: Any,
         raise InputError("planar", f"must be True, False or None, got {planar!r}")
     Jn_ = Jn if isinstance(Jn, (ca.SX, ca.MX, ca.DM)) else np.atleast_2d(np.asarray(Jn, dtype=float))
     nc, nv = Jn_.shape
-    Jn_ = _matrix(Jn_, (nc, nv), "Jn")
-    Jt_ = _matrix(Jt, (nc, nv), "Jt")
-    Jo_ = None if Jo is None else _matrix(Jo, (nc, nv), "Jo")
+    Jn_ = matrix(Jn_, (nc, nv), "Jn")
+    Jt_ = matrix(Jt, (nc, nv), "Jt")
+    Jo_ = None if Jo is None else matrix(Jo, (nc, nv), "Jo")
     zero_o = Jo_ is None or _structurally_zero(Jo_)
     if planar is None:
         planar = zero_o
@@ -166,7 +166,7 @@ def disk_step_inputs(M: Any, f: Any, v: Any, Jn: Any, Jt: Any, Jo: Any, mu: Any,
         raise InputError("Jo", "must be zero (or None) when planar=True")
     elif not planar and Jo_ is None:
         raise InputError("Jo", "is required when planar=False")
-    M_, f_, v_, phi_, mu_ = _step_inputs(M, f, v, phi, mu, nc, nv)
+    M_, f_, v_, phi_, mu_ = step_inputs(M, f, v, phi, mu, nc, nv)
     if isinstance(mu_, np.ndarray):
         mu_ = ca.DM(mu_)
     return nc, nv, bool(planar), M_, f_, v_, Jn_, Jt_, Jo_, phi_, mu_
@@ -227,7 +227,7 @@ class Cone(Formulation):
     @dataclass(frozen=True)
     class Options:
         """``gap_stabilization``: the normal row is ``phi / h + Jn v+ >= 0``; ``gap``:
-        ``"linear"`` or ``"position"`` (:data:`~contactmp.formulations.velocity_pyramid.GAPS`)."""
+        ``"linear"`` or ``"position"`` (:data:`~contactmp.formulations.step_rows.GAPS`)."""
 
         gap_stabilization: bool = True
         gap: str = "linear"

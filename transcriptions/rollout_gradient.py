@@ -113,8 +113,8 @@ def differentiable_rollout(ts: TimeStepping, q0: ArrayLike, v0: ArrayLike, u: Ar
                            smoothing: float = 0.0, relaxed: bool = False) -> Rollout:
     """Simulate ``len(u)`` steps of ``ts`` from ``(q0, v0)`` under the inputs ``u`` (N, n_u) and
     differentiate each step (module docstring), also with respect to the model parameters ``wrt``
-    (:data:`~contactmp.formulations.step_sensitivity.MODEL_PARAMETERS`: ``mu``, the compliant
-    gains). ``smoothing = kappa > 0``: every step's derivative is that of its relaxed problem
+    (those the formulation declares, :attr:`~contactmp.formulations.base.Formulation.model_parameters`:
+    ``mu``, the compliant gains). ``smoothing = kappa > 0``: every step's derivative is that of its relaxed problem
     (pairs ``a b = kappa``; :func:`~contactmp.formulations.step_sensitivity.program_sensitivity`):
     the trajectory is still the exact simulator's, its gradient that of a smoothed model, which
     sees contacts about to open or close (a gradient for gradient-based control through contact

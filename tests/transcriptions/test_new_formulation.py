@@ -20,6 +20,7 @@ import casadi as ca
 import numpy as np
 import pytest
 
+from contactmp.errors import InputError
 from contactmp.formulations.base import Formulation, PhysicsTolerances, Step, StepBlock, register
 from contactmp.formulations.contact_scale import contact_scale
 from contactmp.models.systems import point_mass_2d
@@ -46,11 +47,19 @@ class Penalty(Formulation):
     """Penalty contact with regularized Coulomb friction (see the module docstring)."""
 
     name = "test-penalty"
+    #: the stiffness can be held as a Program parameter (``Step.params``) and differentiated by
+    model_parameters = ("stiffness",)
 
     @dataclass(frozen=True)
     class Options:
         stiffness: float = K
         eps: float = 1e-4
+
+    def model_parameter_value(self, name, system, q, field="wrt"):
+        """The stiffness of every contact (the option), for ``wrt=["stiffness"]``."""
+        if name == "stiffness":
+            return np.full(system.n_c, float(self.options.stiffness))
+        return super().model_parameter_value(name, system, q, field)
 
     def physics_tolerances(self, system, h: float) -> PhysicsTolerances:
         """What the physics verdict of every step allows this model: twice the depth at which the
@@ -66,11 +75,14 @@ class Penalty(Formulation):
         p = prog.add_variables(f"{step.prefix}/p", 3 * nc, block=step.prefix)
         pn, pt, po = p.sym[0::3], p.sym[1::3], p.sym[2::3]
         mu = ca.DM(np.asarray(d.mu, dtype=float))
+        k = step.param("stiffness", np.full(step.system.n_c, float(self.options.stiffness)))
+        if step.contacts is not None:  # the step's contacts only
+            k = k[[int(i) for i in step.contacts]] if isinstance(k, ca.SX) else k[np.asarray(step.contacts)]
         ut, uo = ca.mtimes(d.Jt, v_next.sym), ca.mtimes(d.Jo, v_next.sym)
         slip = ca.sqrt(ut ** 2 + uo ** 2 + self.options.eps ** 2)
         rows = [ca.mtimes(d.M, v_next.sym - step.v) - step.h * d.f - ca.mtimes(d.Jn.T, pn)
                 - ca.mtimes(d.Jt.T, pt) - ca.mtimes(d.Jo.T, po),
-                pn - step.h * self.options.stiffness * ca.fmax(0, -d.phi),
+                pn - step.h * k * ca.fmax(0, -d.phi),
                 pt + mu * pn * ut / slip, po + mu * pn * uo / slip]
         cons = tuple(prog.add_constraint(r, 0.0, 0.0, name=f"{step.prefix}/{n}", block=step.prefix)
                      for r, n in zip(rows, ("dynamics", "normal", "friction_t", "friction_o")))
@@ -89,6 +101,22 @@ def test_resting_point_mass_stays_at_the_penalty_depth_and_carries_its_weight() 
     assert out.p_n[0] == pytest.approx(G * h, rel=1e-9)   # p_n = m g h
     assert abs(out.p_t[0]) < 1e-8                           # no slip, no friction
     assert out.result.residuals["dynamics"] < 1e-9
+
+
+def test_its_own_model_parameter_is_differentiated() -> None:
+    """``wrt=["stiffness"]``, a model parameter the formulation declares: at rest on the penalty,
+    ``v_z+ = v_z - h g + h K (-phi) / m`` (normal impulse ``h K max(0, -phi)``, m = 1 kg), so
+    ``dv_z+ / dK = h DEPTH`` and ``dz+ / dK = h^2 DEPTH``."""
+    from contactmp.formulations.step_sensitivity import step_jacobian
+
+    h, system = 0.01, point_mass_2d(mu=MU)
+    ts = TimeStepping(system, h, "test-penalty", active_gap=np.inf)
+    q, v, u = [0.0, -DEPTH], [0.0, 0.0], [0.0, 0.0]
+    jac = step_jacobian(ts.formulation, system, h, q, v, u, ts.step(q, v), wrt=["stiffness"])
+    dK = jac.param("stiffness")[:, 0]  # (dx, dz, dvx, dvz) / dK
+    np.testing.assert_allclose(dK, [0.0, h * h * DEPTH, 0.0, h * DEPTH], rtol=1e-6, atol=1e-12)
+    with pytest.raises(InputError, match="does not read the model parameter 'mu'"):
+        step_jacobian(ts.formulation, system, h, q, v, u, ts.step(q, v), wrt=["mu"])
 
 
 def test_sliding_point_mass_decelerates_by_mu_g() -> None:

@@ -59,7 +59,7 @@ from contactmp.case_studies._study import StudyRun, markdown_table
 from contactmp.case_studies.uniqueness_random import (
     PHYS_RTOL, lcp_motion_map, multistart_forces, physical_solutions, second_motion_milp, unmatched,
 )
-from contactmp.case_studies.uniqueness_random import _f as _num
+from contactmp.case_studies.uniqueness_random import record_number as _num
 
 DESCRIPTION = "Painleve/Lotstedt rod: solution counts over (theta, mu) by multistart, enumeration and MILP, vs Prop. 3"
 

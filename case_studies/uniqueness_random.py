@@ -404,14 +404,14 @@ def _checks(records: list[dict[str, Any]]) -> dict[str, Any]:
     uniq_viol = [r["key"] for r in records
                  if r["guaranteed_unique"] and r["forces_class"] in ("several", "continuum", "two_or_more")]
     exist_viol = [r["key"] for r in records if r["guaranteed_exists"] and r["forces_class"] == "none"]
-    ms_exceeds = [r["key"] for r in enum if r["multistart"]["n_forces"] > _f(r["n_forces"])]
+    ms_exceeds = [r["key"] for r in enum if r["multistart"]["n_forces"] > record_number(r["n_forces"])]
     ms_exceeds += [r["key"] for r in records if r["method"] == "milp"
                    and r["multistart"]["n_forces"] > {"none": 0, "unique": 1}.get(r["forces_class"], math.inf)]
     # a multistart point off the enumerated set: a failure where that set is finite; on a continuum
     # the enumeration lists one point per piece and may skip pieces on a numerical edge (its flags)
     ms_unmatched = [r["key"] for r in enum if r["multistart"]["unmatched"] and r["n_forces"] != "inf"]
     ms_unmatched_cont = [r["key"] for r in enum if r["multistart"]["unmatched"] and r["n_forces"] == "inf"]
-    ms_motion_exceeds = [r["key"] for r in enum if r["multistart"]["n_motions"] > _f(r["n_motions"])]
+    ms_motion_exceeds = [r["key"] for r in enum if r["multistart"]["n_motions"] > record_number(r["n_motions"])]
     finite = [r for r in enum if r["n_forces"] != "inf"]
     ms_equal = sum(r["multistart"]["n_forces"] == r["n_forces"] for r in finite)
     finite_m = [r for r in enum if r["n_motions"] != "inf"]
@@ -504,7 +504,7 @@ def run(out: Path, quick: bool = False, seed: int = 0, workers: int | None = Non
     per_problem: dict[str, dict[str, Any]] = {}
     for r in records:
         per_problem.setdefault(r["problem"], r)
-    bounds = [(_f(r["prop3"]["mu_bar"]), _f(r["prop3"]["mu_bar_unique"]), bool(r["prop3"]["full_rank"]))
+    bounds = [(record_number(r["prop3"]["mu_bar"]), record_number(r["prop3"]["mu_bar_unique"]), bool(r["prop3"]["full_rank"]))
               for r in per_problem.values()]
     ub = np.array([b[1] for b in bounds])
     _figure(rows, bounds, study.out / "uniqueness.png")
@@ -588,5 +588,6 @@ def _multi(row: dict[str, Any]) -> float:
     return row["forces_several"] + row["forces_continuum"] + row["forces_two_or_more"]
 
 
-def _f(v: Any) -> float:
+def record_number(v: Any) -> float:
+    """A number read back from a JSONL record (``"inf"`` was written for an unbounded one)."""
     return math.inf if v == "inf" else float(v)

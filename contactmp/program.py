@@ -248,7 +248,7 @@ def _check_bounds(lb: np.ndarray, ub: np.ndarray) -> None:
         raise InputError("lb", f"exceeds ub at index {i} ({lb[i]} > {ub[i]})")
 
 
-def _is_free(lb: float, ub: float) -> bool:
+def is_free(lb: float, ub: float) -> bool:
     return lb == -INF and ub == INF
 
 
@@ -706,8 +706,8 @@ class Program:
             return {k: INF for k in ("bound", "constraint", "comp_min", "comp_prod", "comp_sign", "objective")}
         ev = self.evaluate(xv, p)
         out = {
-            "bound": _scaled_violation(xv, self.lbx, self.ubx),
-            "constraint": _scaled_violation(ev["g"], self.lbg, self.ubg),
+            "bound": scaled_violation(xv, self.lbx, self.ubx),
+            "constraint": scaled_violation(ev["g"], self.lbg, self.ubg),
             "comp_min": float(np.max(np.abs(np.minimum(ev["a"], ev["b"])), initial=0.0)),
             "comp_prod": float(np.max(ev["a"] * ev["b"], initial=0.0)),
             "comp_sign": float(max(np.max(-ev["a"], initial=0.0), np.max(-ev["b"], initial=0.0), 0.0)),
@@ -1007,7 +1007,7 @@ def largest_residual(r: dict[str, float]) -> float:
     return max(r["bound"], r["constraint"], r["comp_min"])
 
 
-def _scaled_violation(v: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
+def scaled_violation(v: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
     """``max_i max(lo_i - v_i, v_i - hi_i, 0) / max(1, |violated bound_i|)`` (0 when empty)."""
     if v.size == 0:
         return 0.0

@@ -50,8 +50,8 @@ def check_time_limit(value: Any) -> float:
     value must be a positive number, else :class:`OptionError` naming ``time_limit``."""
     if value is None:
         return math.inf
-    if (isinstance(value, bool) or type(value).__name__ == "bool_" or not isinstance(value, numbers.Real)
-            or not value > 0):  # (NaN fails "> 0")
+    # a bool is an int, so it is refused by name; NumPy's bool_ is no numbers.Real; NaN fails "> 0"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
         raise OptionError(f"time_limit must be None or a positive number of seconds (inf: no limit), "
                           f"got {value!r}")
     return float(value)

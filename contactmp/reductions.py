@@ -32,7 +32,7 @@ import casadi as ca
 import numpy as np
 
 from contactmp.errors import InputError, UnsupportedProgramError
-from contactmp.program import INF, ConeComplementarity, Program, _is_free
+from contactmp.program import INF, ConeComplementarity, Program, is_free
 
 __all__ = ["to_mcp", "to_lcp", "to_cone_problem", "MCPReduction", "LCPReduction", "ConeReduction",
            "MotionMap", "MOTION_SAFETY", "REDUCTIONS", "refusal"]
@@ -166,7 +166,7 @@ def to_mcp(prog: Program) -> MCPReduction:
             lo, hi = h.lb[i], h.ub[i]
             if lo == hi:
                 eq_rows.append(h.index.start + i)
-            elif not _is_free(lo, hi):
+            elif not is_free(lo, hi):
                 raise UnsupportedProgramError(
                     f"constraint '{h.name}'[{i}] is an inequality ({lo} <= g <= {hi}); an MCP takes "
                     "only equalities and complementarity pairs (write it as a pair with a slack)"
@@ -201,10 +201,10 @@ def to_mcp(prog: Program) -> MCPReduction:
             slack_b.append(bi)
             slack_tags.append(tag)
 
-    free = [j for j in range(prog.n_x) if _is_free(lbx[j], ubx[j])]
+    free = [j for j in range(prog.n_x) if is_free(lbx[j], ubx[j])]
     fixed = [j for j in range(prog.n_x) if lbx[j] == ubx[j]]
     for j in range(prog.n_x):
-        if not (paired[j] or _is_free(lbx[j], ubx[j]) or lbx[j] == ubx[j]):
+        if not (paired[j] or is_free(lbx[j], ubx[j]) or lbx[j] == ubx[j]):
             raise UnsupportedProgramError(
                 f"variable {labels[j]} has bounds [{lbx[j]}, {ubx[j]}] but is in no complementarity "
                 "pair as a variable with bounds [0, inf); an MCP pairs every bounded variable "
@@ -633,7 +633,7 @@ def _cone_structure(prog: Program) -> _ConeStructure:
     own_vars[r_index[r_index >= 0]] = True
     other = np.flatnonzero(~own_vars)
     lbx, ubx = prog.lbx, prog.ubx
-    bounded = [j for j in other if not _is_free(lbx[j], ubx[j])]
+    bounded = [j for j in other if not is_free(lbx[j], ubx[j])]
     if bounded:
         raise UnsupportedProgramError(f"variable {prog._x_labels()[bounded[0]]} is bounded but in no cone")
     if len(rows) != other.size:

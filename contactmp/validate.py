@@ -84,7 +84,7 @@ def validate_fc3d(W: Any, q: Any, mu: Any) -> tuple[np.ndarray, np.ndarray, np.n
         raise InputError("W", f"cannot be read as a float matrix ({exc})") from None
     q = _fc3d_q(q)  # read before W's shape is judged, as always: a bad q is named first
     q, mu_arr = fc3d_q_mu(q, mu, fc3d_size(W))
-    bad = _first_bad(W, q, mu_arr)
+    bad = first_bad_entry(W, q, mu_arr)
     if bad == 1:
         raise InputError("W", "contains NaN or inf")
     if bad == 2:
@@ -132,7 +132,7 @@ def fc3d_q_mu(q: Any, mu: Any, m: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @numba.njit(cache=True)
-def _first_bad(W: np.ndarray, q: np.ndarray, mu: np.ndarray) -> int:
+def first_bad_entry(W: np.ndarray, q: np.ndarray, mu: np.ndarray) -> int:
     """0 when W and q are finite and mu finite and >= 0; else 1 (W), 2 (q) or 3 (mu)."""
     for i in range(W.shape[0]):
         for k in range(W.shape[1]):

@@ -65,10 +65,10 @@ class StepData:
     mu: Any
 
 
-class _SystemFunctions:
+class SystemFunctions:
     """The CasADi Functions of a system that every step evaluates (built once per system)."""
 
-    _cache: ClassVar["weakref.WeakKeyDictionary[ContactSystem, _SystemFunctions]"] = weakref.WeakKeyDictionary()
+    _cache: ClassVar["weakref.WeakKeyDictionary[ContactSystem, SystemFunctions]"] = weakref.WeakKeyDictionary()
 
     def __init__(self, s: ContactSystem) -> None:
         self.data = ca.Function("step_data", [s.q, s.v, s.u], [s.M, s.B @ s.u - s.h, s.Jn, s.Jt, s.Jo, s.phi])
@@ -76,7 +76,7 @@ class _SystemFunctions:
         self.phi = ca.Function("phi", [s.q], [s.phi])
 
     @classmethod
-    def of(cls, s: ContactSystem) -> "_SystemFunctions":
+    def of(cls, s: ContactSystem) -> "SystemFunctions":
         """The Functions of ``s``, built on first use and dropped with the system."""
         fn = cls._cache.get(s)
         if fn is None:
@@ -150,7 +150,7 @@ class Step:
             if self.contacts is None:
                 return full
             return StepData(full.M, full.f, full.Jn[idx], full.Jt[idx], full.Jo[idx], full.phi[idx], full.mu[idx])
-        M, f, Jn, Jt, Jo, phi = _SystemFunctions.of(s).data(self.q, self.v, self.u)
+        M, f, Jn, Jt, Jo, phi = SystemFunctions.of(s).data(self.q, self.v, self.u)
         if self.pd_gains is not None:
             M = M + self._pd_mass(np.array(ca.evalf(s.B), dtype=float).reshape(s.n_v, s.n_u))
         mu = self.param("mu", s.mu)
@@ -185,14 +185,14 @@ class Step:
         """``qdot(q, v)`` of the system (numbers or SX)."""
         if self.numeric and not isinstance(v, (ca.SX, ca.MX)):
             return self.system.eval_qdot(q, v)
-        return _SystemFunctions.of(self.system).qdot(q, v)
+        return SystemFunctions.of(self.system).qdot(q, v)
 
     def end_gap_rate(self, v_next: Any) -> Any:
         """``phi(q_{k+1}) / h`` for the step's contacts, with ``q_{k+1} = q_k + h qdot(q_k, v_{k+1})``
         (the explicit kinematics every velocity-level transcription uses): the gap at the *end* of
         the step, of which ``phi(q_k) / h + Jn(q_k) v_{k+1}`` is the first-order expansion in
         ``h``. An SX of ``v_next`` (and of the state, in trajectory optimization)."""
-        fn = _SystemFunctions.of(self.system)
+        fn = SystemFunctions.of(self.system)
         rate = fn.phi(self.q + self.h * fn.qdot(self.q, v_next)) / self.h
         if self.contacts is not None:
             rate = rate[[int(i) for i in np.asarray(self.contacts, dtype=int)]]

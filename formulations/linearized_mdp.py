@@ -46,8 +46,8 @@ from numpy.typing import ArrayLike
 from contactmp.errors import InputError, OptionError, check_number
 from contactmp.formulations.base import Step, register
 from contactmp.formulations.contact_scale import DESIGN_DEPTH
-from contactmp.formulations.nmdp import (OBJECTIVES, PolytopeFormulation, PolytopeOptions, PolytopeStep, _block_inputs,
-                                        _mu_column, _set_polytope, _step_data, polytope_columns, polytope_forces)
+from contactmp.formulations.nmdp import (OBJECTIVES, PolytopeFormulation, PolytopeOptions, PolytopeStep, block_inputs,
+                                        mu_column, set_polytope, polytope_step_data, polytope_columns, polytope_forces)
 from contactmp.validate import float_vector
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, Constraint, Program, Variables
@@ -93,7 +93,7 @@ class LinearizedMDP:
                  relax: ArrayLike | None = None, radius: ArrayLike = 0.0, kp: ArrayLike = 0.0,
                  kd: ArrayLike = 0.0, pd: str = "stable", objective: str = "effective",
                  design_depth: float = DESIGN_DEPTH) -> None:
-        _set_polytope(self, system, vertices, stiffness, relax, radius, kp, kd, objective, design_depth)
+        set_polytope(self, system, vertices, stiffness, relax, radius, kp, kd, objective, design_depth)
         if pd not in PD_MODES:
             raise OptionError(f"pd must be one of {PD_MODES}, got {pd!r}")
         self.pd = pd
@@ -105,13 +105,13 @@ class LinearizedMDP:
                    qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> np.ndarray:
         """The step data ``p = (q_n, qd_n, h, q_d, qd_d, tau_0)`` after validation (as
         :meth:`NMDP.parameters`)."""
-        return np.concatenate([np.atleast_1d(x) for x in _step_data(self, q_n, qd_n, h, q_d, qd_d, tau_0)])
+        return np.concatenate([np.atleast_1d(x) for x in polytope_step_data(self, q_n, qd_n, h, q_d, qd_d, tau_0)])
 
     def qp(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
            qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> dict[str, np.ndarray]:
         """The QP data of one step: ``Q``, ``c``, ``qd_star``, ``P`` (``qd+ = qd* + P w``), ``M``,
         ``magnitudes``. Defaults as in :meth:`NMDP.parameters`."""
-        qn, qdn, hh, qd, qdd, t0 = _step_data(self, q_n, qd_n, h, q_d, qd_d, tau_0)
+        qn, qdn, hh, qd, qdd, t0 = polytope_step_data(self, q_n, qd_n, h, q_d, qd_d, tau_0)
         M, hb, W, mags = (x.full() for x in self._data(qn, qdn))
         hb, mags = hb.ravel(), mags.ravel()
         W = W.reshape(self.n, self.n_w)
@@ -254,7 +254,7 @@ def add_linearized_mdp_step(prog: Program, system: ContactSystem, q0: Any, v0: A
     (``Program.to_lcp``).
     """
     n_u = system.n_u
-    B, hh, coeffs, k_, r_, rad, args = _block_inputs(prog, system, h, vertices, stiffness, relax, radius,
+    B, hh, coeffs, k_, r_, rad, args = block_inputs(prog, system, h, vertices, stiffness, relax, radius,
                                                      q0=q0, v0=v0, u=u,
                                                      q_d=np.zeros(n_u) if q_d is None else q_d,
                                                      qd_d=np.zeros(n_u) if qd_d is None else qd_d)
@@ -274,7 +274,7 @@ def add_linearized_mdp_step(prog: Program, system: ContactSystem, q0: Any, v0: A
         mus = ca.SX.sym("mu", system.n_c)
         W, _ = polytope_columns(system, system.q, coeffs, k_, r_, rad, mu=mus)
         data = ca.Function("lmdp_block_data", [system.q, system.v, mus], [system.M, system.h, W])
-        M, hb, Wq = data(args["q0"], args["v0"], _mu_column(system, mu))
+        M, hb, Wq = data(args["q0"], args["v0"], mu_column(system, mu))
     q0e, v0e = args["q0"], args["v0"]
     gains = bool(np.any(kp_ > 0) or np.any(kd_ > 0))
     tau_e = args["u"]

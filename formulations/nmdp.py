@@ -81,7 +81,7 @@ from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, OptionError, check_number, check_step
 from contactmp.formulations.base import (Formulation, PhysicsTolerances, Step, StepBlock, StepOutcome,
-                                         _SystemFunctions, register)
+                                         SystemFunctions, register)
 from contactmp.formulations.contact_scale import DESIGN_DEPTH
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Complementarity, Constraint, Program, Variables
@@ -366,7 +366,7 @@ def vertex_coefficients(vertices: Any, planar: bool) -> np.ndarray:
     return c
 
 
-def _set_polytope(obj: Any, system: ContactSystem, vertices: int | None, stiffness: ArrayLike | None,
+def set_polytope(obj: Any, system: ContactSystem, vertices: int | None, stiffness: ArrayLike | None,
                   relax: ArrayLike | None, radius: ArrayLike, kp: ArrayLike, kd: ArrayLike, objective: str,
                   design_depth: float = DESIGN_DEPTH) -> None:
     """Check and set the polytope, gains and objective of :class:`NMDP` and of
@@ -399,7 +399,7 @@ def _set_polytope(obj: Any, system: ContactSystem, vertices: int | None, stiffne
     obj.groups = [np.arange(i * obj.vertices, (i + 1) * obj.vertices) for i in range(n_c)]
 
 
-def _step_data(obj: Any, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None,
+def polytope_step_data(obj: Any, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None,
                qd_d: ArrayLike | None, tau_0: ArrayLike | None) -> tuple[Any, ...]:
     """``(q_n, qd_n, h, q_d, qd_d, tau_0)`` of one step of ``obj`` (an NMDP or a LinearizedMDP),
     checked, with the defaults of :meth:`NMDP.parameters`."""
@@ -413,7 +413,7 @@ def _step_data(obj: Any, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLi
     return qn, qdn, hh, qd, qdd, t0
 
 
-def _block_inputs(prog: Program, system: ContactSystem, h: float, vertices: int | None, stiffness: ArrayLike,
+def block_inputs(prog: Program, system: ContactSystem, h: float, vertices: int | None, stiffness: ArrayLike,
                   relax: ArrayLike, radius: ArrayLike, **exprs: Any) -> tuple[Any, ...]:
     """The checked inputs of :func:`add_nmdp_step` and
     :func:`~contactmp.formulations.linearized_mdp.add_linearized_mdp_step`: ``(B, h, coefficients,
@@ -440,7 +440,7 @@ def _block_inputs(prog: Program, system: ContactSystem, h: float, vertices: int 
     return B, hh, coeffs, k_, r_, rad, args
 
 
-def _mu_column(system: ContactSystem, mu: Any) -> ca.SX:
+def mu_column(system: ContactSystem, mu: Any) -> ca.SX:
     """The friction coefficients of a polytope block: ``mu`` (an SX column of ``n_c`` entries, or
     numbers) or, when None, the system's."""
     if isinstance(mu, ca.SX):
@@ -567,7 +567,7 @@ class _Compiled:
             G_free, K, _ = step_expressions(s, theta, q_n, qd_n, h, ca.mtimes(nmdp.B, tau), W)
             q_th = theta
         else:  # theta = xi, q_{n+1} = q(xi) = R(q_n + G(q_n) xi) (Chart), qd+ = xi / h
-            q_th = nmdp.chart.retract(q_n, theta, _SystemFunctions.of(s).qdot)
+            q_th = nmdp.chart.retract(q_n, theta, SystemFunctions.of(s).qdot)
             qd = theta / h
             tau = -nmdp.kp * (ca.mtimes(nmdp.S_q, q_th) - q_d) - nmdp.kd * (ca.mtimes(S, qd) - qd_d) + tau_0
             W, mags = polytope_columns(s, q_th, nmdp.coeffs, nmdp.stiffness, nmdp.relax, nmdp.radius)
@@ -663,7 +663,7 @@ class NMDP:
     def __init__(self, system: ContactSystem, *, vertices: int | None = None, stiffness: ArrayLike | None = None,
                  relax: ArrayLike | None = None, radius: ArrayLike = 0.0, kp: ArrayLike = 0.0,
                  kd: ArrayLike = 0.0, objective: str = "effective", design_depth: float = DESIGN_DEPTH) -> None:
-        _set_polytope(self, system, vertices, stiffness, relax, radius, kp, kd, objective, design_depth)
+        set_polytope(self, system, vertices, stiffness, relax, radius, kp, kd, objective, design_depth)
         self._c = _Compiled(self)
 
     def origin(self, q_n: np.ndarray) -> np.ndarray:
@@ -683,7 +683,7 @@ class NMDP:
                    qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> np.ndarray:
         """The parameter vector ``p = (q_n, qd_n, h, q_d, qd_d, tau_0)`` after validation.
         Defaults: ``q_d = S q_n`` (hold the current pose), ``qd_d = 0``, ``tau_0 = 0``."""
-        return np.concatenate([np.atleast_1d(x) for x in _step_data(self, q_n, qd_n, h, q_d, qd_d, tau_0)])
+        return np.concatenate([np.atleast_1d(x) for x in polytope_step_data(self, q_n, qd_n, h, q_d, qd_d, tau_0)])
 
     def functions(self, q_n: ArrayLike, qd_n: ArrayLike, h: float, q_d: ArrayLike | None = None,
                   qd_d: ArrayLike | None = None, tau_0: ArrayLike | None = None) -> NMDPFunctions:
@@ -873,7 +873,7 @@ def add_nmdp_step(prog: Program, system: ContactSystem, q0: Any, v0: Any, q1: An
     The polytope options are those of :class:`NMDP`.
     """
     n_u = system.n_u
-    B, hh, coeffs, k_, r_, rad, args = _block_inputs(prog, system, h, vertices, stiffness, relax, radius,
+    B, hh, coeffs, k_, r_, rad, args = block_inputs(prog, system, h, vertices, stiffness, relax, radius,
                                                      q0=q0, v0=v0, q1=q1, u=u,
                                                      q_d=np.zeros(n_u) if q_d is None else q_d,
                                                      qd_d=np.zeros(n_u) if qd_d is None else qd_d)
@@ -882,7 +882,7 @@ def add_nmdp_step(prog: Program, system: ContactSystem, q0: Any, v0: Any, q1: An
     kp_, kd_ = float_vector(kp, n_u, "kp", nonnegative=True), float_vector(kd, n_u, "kd", nonnegative=True)
     if objective not in OBJECTIVES:
         raise InputError("objective", f"must be one of {', '.join(map(repr, OBJECTIVES))}, got {objective!r}")
-    mu_ = _mu_column(system, mu)
+    mu_ = mu_column(system, mu)
     V, n, n_c = coeffs.shape[0], system.n_v, system.n_c
     n_w = n_c * V
     # the conditions in internal symbols, then substituted by a Function call

@@ -38,7 +38,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError, check_number
-from contactmp.formulations.base import Formulation, Step, StepOutcome, _SystemFunctions, for_system
+from contactmp.formulations.base import Formulation, Step, StepOutcome, SystemFunctions, for_system
 from contactmp.models.symbolic import ContactSystem
 from contactmp.program import Program
 from contactmp.solvers.sensitivity import DEGENERATE_TOL, ImplicitSensitivity, min_norm_solve
@@ -518,7 +518,7 @@ def _step_program(form: Formulation, s: ContactSystem, idx: np.ndarray, values: 
     ``values`` and the step length ``h`` (last) as parameters (built once per contact set, kept on the formulation), its
     parameter handles, its block (None in free flight), the free-flight ``dv+/dp`` function (None
     with contacts) and ``(q, v) -> (dqdot/dq, dqdot/dv)``."""
-    fns = _SystemFunctions.of(s)
+    fns = SystemFunctions.of(s)
     prog = Program("step_sensitivity")
     pq = prog.add_parameters("state/q", s.n_q, 0.0)
     pv = prog.add_parameters("state/v", s.n_v, 0.0)

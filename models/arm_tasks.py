@@ -12,10 +12,10 @@ import casadi as ca
 import numpy as np
 
 from contactmp.errors import InputError, check_number
-from contactmp.models.manipulation import _last_two_actuated, face_contact_2d, pushed_box_contacts
+from contactmp.models.manipulation import last_two_actuated, face_contact_2d, pushed_box_contacts
 from contactmp.models.rigid_bodies import GRAVITY
 from contactmp.models.symbolic import ContactSystem
-from contactmp.models.systems import _lagrangian
+from contactmp.models.systems import lagrangian_system
 
 __all__ = ["two_link_arm_box", "arm_fingertip", "two_finger_rotation"]
 
@@ -80,10 +80,10 @@ def two_link_arm_box(m_box: float = 1.0, width: float = 0.2, height: float = 0.2
          + 0.5 * ml * ca.dot(dc1, dc1) + ml * l1_ ** 2 / 24.0 * v[3] ** 2
          + 0.5 * ml * ca.dot(dc2, dc2) + ml * l2_ ** 2 / 24.0 * (v[3] + v[4]) ** 2)
     V = g * (mb * q[1] + ml * c1[1] + ml * c2[1])
-    M, h = _lagrangian(q, v, T, V)
+    M, h = lagrangian_system(q, v, T, V)
     center, theta = q[0:2], q[2]
     phi, Jn, Jt, Jo = pushed_box_contacts(q, v, center, theta, w, hh, arm_fingertip(q, base_, l1_, l2_))
-    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=_last_two_actuated(), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo,
+    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=last_two_actuated(), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo,
                          mu=[mug, mug, muf], V=V, planar=True,
                          q_nominal=[0.0, hh / 2, 0.0, -0.5, 1.0], name="two_link_arm_box",
                          q_names=("x", "z", "theta", "a1", "a2"),
@@ -117,7 +117,7 @@ def two_finger_rotation(m_box: float = 0.5, width: float = 0.1, height: float = 
     center, theta = q[0:2], q[2]
     T = 0.5 * mb * (v[0] ** 2 + v[1] ** 2) + 0.5 * inertia * v[2] ** 2 + 0.5 * mf * ca.sumsqr(v[3:7])
     V = mb * g * q[1]
-    M, h = _lagrangian(q, v, T, V)
+    M, h = lagrangian_system(q, v, T, V)
     rows = [face_contact_2d(q, v, q[3 + 2 * k:5 + 2 * k], center, theta, (sign, 0.0), w / 2)
             for k, sign in enumerate((-1.0, 1.0))]
     B = ca.vertcat(ca.SX.zeros(3, 4), ca.SX.eye(4))

@@ -177,7 +177,7 @@ def modelled_joints(info: URDFInfo) -> tuple[str, ...]:
     return tuple(j for j in info.default_joints if j not in light)
 
 
-def _find(name: str | ExampleRobot) -> ExampleRobot:
+def find_robot(name: str | ExampleRobot) -> ExampleRobot:
     if isinstance(name, ExampleRobot):
         return name
     robots = example_robots()
@@ -300,15 +300,15 @@ def example_robot_tree(name: str | ExampleRobot) -> tuple[URDFInfo, Any]:
     from adam.casadi.casadi_like import SpatialMath
     from adam.model import Model, build_model_factory
 
-    from contactmp.models.urdf import _adam_errors
+    from contactmp.models.urdf import adam_errors
 
-    robot = _find(name)
+    robot = find_robot(name)
     info = read_urdf(robot.urdf)
     joints = modelled_joints(info)
     pad = () if joints else (next((j for j in info.movable_joints if info.joints[j][0] != "prismatic"),
                                   PAD_JOINT),)
     text, _ = adam_urdf_text(info, joints + pad)
-    with _adam_errors(info), contextlib.redirect_stderr(io.StringIO()):
+    with adam_errors(info), contextlib.redirect_stderr(io.StringIO()):
         model = Model.build(factory=build_model_factory(description=text, math=SpatialMath()),
                             joints_name_list=list(joints + pad))
     return info, model
@@ -322,7 +322,7 @@ def example_robot(name: str | ExampleRobot, contact_points: dict[str, ContactSpe
     actuated (:func:`modelled_joints`; mimic, prismatic and massless joints are locked at 0), and
     ``q_nominal`` the :func:`initial_pose` (lowest contact ``drop`` above the ground).
     Raises InputError (field ``urdf``) naming the URDF element it cannot take."""
-    robot = _find(name)
+    robot = find_robot(name)
     info = read_urdf(robot.urdf)
     contacts = robot_contact_points(info, robot.free_flyer) if contact_points is None else contact_points
     sys0 = urdf_system(robot.urdf, contacts, floating_base=robot.free_flyer, mu=mu, name=robot.name,

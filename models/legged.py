@@ -46,7 +46,7 @@ from numpy.typing import ArrayLike
 from contactmp.errors import InputError, check_number
 from contactmp.models.rigid_bodies import GRAVITY
 from contactmp.models.symbolic import ContactSystem
-from contactmp.models.systems import _point_contacts
+from contactmp.models.systems import point_contacts
 
 __all__ = ["SPIDER_LEGS", "SPIDER_AZIMUTHS", "SPIDER_GEOMETRY", "spider", "spider_standing",
            "spider_leg_fk", "spider_feet", "rot_x", "rot_y", "rot_z"]
@@ -227,7 +227,7 @@ def spider(mu: float = 1.5, ground_height: float = SPIDER_GEOMETRY["ground_heigh
     h = ca.jacobian(M @ v, q) @ v - ca.gradient(T, q) + ca.gradient(V, q)
     B = ca.SX(ca.DM(np.vstack([np.zeros((3, 16)), np.eye(16)])))
     ground = ((0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0))
-    phi, Jn, Jt, Jo = _point_contacts(feet, [ground] * 4, [gh + rf] * 4, q, v, v, planar=False)
+    phi, Jn, Jt, Jo = point_contacts(feet, [ground] * 4, [gh + rf] * 4, q, v, v, planar=False)
     joint_names = [f"{leg}_{j}" for leg in SPIDER_LEGS for j in _JOINTS]
     q_nom = spider_standing(gh, body_radius=rb, upper_length=L1, foot_length=L2, foot_radius=rf)
     system = ContactSystem(q=q, v=v, u=u, M=M, h=h, B=B, phi=phi, Jn=Jn, Jt=Jt, Jo=Jo, mu=mu, V=V,

@@ -25,7 +25,7 @@ import numpy as np
 from contactmp.errors import InputError, check_number
 from contactmp.models.rigid_bodies import GRAVITY
 from contactmp.models.symbolic import ContactSystem
-from contactmp.models.systems import _GROUND_2D, _lagrangian, _point_contacts, _rot2
+from contactmp.models.systems import GROUND_2D, lagrangian_system, point_contacts, rot2
 
 __all__ = ["planar_pusher", "two_finger_grasp", "face_contact_2d", "finger_in_box_frame"]
 
@@ -46,7 +46,7 @@ def face_contact_2d(q: ca.SX, v: ca.SX, finger: ca.SX, center: ca.SX, theta: ca.
     if nb.shape != (2,) or not np.all(np.isfinite(nb)) or np.linalg.norm(nb) == 0.0:
         raise InputError("normal_body", f"must be a finite nonzero 2-vector, got {normal_body!r}")
     nb = nb / np.linalg.norm(nb)
-    R = _rot2(theta)
+    R = rot2(theta)
     n = R @ ca.DM(nb)
     t = ca.vertcat(n[1], -n[0])  # n x t = e_y with (x, z) embedded as (x, 0, z)
     rel = finger - center
@@ -63,14 +63,14 @@ def pushed_box_contacts(q: ca.SX, v: ca.SX, center: ca.SX, theta: ca.SX, width: 
     ``height``) on the ground ``z = 0`` pushed at its left face by the point ``tip`` (``qdot = v``):
     its two bottom corners against the ground, then the tip against the face
     (:func:`face_contact_2d`)."""
-    R = _rot2(theta)
+    R = rot2(theta)
     corners = [center + R @ ca.DM([-width / 2, -height / 2]), center + R @ ca.DM([width / 2, -height / 2])]
-    phi_g, Jn_g, Jt_g, Jo_g = _point_contacts(corners, [_GROUND_2D] * 2, [0.0, 0.0], q, v, v, planar=True)
+    phi_g, Jn_g, Jt_g, Jo_g = point_contacts(corners, [GROUND_2D] * 2, [0.0, 0.0], q, v, v, planar=True)
     phi_f, Jn_f, Jt_f, Jo_f = face_contact_2d(q, v, tip, center, theta, (-1.0, 0.0), width / 2)
     return (ca.vertcat(phi_g, phi_f), ca.vertcat(Jn_g, Jn_f), ca.vertcat(Jt_g, Jt_f), ca.vertcat(Jo_g, Jo_f))
 
 
-def _last_two_actuated() -> ca.SX:
+def last_two_actuated() -> ca.SX:
     """``B`` (5 x 2) of a box-and-pusher system: the inputs act on ``q[3]`` and ``q[4]``."""
     B = ca.SX.zeros(5, 2)
     B[3, 0] = 1.0
@@ -112,9 +112,9 @@ def planar_pusher(m_box: float = 1.0, width: float = 0.2, height: float = 0.2, m
     center, theta, finger = q[0:2], q[2], q[3:5]
     T = 0.5 * mb * (v[0] ** 2 + v[1] ** 2) + 0.5 * inertia * v[2] ** 2 + 0.5 * mf * (v[3] ** 2 + v[4] ** 2)
     V = mb * g * q[1]  # the finger's weight is compensated
-    M, h = _lagrangian(q, v, T, V)
+    M, h = lagrangian_system(q, v, T, V)
     phi, Jn, Jt, Jo = pushed_box_contacts(q, v, center, theta, w, hh, finger)
-    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=_last_two_actuated(), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo,
+    return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=last_two_actuated(), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo,
                          mu=[mug, mug, muf], V=V, planar=True,
                          q_nominal=[0.0, hh / 2, 0.0, -w / 2 - 0.1, hh / 2], name="planar_pusher",
                          q_names=("x", "z", "theta", "x_f", "z_f"),
@@ -143,7 +143,7 @@ def two_finger_grasp(m_box: float = 0.5, width: float = 0.1, height: float = 0.1
     q, v, u = ca.SX.sym("q", 5), ca.SX.sym("v", 5), ca.SX.sym("u", 2)
     center, theta = q[0:2], q[2]
     T = 0.5 * mb * (v[0] ** 2 + v[1] ** 2) + 0.5 * inertia * v[2] ** 2 + 0.5 * mf * (v[3] ** 2 + v[4] ** 2)
-    M, h = _lagrangian(q, v, T, mb * g * q[1])
+    M, h = lagrangian_system(q, v, T, mb * g * q[1])
     rows = [face_contact_2d(q, v, ca.vertcat(q[3 + k], 0.0), center, theta, (sign, 0.0), w / 2)
             for k, sign in enumerate((-1.0, 1.0))]
     B = ca.SX.zeros(5, 2)

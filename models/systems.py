@@ -35,14 +35,14 @@ def _nonnegative(name: str, value: float) -> float:
     return check_number(name, value, nonnegative=True)
 
 
-def _lagrangian(q: ca.SX, v: ca.SX, T: ca.SX, V: ca.SX) -> tuple[ca.SX, ca.SX]:
+def lagrangian_system(q: ca.SX, v: ca.SX, T: ca.SX, V: ca.SX) -> tuple[ca.SX, ca.SX]:
     """``M = d^2 T / dv^2`` and ``h = d(M v)/dq v - dT/dq + dV/dq`` (for ``qdot = v``)."""
     M = ca.hessian(T, v)[0]
     h = ca.jacobian(M @ v, q) @ v - ca.gradient(T, q) + ca.gradient(V, q)
     return ca.simplify(M), h
 
 
-def _rot2(theta: ca.SX) -> ca.SX:
+def rot2(theta: ca.SX) -> ca.SX:
     c, s = ca.cos(theta), ca.sin(theta)
     return ca.vertcat(ca.horzcat(c, -s), ca.horzcat(s, c))
 
@@ -52,7 +52,7 @@ def _box_corners(width: float, height: float) -> list[tuple[float, float]]:
     return [(-width / 2, -height / 2), (width / 2, -height / 2), (width / 2, height / 2), (-width / 2, height / 2)]
 
 
-def _point_contacts(points: Sequence[ca.SX], frames: Sequence[tuple[ArrayLike, ...]],
+def point_contacts(points: Sequence[ca.SX], frames: Sequence[tuple[ArrayLike, ...]],
                     offsets: Sequence[float], q: ca.SX, v: ca.SX, qdot: ca.SX,
                     planar: bool) -> tuple[ca.SX, ca.SX, ca.SX, ca.SX]:
     """Gaps and Jacobian rows of material points ``p_j(q)`` against fixed planes.
@@ -73,7 +73,7 @@ def _point_contacts(points: Sequence[ca.SX], frames: Sequence[tuple[ArrayLike, .
     return ca.vertcat(*phi), ca.vertcat(*Jn), ca.vertcat(*Jt), ca.vertcat(*Jo)
 
 
-_GROUND_2D = ((0.0, 1.0), (1.0, 0.0))            # n = e_z, t = e_x (in (x, z))
+GROUND_2D = ((0.0, 1.0), (1.0, 0.0))            # n = e_z, t = e_x (in (x, z))
 _GROUND_3D = ((0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0))  # n = e_z, t = e_x, o = e_y
 
 
@@ -84,8 +84,8 @@ def point_mass_2d(m: float = 1.0, mu: float = 0.5, g: float = GRAVITY) -> Contac
     m, g = _positive("m", m), _nonnegative("g", g)
     q, v, u = ca.SX.sym("q", 2), ca.SX.sym("v", 2), ca.SX.sym("u", 2)
     V = m * g * q[1]
-    M, h = _lagrangian(q, v, 0.5 * m * ca.dot(v, v), V)
-    phi, Jn, Jt, Jo = _point_contacts([q], [_GROUND_2D], [0.0], q, v, v, planar=True)
+    M, h = lagrangian_system(q, v, 0.5 * m * ca.dot(v, v), V)
+    phi, Jn, Jt, Jo = point_contacts([q], [GROUND_2D], [0.0], q, v, v, planar=True)
     return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=ca.SX.eye(2), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo,
                          mu=mu, V=V, planar=True, q_nominal=[0.0, 0.0], name="point_mass_2d",
                          q_names=("x", "z"), v_names=("xdot", "zdot"), u_names=("f_x", "f_z"),
@@ -105,10 +105,10 @@ def box_2d(m: float = 1.0, width: float = 1.0, height: float = 0.5, mu: float = 
     q, v, u = ca.SX.sym("q", 3), ca.SX.sym("v", 3), ca.SX.sym("u", 3)
     T = 0.5 * m * (v[0] ** 2 + v[1] ** 2) + 0.5 * inertia * v[2] ** 2
     V = m * g * q[1]
-    M, h = _lagrangian(q, v, T, V)
-    R = _rot2(q[2])
+    M, h = lagrangian_system(q, v, T, V)
+    R = rot2(q[2])
     points = [q[:2] + R @ ca.DM(c) for c in _box_corners(w, hh)]
-    phi, Jn, Jt, Jo = _point_contacts(points, [_GROUND_2D] * 4, [0.0] * 4, q, v, v, planar=True)
+    phi, Jn, Jt, Jo = point_contacts(points, [GROUND_2D] * 4, [0.0] * 4, q, v, v, planar=True)
     return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=ca.SX.eye(3), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo,
                          mu=mu, V=V, planar=True, q_nominal=[0.0, hh / 2, 0.0], name="box_2d",
                          q_names=("x", "z", "theta"), v_names=("xdot", "zdot", "thetadot"),
@@ -135,12 +135,12 @@ def box_stack_2d(n: int = 3, m: float = 1.0, width: float = 0.4, height: float =
     q, v, u = ca.SX.sym("q", 3 * n), ca.SX.sym("v", 3 * n), ca.SX.sym("u", 3 * n)
     T = sum(0.5 * m * (v[3 * i] ** 2 + v[3 * i + 1] ** 2) + 0.5 * inertia * v[3 * i + 2] ** 2 for i in range(n))
     V = sum(m * g * q[3 * i + 1] for i in range(n))
-    M, h = _lagrangian(q, v, T, V)
-    R = [_rot2(q[3 * i + 2]) for i in range(n)]
+    M, h = lagrangian_system(q, v, T, V)
+    R = [rot2(q[3 * i + 2]) for i in range(n)]
     c = [q[3 * i:3 * i + 2] for i in range(n)]
     corners = _box_corners(w, hh)
     points = [c[0] + R[0] @ ca.DM(k) for k in corners]
-    phi, Jn, Jt, Jo = _point_contacts(points, [_GROUND_2D] * 4, [0.0] * 4, q, v, v, planar=True)
+    phi, Jn, Jt, Jo = point_contacts(points, [GROUND_2D] * 4, [0.0] * 4, q, v, v, planar=True)
     phis, Jns, Jts, names = [phi], [Jn], [Jt], ["ground_bl", "ground_br", "ground_tr", "ground_tl"]
     for i in range(1, n):
         normal, tangent = R[i - 1] @ ca.DM([0.0, 1.0]), R[i - 1] @ ca.DM([1.0, 0.0])
@@ -182,9 +182,9 @@ def rod_2d(m: float = 1.0, length: float = 1.0, mu: float = 0.5, inertia: float 
     q, v, u = ca.SX.sym("q", 3), ca.SX.sym("v", 3), ca.SX.sym("u", 3)
     T = 0.5 * m * (v[0] ** 2 + v[1] ** 2) + 0.5 * inertia * v[2] ** 2
     V = m * g * q[1]
-    M, h = _lagrangian(q, v, T, V)
-    end = q[:2] + _rot2(q[2]) @ ca.DM([-ell / 2, 0.0])
-    phi, Jn, Jt, Jo = _point_contacts([end], [_GROUND_2D], [0.0], q, v, v, planar=True)
+    M, h = lagrangian_system(q, v, T, V)
+    end = q[:2] + rot2(q[2]) @ ca.DM([-ell / 2, 0.0])
+    phi, Jn, Jt, Jo = point_contacts([end], [GROUND_2D], [0.0], q, v, v, planar=True)
     return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=ca.SX.eye(3), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo,
                          mu=mu, V=V, planar=True, q_nominal=[ell / 2, 0.0, 0.0], name="rod_2d",
                          q_names=("x", "z", "theta"), v_names=("xdot", "zdot", "thetadot"),
@@ -221,11 +221,11 @@ def hopper_2d(m_body: float = 10.0, I_body: float = 0.4, m_leg: float = 1.0,
     T = (0.5 * mb * (v[0] ** 2 + v[1] ** 2) + 0.5 * Ib * v[2] ** 2
          + 0.5 * ml * ca.dot(v_leg, v_leg) + 0.5 * Il * (v[2] + v[3]) ** 2)
     V = g * (mb * z + ml * leg_com[1])
-    M, h = _lagrangian(q, v, T, V)
+    M, h = lagrangian_system(q, v, T, V)
     B = ca.SX.zeros(5, 2)
     B[4, 0] = 1.0
     B[3, 1] = 1.0
-    phi, Jn, Jt, Jo = _point_contacts([foot], [_GROUND_2D], [0.0], q, v, v, planar=True)
+    phi, Jn, Jt, Jo = point_contacts([foot], [GROUND_2D], [0.0], q, v, v, planar=True)
     return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=B, phi=phi, Jn=Jn, Jt=Jt, Jo=Jo, mu=mu, V=V,
                          planar=True, q_nominal=[0.0, l0, 0.0, 0.0, l0], name="hopper_2d",
                          q_names=("x", "z", "theta", "alpha", "l"),
@@ -251,10 +251,10 @@ def cart_pole_walls(m_cart: float = 1.0, m_pole: float = 0.1, length: float = 1.
     v_tip = ca.jacobian(tip, q) @ v
     T = 0.5 * mc * v[0] ** 2 + 0.5 * mp * ca.dot(v_tip, v_tip)
     V = mp * g * tip[1]
-    M, h = _lagrangian(q, v, T, V)
+    M, h = lagrangian_system(q, v, T, V)
     B = ca.SX(ca.DM([[1.0], [0.0]]))
     frames = [((-1.0, 0.0), (0.0, 1.0)), ((1.0, 0.0), (0.0, -1.0))]
-    phi, Jn, Jt, Jo = _point_contacts([tip, tip], frames, [-dd, -dd], q, v, v, planar=True)
+    phi, Jn, Jt, Jo = point_contacts([tip, tip], frames, [-dd, -dd], q, v, v, planar=True)
     return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=B, phi=phi, Jn=Jn, Jt=Jt, Jo=Jo, mu=mu, V=V,
                          planar=True, q_nominal=[0.0, 0.0], name="cart_pole_walls",
                          q_names=("x", "theta"), v_names=("xdot", "thetadot"), u_names=("f",),
@@ -322,7 +322,7 @@ def box_3d(m: float = 1.0, size: float | ArrayLike = 0.5, mu: float = 0.5,
     h = ca.vertcat(0.0, 0.0, m * g, ca.cross(om, Iom))
     V = m * g * pos[2]
     R = quaternion_to_rotation(quat)
-    phi, Jn, Jt, Jo = _point_contacts(_box_corner_points(pos, R, a, b, c), [_GROUND_3D] * 8, [0.0] * 8, q, v, qdot,
+    phi, Jn, Jt, Jo = point_contacts(_box_corner_points(pos, R, a, b, c), [_GROUND_3D] * 8, [0.0] * 8, q, v, qdot,
                                       planar=False)
     return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=ca.SX.eye(6), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo,
                          mu=mu, qdot=qdot, V=V, planar=False,
@@ -369,7 +369,7 @@ def ball_3d(m: float = 1.0, radius: float = 0.1, mu: float = 0.5, g: float = GRA
     q, v, u = ca.SX.sym("q", 6), ca.SX.sym("v", 6), ca.SX.sym("u", 6)
     T = 0.5 * m * ca.dot(v[:3], v[:3]) + 0.5 * inertia * ca.dot(v[3:], v[3:])
     V = _tilted_gravity(m, g, sl, q[:3])
-    M, h = _lagrangian(q, v, T, V)
+    M, h = lagrangian_system(q, v, T, V)
     u_contact = v[:3] + ca.cross(v[3:], ca.DM([0.0, 0.0, -r]))
     Jrows = [ca.jacobian(u_contact[i], v) for i in range(3)]
     return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=ca.SX.eye(6), phi=q[2] - r, Jn=Jrows[2], Jt=Jrows[0],
@@ -411,8 +411,8 @@ def cube_3d(m: float = 1.0, size: float | ArrayLike = 0.2, mu: float = 0.5, g: f
     w_b = ca.vertcat(S[2, 1], S[0, 2], S[1, 0])
     T = 0.5 * m * ca.dot(v[:3], v[:3]) + 0.5 * ca.dot(w_b, Ib * w_b)
     V = _tilted_gravity(m, g, sl, q[:3])
-    M, h = _lagrangian(q, v, T, V)
-    phi, Jn, Jt, Jo = _point_contacts(_box_corner_points(q[:3], R, a, b, c), [_GROUND_3D] * 8, [0.0] * 8, q, v, v,
+    M, h = lagrangian_system(q, v, T, V)
+    phi, Jn, Jt, Jo = point_contacts(_box_corner_points(q[:3], R, a, b, c), [_GROUND_3D] * 8, [0.0] * 8, q, v, v,
                                       planar=False)
     return ContactSystem(q=q, v=v, u=u, M=M, h=h, B=ca.SX.eye(6), phi=phi, Jn=Jn, Jt=Jt, Jo=Jo, mu=mu, V=V,
                          planar=False, q_nominal=[0.0, 0.0, c / 2, 0.0, 0.0, 0.0], name="cube_3d",

@@ -363,7 +363,7 @@ def _kin_dyn(info: URDFInfo, joints: Sequence[str], g: float) -> KinDynComputati
 
 
 @contextlib.contextmanager
-def _adam_errors(info: URDFInfo) -> Any:
+def adam_errors(info: URDFInfo) -> Any:
     """An exception of adam-robotics inside the block becomes InputError (field ``urdf``)."""
     try:
         yield
@@ -532,18 +532,18 @@ def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpe
     v3 = Ed @ v
 
     # dynamics, projected onto the modelled velocities
-    with _adam_errors(info):
+    with adam_errors(info):
         M = Ed.T @ kd.mass_matrix(H, s) @ Ed
         h = Ed.T @ kd.bias_force(H, s, v3[:6], v3[6:])
     B3 = np.zeros((6 + n_a, len(act)))
     for i, jn in enumerate(act):
         B3[6 + joints_.index(jn), i] = 1.0
     B = ca.SX(ca.DM(E.T @ B3))
-    with _adam_errors(info):
+    with adam_errors(info):
         mass = float(kd.get_total_mass())
     if not mass > 0:
         raise InputError("urdf", f"{info.source}: no <link> has an <inertial> with a positive <mass>")
-    with _adam_errors(info):
+    with adam_errors(info):
         V = mass * g * kd.CoM_position(H, s)[2]
 
     # contacts
@@ -554,7 +554,7 @@ def urdf_system(urdf: str | os.PathLike, contact_points: Mapping[str, ContactSpe
         height = _terrain_height(terrain, xs, ys) + ground
         terrain_fn = ca.Function("terrain", [xs, ys], [height, *ca.vertsplit(ca.gradient(height, ca.vertcat(xs, ys)))])
     for _, link, off in contacts:
-        with _adam_errors(info):
+        with adam_errors(info):
             HL = kd.forward_kinematics(link, H, s)
         p = HL[:3, 3] + HL[:3, :3] @ ca.DM(off)
         Jp = ca.jacobian(p, q) @ G  # the point's world velocity is Jp v

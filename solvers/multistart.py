@@ -632,8 +632,8 @@ def _classify(problem: Any, kind: str) -> tuple[str, Any, Callable[[], Any] | No
     found: str
     if isinstance(problem, Program):
         found = "program"
-    elif type(problem).__name__ == "ContactImplicitTO" and hasattr(problem, "program"):
-        found = "trajectory"
+    elif isinstance(getattr(problem, "program", None), Program) and callable(getattr(problem, "initial_guess", None)):
+        found = "trajectory"  # a transcription: its Program and its own starts (ContactImplicitTO's protocol)
     elif isinstance(problem, (tuple, list)) and len(problem) in (2, 3):
         found = "lcp" if len(problem) == 2 else "fc3d"
     else:

@@ -138,9 +138,9 @@ class LCPSensitivity:
         n, e = self.z.size, self.active
         rhs = np.zeros(e.size)
         if dq is not None:
-            rhs += _vec("dq", dq, n)[e]
+            rhs += as_vector("dq", dq, n)[e]
         if dM is not None:
-            rhs += _mat("dM", dM, n)[e] @ self.z
+            rhs += as_matrix("dM", dM, n)[e] @ self.z
         dz = np.zeros(n)
         dz[e] = -self.core._solve(rhs)
         return dz
@@ -148,7 +148,7 @@ class LCPSensitivity:
     def vjp(self, z_bar: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """``(q_bar, M_bar) = (dz/dq^T z_bar, dz/dM^T z_bar)``; ``M_bar`` is the rank-one
         ``q_bar z^T`` (``q_bar`` is zero outside the active set)."""
-        out = self.core.vjp(_vec("z_bar", z_bar, self.z.size)[self.active])
+        out = self.core.vjp(as_vector("z_bar", z_bar, self.z.size)[self.active])
         return out["q"], out["M"]
 
     def dz_dq(self) -> np.ndarray:
@@ -210,7 +210,7 @@ def lcp_sensitivity(M: ArrayLike, q: ArrayLike, z: ArrayLike | Result, *, side: 
                          "differentiate at an unverified point)")
     zv = z.x if isinstance(z, Result) else z
     n = qv.size
-    zv = _vec("z", zv, n)
+    zv = as_vector("z", zv, n)
     w = Mv @ zv + qv
     alpha, gamma, beta = lcp_pieces(zv, w, tol)
     eq_w = np.sort(np.concatenate([alpha, beta])) if side == "active" and beta.size else alpha
@@ -229,14 +229,14 @@ def lcp_sensitivity(M: ArrayLike, q: ArrayLike, z: ArrayLike | Result, *, side: 
     return LCPSensitivity(zv, w, eq_w, np.flatnonzero(free), beta, side, core)
 
 
-def _vec(name: str, v: Any, n: int) -> np.ndarray:
+def as_vector(name: str, v: Any, n: int) -> np.ndarray:
     a = np.asarray(v, dtype=float)
     if a.shape != (n,) or not np.isfinite(a).all():
         raise InputError(name, f"must be {n} finite numbers, got shape {a.shape}")
     return a
 
 
-def _mat(name: str, v: Any, n: int) -> np.ndarray:
+def as_matrix(name: str, v: Any, n: int) -> np.ndarray:
     a = np.asarray(v, dtype=float)
     if a.shape != (n, n) or not np.isfinite(a).all():
         raise InputError(name, f"must be a finite {n} x {n} matrix, got shape {a.shape}")

@@ -59,6 +59,29 @@ def test_the_face_rule_catches_an_import_past_a_face(tmp_path):
     assert sorted((v.file, v.line) for v in past) == [("formulations/x.py", 2), ("solvers/fc3d/newton.py", 1)]
 
 
+def test_the_private_import_rule_catches_a_probe(tmp_path):
+    """Another module's underscore name is refused; a package's private module is not."""
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "__init__.py").write_text("")
+    (tmp_path / "models" / "_helpers.py").write_text("def _x():\n    pass\n")
+    (tmp_path / "models" / "a.py").write_text("from contactmp.models._helpers import _x\n"
+                                              "from contactmp.models import _helpers\nfrom . import _helpers as h\n")
+    found = ig.private_imports(tmp_path)
+    assert [(p.file, p.line, p.name) for p in found] == [("models/a.py", 1, "_x")]
+
+
+def test_no_module_imports_another_modules_private_names():
+    assert [str(p) for p in ig.private_imports(ROOT)] == []
+
+
+def test_no_module_tests_a_class_by_its_name(tmp_path):
+    (tmp_path / "solvers").mkdir()
+    (tmp_path / "solvers" / "a.py").write_text("if type(p).__name__ == 'ContactImplicitTO':\n    pass\n"
+                                               "if __name__ == '__main__':\n    pass\n")
+    assert [(c.file, c.line) for c in ig.class_name_tests(tmp_path)] == [("solvers/a.py", 1)]
+    assert [str(c) for c in ig.class_name_tests(ROOT)] == []
+
+
 def test_solver_subpackages_are_reached_through_their_faces():
     assert ig.solver_subpackages(ROOT) == {"lcp", "fc3d", "cone_qp", "nlp", "pgm"}
     assert [str(v) for v in ig.face_violations(ROOT, IMPORTS)] == []

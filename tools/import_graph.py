@@ -22,7 +22,8 @@ that branches on which formulation it got (case studies may).
 Without ``--markdown`` it prints the violations and the comparisons, one a line; with it, the
 graph as a markdown table (rows: importing layer, columns: imported layer, cells: number of import
 statements) followed by the same lists. A third check lists imports that reach past a solver
-subpackage's face (:func:`face_violations`). The exit code is 0 when the lists are empty, else 1.
+subpackage's face (:func:`face_violations`), a fourth imports of another module's underscore names
+(:func:`private_imports`). The exit code is 0 when the lists are empty, else 1.
 """
 from __future__ import annotations
 
@@ -218,6 +219,56 @@ def face_violations(root: Path, imports: list[Import]) -> list[Import]:
     return out
 
 
+@dataclass(frozen=True)
+class PrivateImport:
+    """``from contactmp.x import _y`` in a package file, ``_y`` a name of module ``x`` (not a
+    module of a package: a package's private modules are its own business)."""
+
+    file: str
+    line: int
+    module: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line} imports {self.name} from {self.module}"
+
+
+def private_imports(root: Path) -> list[PrivateImport]:
+    """Every import of an underscore name (not a dunder) of another contactmp module."""
+    out: list[PrivateImport] = []
+    for path in package_files(root):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        module = file_module(root, path)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = _resolve(node, module, path.name == "__init__.py")
+            if module_layer(base) is None:
+                continue
+            for a in node.names:
+                private = a.name.startswith("_") and not a.name.startswith("__")
+                if private and _submodule(root, base, a.name) == base:  # a name, not a module
+                    out.append(PrivateImport(str(path.relative_to(root)), node.lineno, base, a.name))
+    return out
+
+
+def class_name_tests(root: Path) -> list[NameComparison]:
+    """Comparisons of a ``__name__`` with a string constant in the package (``type(x).__name__ ==
+    "ContactImplicitTO"``): a dependency the import graph cannot see; test a protocol instead."""
+    out: list[NameComparison] = []
+    for path in package_files(root):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = (node.left, *node.comparators)
+            named = any(isinstance(e, ast.Attribute) and e.attr == "__name__" for e in sides)
+            strings = tuple(e.value for e in sides if isinstance(e, ast.Constant) and isinstance(e.value, str))
+            if named and strings and "__main__" not in strings:
+                out.append(NameComparison(str(path.relative_to(root)), node.lineno, file_layer(root, path), strings))
+    return out
+
+
 def _names_in(node: ast.expr) -> list[str]:
     """The formulation names among the string constants of ``node`` (or of its tuple/list/set)."""
     elts = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
@@ -268,6 +319,9 @@ def markdown(imports: list[Import], comparisons: list[NameComparison], root: Pat
     if root is not None:
         past = face_violations(root, imports)
         lines += ["", f"Imports past a solver subpackage's face: {len(past)}", *(f"- `{v}`" for v in past)]
+        private = private_imports(root)
+        lines += ["", f"Underscore names imported from another module: {len(private)}",
+                  *(f"- `{v}`" for v in private)]
     lines += ["", f"Comparisons against a formulation name in {', '.join(NAME_CHECKED_LAYERS)}: {len(comparisons)}",
               *(f"- `{c}`" for c in comparisons)]
     return "\n".join(lines)
@@ -283,14 +337,15 @@ def main(argv: list[str] | None = None) -> int:
     comparisons = name_comparisons(root)
     bad = violations(imports)
     past = face_violations(root, imports)
+    private = private_imports(root) + class_name_tests(root)
     if as_md:
         print(markdown(imports, comparisons, root))
     else:
         print(f"layer violations {len(bad)}; formulation-name comparisons {len(comparisons)}; "
-              f"imports past a solver face {len(past)}")
-        for item in [*bad, *comparisons, *past]:
+              f"imports past a solver face {len(past)}; private names imported or class names tested {len(private)}")
+        for item in [*bad, *comparisons, *past, *private]:
             print(f"  {item}")
-    return 0 if not bad and not comparisons and not past else 1
+    return 0 if not bad and not comparisons and not past and not private else 1
 
 
 if __name__ == "__main__":

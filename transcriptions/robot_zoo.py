@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from contactmp.errors import ContactMPError
-from contactmp.models.example_robots import ExampleRobot, _find, example_robot, foot_links, modelled_joints
+from contactmp.models.example_robots import ExampleRobot, find_robot, example_robot, foot_links, modelled_joints
 from contactmp.models.urdf import adam_urdf_text, read_urdf, static_torques
 from contactmp.transcriptions.time_stepping import TimeStepping
 
@@ -65,7 +65,7 @@ def simulate_example_robot(name: str | ExampleRobot, duration: float = 1.0, h: f
     free-flyer with feet stands (feet on the ground), one without feet is dropped from ``drop``,
     a fixed base is held by the PD. A robot that cannot be loaded is returned with ``loaded=False``
     and the contactmp error's message in ``refused`` (any other exception propagates)."""
-    robot = _find(name)
+    robot = find_robot(name)
     res = ZooResult(robot.name, "free-flyer" if robot.free_flyer else "fixed", False)
     t0 = time.perf_counter()
     try:

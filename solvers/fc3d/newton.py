@@ -182,7 +182,7 @@ class Options(SolverOptions):
 
 
 @numba.njit(cache=True)
-def _ac_eval(r, u, mu, rho, phi, A, B, jac):  # pragma: no cover - compiled
+def ac_eval(r, u, mu, rho, phi, A, B, jac):  # pragma: no cover - compiled
     """Alart-Curnier ``Phi`` into ``phi``; with ``jac`` also ``A = dPhi/dr``, ``B = dPhi/du``."""
     nc = mu.shape[0]
     for j in range(nc):
@@ -449,7 +449,7 @@ def _spectral_norms(blocks):  # pragma: no cover - compiled
 def _eval(code, r, u, mu, rho, phi, A, B, jac):  # pragma: no cover - compiled
     """The formulation ``code`` (0 ac, 1 fb, 2 natural) into ``phi`` (and ``A``, ``B``)."""
     if code == 0:
-        _ac_eval(r, u, mu, rho, phi, A, B, jac)
+        ac_eval(r, u, mu, rho, phi, A, B, jac)
     elif code == 1:
         _fb_eval(r, u, mu, rho, phi, A, B, jac)
     else:
@@ -457,7 +457,7 @@ def _eval(code, r, u, mu, rho, phi, A, B, jac):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _merit_kernel(phi):  # pragma: no cover - compiled
+def merit_kernel(phi):  # pragma: no cover - compiled
     """``||phi||^2 / 2``, ``inf`` when not finite."""
     v = 0.0
     for i in range(phi.shape[0]):
@@ -470,7 +470,7 @@ def _merit_kernel(phi):  # pragma: no cover - compiled
 def _eval_merit(code, r, u, mu, rho, phi, A, B, jac):  # pragma: no cover - compiled
     """``phi <- Phi(r)`` at ``u`` (and the blocks with ``jac``); returns the merit ``||phi||^2 / 2``."""
     _eval(code, r, u, mu, rho, phi, A, B, jac)
-    return _merit_kernel(phi)
+    return merit_kernel(phi)
 
 
 @numba.njit(cache=True)

@@ -27,12 +27,12 @@ import numpy as np
 from contactmp.progress import CHUNK_SECONDS, Reporter
 from contactmp.result import Result, Status
 from contactmp.solvers.fc3d.problem import (
-    residual_watch, _residual_kernel, build_options, checked_fc3d_result, dual_violation, natural_map_residual,
+    residual_watch, residual_kernel, build_options, checked_fc3d_result, dual_violation, natural_map_residual,
     validate_fc3d, verified_fc3d_result,
 )
 from contactmp.solvers.fc3d.local import solve_cone_local
 from contactmp.solvers.options import SolverOptions, check_bool, check_int, check_real
-from contactmp.validate import _first_bad, validate_start
+from contactmp.validate import first_bad_entry, validate_start
 
 NAME = "nsgs"
 
@@ -290,14 +290,14 @@ def _quick_kernel(W: np.ndarray, q: np.ndarray, mu: np.ndarray, tol: float, swee
     """The quick pass in one compiled call: input check, CSR, NSGS sweeps, independent check.
 
     Returns ``(code, sweeps_or_contact, sweep_residual, gave_up, residual, dual)``. ``code`` is 1, 2
-    or 3 when ``W``, ``q`` or ``mu`` is not finite (or ``mu < 0``, as ``_first_bad``), 4 when contact
+    or 3 when ``W``, ``q`` or ``mu`` is not finite (or ``mu < 0``, as ``first_bad_entry``), 4 when contact
     ``sweeps_or_contact`` has ``(W_jj)_nn <= 0``, 0 after the sweeps: ``r`` (zero on entry) holds the
     iterate after ``sweeps_or_contact`` sweeps (``omega = 1``, residual checked every sweep,
     early stop with horizon ``sweeps``), ``u = W r + q`` and ``residual``, ``dual`` are the two
-    measures of ``verified_fc3d_result`` computed from the dense ``W`` (``_residual_kernel``,
+    measures of ``verified_fc3d_result`` computed from the dense ``W`` (``residual_kernel``,
     ``dual_violation``), not from the sweeps' own CSR residual ``sweep_residual``.
     """
-    bad = _first_bad(W, q, mu)
+    bad = first_bad_entry(W, q, mu)
     if bad != 0:
         return bad, -1, np.inf, False, np.inf, np.inf
     indptr, indices, data, diag = _block_data(W)
@@ -307,7 +307,7 @@ def _quick_kernel(W: np.ndarray, q: np.ndarray, mu: np.ndarray, tol: float, swee
     hist = np.zeros(sweeps + 1)
     done, res, gave_up = _nsgs_sweeps(indptr, indices, data, diag, q, mu, r, tol, 1.0, sweeps, 1, hist, 0,
                                       sweeps)
-    check = _residual_kernel(W, q, mu, r, u)
+    check = residual_kernel(W, q, mu, r, u)
     dual = dual_violation(q, mu, u) if np.isfinite(check) else np.inf
     return 0, done, res, gave_up, check, dual
 

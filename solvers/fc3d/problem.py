@@ -124,7 +124,7 @@ def natural_map_residual(q: np.ndarray, mu: np.ndarray, r: np.ndarray, u: np.nda
 
 
 @numba.njit(cache=True)
-def _residual_kernel(W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: np.ndarray, u: np.ndarray) -> float:
+def residual_kernel(W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: np.ndarray, u: np.ndarray) -> float:
     """u <- W r + q (dense); return :func:`natural_map_residual` (inf on non-finite data)."""
     m = q.shape[0]
     for i in range(m):
@@ -179,7 +179,7 @@ def fc3d_residual(W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: Any) -> float
     r = np.ascontiguousarray(r, dtype=np.float64).ravel()
     if r.shape != q.shape:
         return float("inf")
-    return float(_residual_kernel(W, q, mu, r, np.empty_like(q)))
+    return float(residual_kernel(W, q, mu, r, np.empty_like(q)))
 
 
 def residual_watch(solver: str, time_limit: float | None, progress: Reporter | None, t0: float,
@@ -195,7 +195,7 @@ def residual_watch(solver: str, time_limit: float | None, progress: Reporter | N
     u = np.empty(q.shape[0])
 
     def offer(k: int) -> None:
-        watch.offer(r, _residual_kernel(W, q, mu, r, u), k)
+        watch.offer(r, residual_kernel(W, q, mu, r, u), k)
 
     return watch, offer
 
@@ -218,7 +218,7 @@ def verified_fc3d_result(W: np.ndarray, q: np.ndarray, mu: np.ndarray, r: np.nda
     m = q.shape[0]
     r = np.full(m, np.nan) if r is None else np.ascontiguousarray(r, dtype=np.float64).ravel()
     u = np.empty(m)
-    res = float(_residual_kernel(W, q, mu, r, u)) if r.shape == q.shape else float("inf")
+    res = float(residual_kernel(W, q, mu, r, u)) if r.shape == q.shape else float("inf")
     dual = float(dual_violation(q, mu, u)) if np.isfinite(res) else float("inf")
     return checked_fc3d_result(r, u, res, dual, solver=solver, claimed=claimed, tol=tol,
                                iterations=iterations, t_start=t_start, message=message, **extras)
@@ -240,7 +240,7 @@ def ending_status(reason: str, done: str, res: float) -> tuple[Status, str] | No
 def checked_fc3d_result(r: np.ndarray, u: np.ndarray, res: float, dual: float, *, solver: str, claimed: Status,
                         tol: float, iterations: int, t_start: float, message: str = "", **extras: Any) -> Result:
     """The judgment of :func:`verified_fc3d_result` once its two measures are known: ``res`` (the
-    natural-map residual of ``r``, from ``_residual_kernel``, which also wrote ``u = W r + q``) and
+    natural-map residual of ``r``, from ``residual_kernel``, which also wrote ``u = W r + q``) and
     ``dual`` (``dual_violation(q, mu, u)``, ``inf`` when ``res`` is not finite). Passing means
     ``res <= tol`` and ``dual <= sqrt(tol)``. Used by ``verified_fc3d_result`` and by the compiled
     quick pass of the default solver (which computes both measures inside its one call), so the

@@ -11,7 +11,7 @@ stick the generalized Jacobian ``H = A + B W`` of the Alart-Curnier function (Al
     Phi_n = r_n - max(0, r_n - rho u_n)
     Phi_T = r_T - P_D(mu max(0, r_n - rho u_n)) (r_T - rho u_T)
 
-(``A``, ``B`` block diagonal, 3 x 3 per contact; :func:`contactmp.solvers.fc3d.newton._ac_eval`) is
+(``A``, ``B`` block diagonal, 3 x 3 per contact; :func:`contactmp.solvers.fc3d.newton.ac_eval`) is
 singular, and the plain Newton step does not exist; its reactions are not unique either.
 Here every step solves the Jacobian of the *proximal* problem instead (Rockafellar's proximal point
 method, the idea of Siconos' PROX): with ``S_k = eta_k diag(||W_jj||_2)`` and the centre ``r_k``,
@@ -67,7 +67,7 @@ from contactmp.result import Result, Status
 from contactmp.solvers.fc3d.problem import (
     build_options, checked_fc3d_result, dual_violation, ending_status, natural_map_residual,
 )
-from contactmp.solvers.fc3d.newton import _ac_eval, _merit_kernel
+from contactmp.solvers.fc3d.newton import ac_eval, merit_kernel
 from contactmp.solvers.options import SolverOptions, check_int, check_real
 from contactmp.validate import fc3d_q_mu, fc3d_size, validate_start
 
@@ -309,8 +309,8 @@ def _trial_merit(r: np.ndarray, u: np.ndarray, d: np.ndarray, wd: np.ndarray, t:
     for i in range(r.shape[0]):
         rt[i] = r[i] + t * d[i]
         ut[i] = u[i] + t * wd[i]
-    _ac_eval(rt, ut, mu, rho, phi, A, B, False)
-    return _merit_kernel(phi)
+    ac_eval(rt, ut, mu, rho, phi, A, B, False)
+    return merit_kernel(phi)
 
 
 @numba.njit(cache=True)
@@ -497,8 +497,8 @@ def _regularized_newton(run: _Run, shift: np.ndarray, qs: np.ndarray, r: np.ndar
     rt = np.empty(n)
     ut = np.empty(n)
     u = W.matvec(r) + shift * r + qs
-    _ac_eval(r, u, mu, rho, phi, A, B, True)
-    psi = _merit_kernel(phi)
+    ac_eval(r, u, mu, rho, phi, A, B, True)
+    psi = merit_kernel(phi)
     history = [psi]
     lam = opts.lam
     wrow = np.repeat(W.wnorm, 3)
@@ -555,8 +555,8 @@ def _regularized_newton(run: _Run, shift: np.ndarray, qs: np.ndarray, r: np.ndar
             # the fixed-point step of the formulation, then give way
             rt[:] = r - phi
             ut[:] = W.matvec(rt) + shift * rt + qs
-            _ac_eval(rt, ut, mu, rho, ptrial, At, Bt, False)
-            if _merit_kernel(ptrial) < ref:
+            ac_eval(rt, ut, mu, rho, ptrial, At, Bt, False)
+            if merit_kernel(ptrial) < ref:
                 run.counts["fixed_point_steps"] += 1
                 lam = opts.lam
             else:
@@ -566,8 +566,8 @@ def _regularized_newton(run: _Run, shift: np.ndarray, qs: np.ndarray, r: np.ndar
             if step == 1.0:
                 lam = max(lam / 10.0, opts.lam_min)
         r, u = rt.copy(), ut.copy()
-        _ac_eval(r, u, mu, rho, phi, A, B, True)
-        psi = _merit_kernel(phi)
+        ac_eval(r, u, mu, rho, phi, A, B, True)
+        psi = merit_kernel(phi)
         history.append(psi)
         k += 1
 

@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError
 from contactmp.result import Result
-from contactmp.solvers.sensitivity import DEGENERATE_TOL, ImplicitSensitivity, _mat, _vec
+from contactmp.solvers.sensitivity import DEGENERATE_TOL, ImplicitSensitivity, as_matrix, as_vector
 from contactmp.validate import validate_fc3d
 
 __all__ = ["FC3DSensitivity", "fc3d_sensitivity", "contact_modes", "MODES"]
@@ -138,12 +138,12 @@ class FC3DSensitivity:
     def jvp(self, dq: ArrayLike | None = None, dW: ArrayLike | None = None, dmu: ArrayLike | None = None) -> np.ndarray:
         """``dr`` for the data change ``(dq, dW, dmu)`` (any may be None)."""
         m, nc = self.r.size, self.modes.size
-        x = np.zeros(m) if dq is None else _vec("dq", dq, m).copy()
+        x = np.zeros(m) if dq is None else as_vector("dq", dq, m).copy()
         if dW is not None:
-            x += _mat("dW", dW, m) @ self.r
+            x += as_matrix("dW", dW, m) @ self.r
         rhs = np.einsum("jab,jb->ja", self._G, x.reshape(nc, 3))
         if dmu is not None:
-            rhs += self._E * _vec("dmu", dmu, nc)[:, None]
+            rhs += self._E * as_vector("dmu", dmu, nc)[:, None]
         dr = np.zeros(m)
         dr[self._act] = -self.core._solve(rhs.ravel()[self._act])
         return dr
@@ -157,7 +157,7 @@ class FC3DSensitivity:
             raise InputError("wrt", f"unknown data blocks {sorted(unknown)}; choose from 'q', 'W', 'mu'")
         m, nc = self.r.size, self.modes.size
         full = np.zeros(m)
-        full[self._act] = -self.core._solve(_vec("r_bar", r_bar, m)[self._act], trans=1)
+        full[self._act] = -self.core._solve(as_vector("r_bar", r_bar, m)[self._act], trans=1)
         l3 = full.reshape(nc, 3)
         gq = np.einsum("jba,jb->ja", self._G, l3).ravel()
         out = {"q": gq, "W": np.outer(gq, self.r) if "W" in wrt else None, "mu": (self._E * l3).sum(axis=1)}
@@ -198,7 +198,7 @@ def fc3d_sensitivity(W: ArrayLike, q: ArrayLike, mu: ArrayLike, r: ArrayLike | R
     if isinstance(r, Result) and not r.success:
         raise InputError("r", f"the result is {r.status.value}, not a verified solution (pass r itself to "
                          "differentiate at an unverified point)")
-    rv = _vec("r", r.x if isinstance(r, Result) else r, m)
+    rv = as_vector("r", r.x if isinstance(r, Result) else r, m)
     u = Wv @ rv + qv
     modes = _modes_kernel(rv, u, muv, float(tol))
     A, Gb, Eb = _linearize(Wv, rv, u, muv, modes)

@@ -23,7 +23,7 @@ from contactmp.program import Program
 from contactmp.result import Result, Status
 from contactmp.solvers.ipopt import IpoptAnswer, IpoptNLP, ipopt_status
 from contactmp.solvers.structured import resolve_derivatives, stage_derivatives
-from contactmp.solvers.nlp.mpcc import FREE, NONNEG, ZERO, MPCCStrategy, Relaxation, _variable, relaxation
+from contactmp.solvers.nlp.mpcc import FREE, NONNEG, ZERO, MPCCStrategy, Relaxation, variable_index, relaxation
 
 if TYPE_CHECKING:  # pragma: no cover
     from contactmp.solvers.nlp.solve import NLPOptions
@@ -150,7 +150,7 @@ def engine(prog: Program, strategy: str, o: NLPOptions, backend: str, ipopt: dic
     side_vars = prog._cache.get("side_variables")
     if side_vars is None:  # (the program's cache is cleared when its structure changes)
         side_vars = prog._cache["side_variables"] = np.array(
-            [j for e in (prog.comp_a, prog.comp_b) for j in (_variable(prog, p) for p in ca.vertsplit(e)) if j >= 0],
+            [j for e in (prog.comp_a, prog.comp_b) for j in (variable_index(prog, p) for p in ca.vertsplit(e)) if j >= 0],
             dtype=int)
     # the sign rows that relaxation() leaves out depend on the current lower bounds of the sides
     sign_pattern = (prog.lbx[side_vars] >= 0.0).tobytes() if o.sign_constraints else b""

@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike
 
 from contactmp.errors import InputError
 from contactmp.program import Program
-from contactmp.solvers.nlp.stationarity import _csr
+from contactmp.solvers.nlp.stationarity import csr_rows
 
 __all__ = ["KKTSensitivity", "kkt_sensitivity"]
 
@@ -175,7 +175,7 @@ def kkt_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None, *, 
     fun = ca.Function("kkt_first", [X, P], [ca.gradient(f, X), ca.jacobian(c, X)])
     grad_f, A = fun(xv, pv)
     grad = np.asarray(grad_f, dtype=float).ravel()
-    A_sp = _csc(A)
+    A_sp = csc_matrix_of(A)
     lam = spla.lsqr(A_sp.T, -grad, atol=1e-14, btol=1e-14, iter_lim=10 * (n + m))[0] if m else np.zeros(0)
     gscale = max(1.0, float(np.abs(grad).max(initial=0.0)))
     stat = float(np.abs(grad + A_sp.T @ lam).max(initial=0.0) / gscale)
@@ -186,7 +186,7 @@ def kkt_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None, *, 
     gx = ca.gradient(lag, X)
     second = ca.Function("kkt_second", [X, P, L_sym], [ca.jacobian(gx, X), ca.jacobian(gx, P), ca.jacobian(c, P)])
     H, Hxp, cp = second(xv, pv, lam)
-    K = sp.bmat([[_csc(H), A_sp.T], [A_sp, None]], format="csc") if m else _csc(H)
+    K = sp.bmat([[csc_matrix_of(H), A_sp.T], [A_sp, None]], format="csc") if m else csc_matrix_of(H)
     lu, singular = None, False
     try:
         lu = spla.splu(K)
@@ -202,6 +202,6 @@ def kkt_sensitivity(prog: Program, x: ArrayLike, p: ArrayLike | None = None, *, 
                           np.asarray(ca.DM(Hxp), dtype=float), np.asarray(ca.DM(cp), dtype=float), bound_rows, row_rows)
 
 
-def _csc(M: Any) -> sp.csc_matrix:
+def csc_matrix_of(M: Any) -> sp.csc_matrix:
     """A CasADi DM (its sparsity kept) as a SciPy CSC matrix."""
-    return _csr(ca.DM(M)).tocsc()
+    return csr_rows(ca.DM(M)).tocsc()

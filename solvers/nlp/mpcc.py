@@ -33,7 +33,7 @@ import casadi as ca
 import numpy as np
 
 from contactmp.errors import InputError, OptionError, did_you_mean
-from contactmp.program import Program, _scaled_violation
+from contactmp.program import Program, scaled_violation
 
 __all__ = ["MPCC_STRATEGIES", "MPCCStrategy", "PortfolioMember", "Relaxation", "relax", "relaxation", "fischer_burmeister",
            "copy_without_pairs", "PORTFOLIO", "ZERO", "NONNEG", "NONPOS", "FREE", "CONE_BOUND", "valid_cone_bound"]
@@ -291,7 +291,7 @@ class Relaxation:
             self._check = ca.Function("relaxed_g", [self.program.x, self.program.p], [self.g_check])
         g = np.asarray(self._check(x, p), dtype=float).ravel()
         lbx, ubx, lbg, ubg = self.bounds()
-        return max(_scaled_violation(x, lbx, ubx), _scaled_violation(g, lbg, ubg))
+        return max(scaled_violation(x, lbx, ubx), scaled_violation(g, lbg, ubg))
 
 
 def copy_without_pairs(prog: Program, name: str, *, lbx: Any = None, ubx: Any = None,
@@ -357,8 +357,8 @@ def relaxation(prog: Program, strategy: str, parameter: float = 0.0, *,
     n_smoothed = 0
     nc = prog.n_comp
     rows: dict[str, np.ndarray] = {k: np.full(nc, -1, dtype=int) for k in ("a", "b", "pair")}
-    var = {"a": np.array([_variable(prog, e) for e in ca.vertsplit(prog.comp_a)], dtype=int).reshape(nc),
-           "b": np.array([_variable(prog, e) for e in ca.vertsplit(prog.comp_b)], dtype=int).reshape(nc)}
+    var = {"a": np.array([variable_index(prog, e) for e in ca.vertsplit(prog.comp_a)], dtype=int).reshape(nc),
+           "b": np.array([variable_index(prog, e) for e in ca.vertsplit(prog.comp_b)], dtype=int).reshape(nc)}
     lbx = prog.lbx
     slack = -1
 
@@ -425,7 +425,7 @@ def relax(prog: Program, strategy: str, parameter: float, *, sign_constraints: b
     return relaxation(prog, strategy, parameter, sign_constraints=sign_constraints).program
 
 
-def _variable(prog: Program, e: ca.SX) -> int:
+def variable_index(prog: Program, e: ca.SX) -> int:
     """The position of the scalar ``e`` in ``prog.x`` if it is one variable, else -1."""
     j = prog.variable_index(e)
     return -1 if j is None else int(j)

@@ -49,7 +49,7 @@ from scipy.sparse.linalg import splu
 
 from contactmp.errors import InputError
 from contactmp.program import Program, largest_residual
-from contactmp.solvers.nlp.kkt import _csc
+from contactmp.solvers.nlp.kkt import csc_matrix_of
 
 __all__ = ["Refinement", "refine_on_pieces"]
 
@@ -141,8 +141,8 @@ def refine_on_pieces(prog: Program, x: Any, p: Any = None, *, max_iter: int = 8,
         g, jg, a, b, ja, jb, _ = ev
         on_g, fixed = np.isfinite(row_target), np.flatnonzero(np.isfinite(bound_target))
         F = np.concatenate([g[on_g] - row_target[on_g], xv[fixed] - bound_target[fixed], a[take_a], b[take_b]])
-        A = sp.vstack([_csc(jg)[on_g], sp.csr_matrix((np.ones(fixed.size), (np.arange(fixed.size), fixed)), shape=(fixed.size, n)),
-                       _csc(ja)[take_a], _csc(jb)[take_b]]).tocsr()
+        A = sp.vstack([csc_matrix_of(jg)[on_g], sp.csr_matrix((np.ones(fixed.size), (np.arange(fixed.size), fixed)), shape=(fixed.size, n)),
+                       csc_matrix_of(ja)[take_a], csc_matrix_of(jb)[take_b]]).tocsr()
         return F, A
 
     def crossed(value: np.ndarray, lower: np.ndarray, upper: np.ndarray, slack: float) -> np.ndarray:

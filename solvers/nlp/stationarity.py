@@ -60,7 +60,7 @@ import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from contactmp.errors import InputError, check_number
-from contactmp.program import Program, _scaled_violation
+from contactmp.program import Program, scaled_violation
 from contactmp.progress import quiet_stdout
 from contactmp.solvers.nlp.mpcc import copy_without_pairs
 
@@ -233,7 +233,7 @@ def _functions(prog: Program) -> ca.Function:
     return fun
 
 
-def _csr(m: ca.DM) -> sp.csr_matrix:
+def csr_rows(m: ca.DM) -> sp.csr_matrix:
     """A CasADi DM (sparse) as a scipy CSR matrix."""
     colind, row = m.sparsity().get_ccs()
     data = np.asarray(m.nonzeros(), dtype=float)
@@ -246,8 +246,8 @@ def _vec(m: ca.DM) -> np.ndarray:
 
 def _evaluate(prog: Program, x: np.ndarray, p: np.ndarray) -> _Point:
     out = _functions(prog)(x, p)
-    return _Point(float(out[0]), _vec(out[1]), _vec(out[2]), _csr(out[3]), _vec(out[4]), _vec(out[5]),
-                  _csr(out[6]), _csr(out[7]))
+    return _Point(float(out[0]), _vec(out[1]), _vec(out[2]), csr_rows(out[3]), _vec(out[4]), _vec(out[5]),
+                  csr_rows(out[6]), csr_rows(out[7]))
 
 
 def _row_l1(m: sp.csr_matrix) -> np.ndarray:
@@ -282,8 +282,8 @@ def _classify(prog: Program, x: np.ndarray, pt: _Point, active_tol: float, feas_
     if not np.isfinite(vals).all() or not all(np.isfinite(m.data).all() for m in (pt.jac_g, pt.jac_a, pt.jac_b)):
         return _Active(why="f, g, a, b or a derivative is not finite at x")
     lbx, ubx, lbg, ubg = prog.lbx, prog.ubx, prog.lbg, prog.ubg
-    vb = _scaled_violation(x, lbx, ubx)
-    vg = _scaled_violation(pt.g, lbg, ubg)
+    vb = scaled_violation(x, lbx, ubx)
+    vg = scaled_violation(pt.g, lbg, ubg)
     if vb > feas_tol or vg > feas_tol:
         return _Active(why=f"the point is not feasible: scaled bound violation {vb:.2e}, row violation "
                            f"{vg:.2e} (feas_tol {feas_tol:.1e})")

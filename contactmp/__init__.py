@@ -12,11 +12,17 @@ if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "solvers" / "__init
 from contactmp.errors import ContactMPError, InputError, OptionError
 from contactmp.result import BatchResult, Result, Status
 
-from contactmp._pyomo_hook import register_pyomo_plugin_on_import as _register
+from contactmp._pyomo_hook import after_import as _after_import
+
+
+def _register_pyomo_plugin() -> None:
+    """Import the Pyomo plugin, which registers ``SolverFactory("contactmp_ipopt")``."""
+    from contactmp.solvers.nlp import CasadiIpopt  # noqa: F401 (the face loads the plugin module)
+
 
 # SolverFactory("contactmp_ipopt") is registered with Pyomo as soon as ``pyomo.environ`` is imported
 # (at once if it already is): ``import contactmp`` itself imports neither Pyomo nor CasADi.
-_register()
+_after_import("pyomo.environ", _register_pyomo_plugin)
 
 __version__ = "0.1.0"
 __all__ = [
@@ -25,25 +31,30 @@ __all__ = [
     "TimeStepping",
 ]
 
-_LAZY = {  # heavier entry points, imported on first use (CasADi, numba)
-    "Program": "contactmp.program",
-    "solve_lcp": "contactmp.solvers.registry",
-    "solve_fc3d": "contactmp.solvers.registry",
-    "solve_lcp_batch": "contactmp.solvers.registry",
-    "solve_fc3d_batch": "contactmp.solvers.registry",
-    "ConeNCP": "contactmp.formulations.cone_ncp",
-    "solve_program": "contactmp.solvers.nlp.solve",
-    "PyramidLCP": "contactmp.formulations.pyramid_lcp",
-    "multistart": "contactmp.solvers.multistart",
-    # simulation, and one step's Program from a state: TimeStepping(system, h).step_program(q, v, u)
-    "TimeStepping": "contactmp.transcriptions.time_stepping",
-}
-
-
 def __getattr__(name: str):
-    """Lazy access to the heavier entry points listed in ``_LAZY``."""
-    if name in _LAZY:
-        import importlib
+    """Lazy access to the heavier entry points (CasADi, numba), imported on first use."""
+    if name == "Program":
+        from contactmp.program import Program
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        return Program
+    if name in ("solve_lcp", "solve_fc3d", "solve_lcp_batch", "solve_fc3d_batch"):
+        from contactmp.solvers import registry
+
+        return getattr(registry, name)
+    if name == "solve_program":
+        from contactmp.solvers.nlp import solve_program
+
+        return solve_program
+    if name == "multistart":
+        from contactmp.solvers.multistart import multistart
+
+        return multistart
+    if name in ("ConeNCP", "PyramidLCP"):
+        from contactmp.formulations import ConeNCP, PyramidLCP
+
+        return {"ConeNCP": ConeNCP, "PyramidLCP": PyramidLCP}[name]
+    if name == "TimeStepping":  # simulation, and one step's Program: TimeStepping(system, h).step_program(q, v, u)
+        from contactmp.transcriptions.time_stepping import TimeStepping
+
+        return TimeStepping
     raise AttributeError(f"module 'contactmp' has no attribute {name!r}")

@@ -82,6 +82,35 @@ def test_no_module_tests_a_class_by_its_name(tmp_path):
     assert [str(c) for c in ig.class_name_tests(ROOT)] == []
 
 
+def test_module_paths_in_strings_are_edges_and_dynamic_imports_have_them(tmp_path):
+    """A registry's lazy entries (dotted module names in strings) count as imports, so the layer and
+    face rules see them; an ``import_module`` call on a computed name is refused unless its file
+    names its modules in such strings."""
+    for folder in ("solvers", "models"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "formulations").mkdir()
+    (tmp_path / "formulations" / "__init__.py").write_text("")
+    (tmp_path / "formulations" / "x.py").write_text("")
+    (tmp_path / "solvers" / "registry.py").write_text(
+        "import importlib\nTABLE = {'x': 'contactmp.formulations.x'}\n"
+        "def load(n):\n    return importlib.import_module(TABLE[n])\n")
+    (tmp_path / "models" / "hidden.py").write_text("import importlib\ndef f(n):\n    return importlib.import_module(n)\n")
+    imports = ig.all_imports(tmp_path)
+    assert [(v.file, v.module) for v in ig.violations(imports)] == [("solvers/registry.py", "contactmp.formulations.x")]
+    found = {c.file: c.names for c in ig.dynamic_imports(tmp_path)}
+    assert found == {"solvers/registry.py": ("contactmp.formulations.x",), "models/hidden.py": ()}
+
+
+def test_every_dynamic_import_names_its_modules_in_strings():
+    """The registries (solver modules by name) and the studies' table: their dynamic imports read
+    tables of dotted names, which the graph counts; no other dynamic import of contactmp."""
+    found = {c.file: c.names for c in ig.dynamic_imports(ROOT)}
+    assert set(found) <= {"solvers/registry.py", "case_studies/__init__.py", "models/example_robots.py"}
+    # example_robots imports a third-party robot loader by name (no contactmp module)
+    assert all(names for f, names in found.items() if f != "models/example_robots.py")
+
+
 def test_solver_subpackages_are_reached_through_their_faces():
     assert ig.solver_subpackages(ROOT) == {"lcp", "fc3d", "cone_qp", "nlp", "pgm"}
     assert [str(v) for v in ig.face_violations(ROOT, IMPORTS)] == []

@@ -155,18 +155,49 @@ def file_imports(root: Path, path: Path) -> list[Import]:
     module = file_module(root, path)
     rel = str(path.relative_to(root))
     out: list[Import] = []
+    values = {id(v) for d in ast.walk(tree) if isinstance(d, ast.Dict) for v in d.values}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = _resolve(node, module, path.name == "__init__.py")
             targets = sorted({_submodule(root, base, a.name) for a in node.names})
+        elif id(node) in values and isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and _is_module_path(root, node.value):
+            targets = [node.value]  # a module named by a table's string (a registry's lazy entry): an edge too
         else:
             continue
         for target in targets:
             layer = module_layer(target)
             if layer is not None:
                 out.append(Import(rel, node.lineno, target, source, layer))
+    return out
+
+
+def _is_module_path(root: Path, text: str) -> bool:
+    """``text`` is the dotted name of a contactmp module of the checkout under ``root``."""
+    parts = text.split(".")
+    if len(parts) < 2 or parts[0] != "contactmp" or not all(p.isidentifier() for p in parts):
+        return False
+    return _submodule(root, ".".join(parts[:-1]), parts[-1]) == text
+
+
+def dynamic_imports(root: Path) -> list[NameComparison]:
+    """Calls of ``importlib.import_module`` / ``__import__`` in the package whose argument is not a
+    string literal: an edge the graph cannot see unless the module names are the values of a table
+    (a dict) in the same file (a registry), which :func:`file_imports` counts. Listed with the
+    file's tabled module paths in ``names`` (empty: nothing makes the edge visible)."""
+    out: list[NameComparison] = []
+    for path in package_files(root):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        literals = tuple(sorted({v.value for d in ast.walk(tree) if isinstance(d, ast.Dict) for v in d.values
+                                 if isinstance(v, ast.Constant) and isinstance(v.value, str)
+                                 and _is_module_path(root, v.value)}))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and node.args and not isinstance(node.args[0], ast.Constant) and (
+                    (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+                    or (isinstance(node.func, ast.Name) and node.func.id in ("import_module", "__import__"))):
+                out.append(NameComparison(str(path.relative_to(root)), node.lineno, file_layer(root, path), literals))
     return out
 
 

@@ -26,7 +26,15 @@ GROUPS = {
 }
 
 
+#: the groups loaded so far in this process (each registry loads its group once)
+LOADED_GROUPS: set[str] = set()
+
+
 def load_entry_points(group: str) -> list[tuple[str, Any]]:
     """``(name, loaded object)`` of every entry point of ``group`` in the installed distributions,
-    sorted by name (so the order does not depend on the file system)."""
+    sorted by name (so the order does not depend on the file system), the first time ``group`` is
+    asked for in this process; ``[]`` after that."""
+    if group in LOADED_GROUPS:
+        return []
+    LOADED_GROUPS.add(group)
     return [(ep.name, ep.load()) for ep in sorted(entry_points(group=group), key=lambda e: e.name)]

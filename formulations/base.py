@@ -660,18 +660,13 @@ def _load_builtin() -> None:
         import contactmp.formulations.velocity_compliant  # noqa: F401
         import contactmp.formulations.velocity_cone  # noqa: F401
         import contactmp.formulations.velocity_pyramid  # noqa: F401
-    if not _PLUGINS_LOADED:
-        _PLUGINS_LOADED.append(True)
-        from contactmp.plugins import load_entry_points
+    from contactmp.plugins import load_entry_points
 
-        for name, cls in load_entry_points(ENTRY_POINT_GROUP):
-            if not (isinstance(cls, type) and issubclass(cls, Formulation) and cls.name == name):
-                raise InputError("entry point", f"{ENTRY_POINT_GROUP} entry point {name!r} must be a Formulation "
-                                                f"class whose name is {name!r}, got {cls!r}")
-            register(cls)
-
-
-_PLUGINS_LOADED: list[bool] = []
+    for name, cls in load_entry_points(ENTRY_POINT_GROUP):
+        if not (isinstance(cls, type) and issubclass(cls, Formulation) and cls.name == name):
+            raise InputError("entry point", f"{ENTRY_POINT_GROUP} entry point {name!r} must be a Formulation "
+                                            f"class whose name is {name!r}, got {cls!r}")
+        register(cls)
 
 
 class _Names:

@@ -85,15 +85,9 @@ def register_fc3d_solver(name: str, module: Any, *, replace: bool = False) -> No
     _register(FC3D_SOLVERS, _LOADED_FC3D, "fc3d", name, module, replace)
 
 
-_PLUGINS_LOADED: list[bool] = []
-
-
 def _load_plugins() -> None:
     """Register, once, the solvers installed packages list under ``contactmp.lcp_solvers`` and
     ``contactmp.fc3d_solvers``."""
-    if _PLUGINS_LOADED:
-        return
-    _PLUGINS_LOADED.append(True)
     from contactmp.plugins import load_entry_points
 
     for name, module in load_entry_points("contactmp.lcp_solvers"):

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from contactmp import plugins
 from contactmp.errors import InputError
 from contactmp.formulations import base
 from contactmp.models.systems import point_mass_2d
@@ -96,10 +97,9 @@ def fresh_registries(monkeypatch):
     restored after the test."""
     base._load_builtin()
     monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
-    monkeypatch.setattr(base, "_PLUGINS_LOADED", [])
+    monkeypatch.setattr(plugins, "LOADED_GROUPS", set())
     monkeypatch.setattr(registry, "LCP_SOLVERS", dict(registry.LCP_SOLVERS))
     monkeypatch.setattr(registry, "_LOADED", dict(registry._LOADED))
-    monkeypatch.setattr(registry, "_PLUGINS_LOADED", [])
 
 
 def test_an_installed_package_plugs_in_a_formulation_and_an_lcp_solver(tmp_path, monkeypatch, fresh_registries):

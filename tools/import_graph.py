@@ -31,6 +31,7 @@ import ast
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 #: the folders of the installed package: folder -> its module prefix
 FOLDERS: dict[str, str] = {
@@ -101,6 +102,13 @@ def package_files(root: Path) -> list[Path]:
         if base.is_dir():
             out.extend(p for p in base.rglob("*.py") if "__pycache__" not in p.parts)
     return sorted(out)
+
+
+def parsed_files(root: Path, layers: tuple[str, ...] | None = None) -> Iterator[tuple[Path, ast.Module]]:
+    """``(path, syntax tree)`` of every package file under ``root`` (of ``layers`` only, when given)."""
+    for path in package_files(root):
+        if layers is None or file_layer(root, path) in layers:
+            yield path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
 def file_layer(root: Path, path: Path) -> str:
@@ -188,8 +196,7 @@ def dynamic_imports(root: Path) -> list[NameComparison]:
     (a dict) in the same file (a registry), which :func:`file_imports` counts. Listed with the
     file's tabled module paths in ``names`` (empty: nothing makes the edge visible)."""
     out: list[NameComparison] = []
-    for path in package_files(root):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for path, tree in parsed_files(root):
         literals = tuple(sorted({v.value for d in ast.walk(tree) if isinstance(d, ast.Dict) for v in d.values
                                  if isinstance(v, ast.Constant) and isinstance(v.value, str)
                                  and _is_module_path(root, v.value)}))
@@ -267,8 +274,7 @@ class PrivateImport:
 def private_imports(root: Path) -> list[PrivateImport]:
     """Every import of an underscore name (not a dunder) of another contactmp module."""
     out: list[PrivateImport] = []
-    for path in package_files(root):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for path, tree in parsed_files(root):
         module = file_module(root, path)
         for node in ast.walk(tree):
             if not isinstance(node, ast.ImportFrom):
@@ -287,8 +293,7 @@ def class_name_tests(root: Path) -> list[NameComparison]:
     """Comparisons of a ``__name__`` with a string constant in the package (``type(x).__name__ ==
     "ContactImplicitTO"``): a dependency the import graph cannot see; test a protocol instead."""
     out: list[NameComparison] = []
-    for path in package_files(root):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for path, tree in parsed_files(root):
         for node in ast.walk(tree):
             if not isinstance(node, ast.Compare):
                 continue
@@ -309,11 +314,8 @@ def _names_in(node: ast.expr) -> list[str]:
 def name_comparisons(root: Path, layers: tuple[str, ...] = NAME_CHECKED_LAYERS) -> list[NameComparison]:
     """Every ``ast.Compare`` against a formulation name in the files of ``layers``."""
     out: list[NameComparison] = []
-    for path in package_files(root):
+    for path, tree in parsed_files(root, layers):
         layer = file_layer(root, path)
-        if layer not in layers:
-            continue
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         rel = str(path.relative_to(root))
         for node in ast.walk(tree):
             if isinstance(node, ast.Compare):

@@ -153,10 +153,10 @@ def _substituted(cone: Program, expr: ca.SX, old: ca.SX, new: ca.SX, known: set[
 
 
 def _owner(prog: Program, s: ca.SX) -> str:
-    """The name of the handle whose entry is the scalar symbol ``s``."""
-    kind, pos = prog._symbols[s.element_hash()]
-    handles = prog.variables if kind == "x" else prog.parameters
-    return next(h.name for h in handles if h.index.start <= pos < h.index.stop)
+    """The name of the Variables handle whose entry is the scalar symbol ``s`` (every parameter of
+    the cone's program is carried, so an unknown symbol is a variable; else the symbol's own name)."""
+    pos = prog.variable_index(s)
+    return next((h.name for h in prog.variables if pos is not None and h.index.start <= pos < h.index.stop), str(s))
 
 
 def _sync(to: "ContactImplicitTO", twin: "ContactImplicitTO", carried: list[tuple[str, str]]) -> None:
@@ -164,7 +164,7 @@ def _sync(to: "ContactImplicitTO", twin: "ContactImplicitTO", carried: list[tupl
     PyramidStartUnavailable when moved bounds have no counterpart in the pyramid."""
     cone, prog, built = to.program, twin.program, to._built
     shared = _shared_variables(to, twin)
-    for a, b in shared:
+    for a, b in shared + [(cone[name], prog[name]) for kind, name in carried if kind == "x"]:
         b.lb, b.ub, b.init = a.lb.copy(), a.ub.copy(), a.init.copy()
     mine = {id(a) for a, _ in shared}
     lbx, ubx = cone.lbx, cone.ubx
@@ -187,11 +187,9 @@ def _sync(to: "ContactImplicitTO", twin: "ContactImplicitTO", carried: list[tupl
         prog[f"param/{name}"].value = cone[f"param/{name}"].value
     for kind, name in carried:
         a, b = cone[name], prog[name]
-        if kind == "x":
-            b.lb, b.ub, b.init = a.lb.copy(), a.ub.copy(), a.init.copy()
-        elif kind == "p":
+        if kind == "p":
             b.value = a.value
-        else:
+        elif kind == "g":
             b.lb, b.ub = a.lb.copy(), a.ub.copy()
     twin._q0, twin._v0, twin._qf, twin._vf = to._q0, to._v0, to._qf, to._vf
     twin.support_guess = to.support_guess
